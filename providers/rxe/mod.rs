@@ -1,0 +1,3 @@
+//! The rxe provider.
+
+pub mod abi;

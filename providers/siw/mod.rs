@@ -1,0 +1,3 @@
+//! The siw provider.
+
+pub mod abi;

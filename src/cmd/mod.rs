@@ -1,0 +1,2 @@
+//! The command channel: `RDMA_VERBS_IOCTL` and legacy `write()` commands on
+//! an open `/dev/infiniband/uverbsN`.

@@ -1,0 +1,1 @@
+//! Device discovery (feature `std`): sysfs, RDMA netlink, provider matching.

@@ -1,0 +1,245 @@
+//! Errors: small, `Copy`, and always naming the verb that failed.
+//!
+//! Every fallible function in this crate returns [`Error`], which records
+//! *which* verb failed (by its libibverbs name, e.g. `"ibv_reg_mr"`), *what
+//! kind* of failure it was ([`ErrorKind`]) and, when the kernel said no, the
+//! errno it answered with. Errors never allocate, so they can be returned
+//! from the data path.
+
+use core::fmt;
+
+pub use rustix::io::Errno;
+
+/// What went wrong, independent of which verb it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// `/sys/class/infiniband_verbs/abi_version` is missing or unreadable:
+    /// the RDMA kernel modules (`ib_uverbs`) are not loaded.
+    NoAbiFile,
+    /// The kernel's uverbs ABI version is outside what this library speaks.
+    AbiMismatch {
+        /// The version the kernel reported.
+        kernel: u32,
+        /// The lowest version we support.
+        min: u32,
+        /// The highest version we support.
+        max: u32,
+    },
+    /// No device with that name, index or GUID exists.
+    NoDevice,
+    /// The device exists but no provider compiled into this build drives it.
+    NoProvider,
+    /// The device file (`/dev/infiniband/uverbsN`) could not be opened
+    /// because of its permissions.
+    PermissionDenied,
+    /// `RLIMIT_MEMLOCK` is too low to register memory or create queues.
+    MemlockTooLow,
+    /// The provider or kernel does not implement this verb or this variant
+    /// of it (for example XRC on rxe, UD on siw).
+    Unsupported,
+    /// An argument was rejected before reaching the kernel, or the kernel
+    /// answered `EINVAL`.
+    InvalidArgument,
+    /// The object is still in use (the kernel answered `EBUSY`).
+    Busy,
+    /// The operation is not valid in the object's current state.
+    WrongState,
+    /// A work queue has no free slot; nothing was written.
+    QueueFull,
+    /// A work request has more scatter/gather entries than the queue allows.
+    TooManySge,
+    /// Inline data is longer than the queue's `max_inline_data`.
+    InlineTooLarge,
+    /// The opcode is not valid for this queue pair type or provider.
+    UnsupportedOpcode,
+    /// The kernel ran out of memory or a resource limit was hit.
+    OutOfResources,
+    /// A reply from the kernel (command response, sysfs or netlink) did not
+    /// have the expected shape.
+    Malformed,
+    /// Any other errno from the kernel.
+    Os,
+}
+
+/// The error type of every verb.
+///
+/// `Display` renders it the way a libibverbs user expects to read it:
+/// `ibv_open_device: permission denied on /dev/infiniband/uverbsN (...)`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Error {
+    verb: &'static str,
+    kind: ErrorKind,
+    errno: Option<Errno>,
+}
+
+impl Error {
+    /// An error of `kind` raised by `verb` without a kernel errno.
+    #[inline]
+    pub const fn new(verb: &'static str, kind: ErrorKind) -> Self {
+        Self { verb, kind, errno: None }
+    }
+
+    /// An error from the kernel: the kind is derived from the errno.
+    #[inline]
+    pub fn from_errno(verb: &'static str, errno: Errno) -> Self {
+        Self { verb, kind: kind_of(errno), errno: Some(errno) }
+    }
+
+    /// An error of an explicit kind that also carries the kernel's errno.
+    #[inline]
+    pub const fn with_errno(verb: &'static str, kind: ErrorKind, errno: Errno) -> Self {
+        Self { verb, kind, errno: Some(errno) }
+    }
+
+    /// The libibverbs name of the verb that failed (e.g. `"ibv_create_qp"`).
+    #[inline]
+    pub const fn verb(&self) -> &'static str {
+        self.verb
+    }
+
+    /// What kind of failure this was.
+    #[inline]
+    pub const fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The errno the kernel answered with, if the kernel was asked.
+    #[inline]
+    pub const fn errno(&self) -> Option<Errno> {
+        self.errno
+    }
+
+    /// The errno a C caller would see: the kernel's, or the conventional one
+    /// for errors raised in user space.
+    pub fn raw_os_error(&self) -> i32 {
+        if let Some(e) = self.errno {
+            return e.raw_os_error();
+        }
+        let e = match self.kind {
+            ErrorKind::NoAbiFile | ErrorKind::NoDevice => Errno::NODEV,
+            ErrorKind::AbiMismatch { .. } => Errno::PROTO,
+            ErrorKind::NoProvider | ErrorKind::Unsupported | ErrorKind::UnsupportedOpcode => {
+                Errno::OPNOTSUPP
+            }
+            ErrorKind::PermissionDenied => Errno::ACCESS,
+            ErrorKind::MemlockTooLow | ErrorKind::QueueFull | ErrorKind::OutOfResources => {
+                Errno::NOMEM
+            }
+            ErrorKind::Busy => Errno::BUSY,
+            ErrorKind::Malformed => Errno::PROTO,
+            ErrorKind::InvalidArgument
+            | ErrorKind::WrongState
+            | ErrorKind::TooManySge
+            | ErrorKind::InlineTooLarge
+            | ErrorKind::Os => Errno::INVAL,
+        };
+        e.raw_os_error()
+    }
+}
+
+/// Maps a kernel errno to the kind of failure it means for a verb.
+fn kind_of(errno: Errno) -> ErrorKind {
+    match errno {
+        Errno::NODEV | Errno::NXIO | Errno::NOENT => ErrorKind::NoDevice,
+        Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+        Errno::OPNOTSUPP | Errno::NOSYS | Errno::NOTTY | Errno::PROTONOSUPPORT => {
+            ErrorKind::Unsupported
+        }
+        Errno::INVAL => ErrorKind::InvalidArgument,
+        Errno::BUSY => ErrorKind::Busy,
+        Errno::NOMEM | Errno::NOSPC | Errno::MFILE | Errno::NFILE | Errno::AGAIN => {
+            ErrorKind::OutOfResources
+        }
+        _ => ErrorKind::Os,
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ErrorKind::NoAbiFile => f.write_str(
+                "couldn't read uverbs ABI version (are the RDMA kernel modules loaded? try `modprobe ib_uverbs`)",
+            ),
+            ErrorKind::AbiMismatch { kernel, min, max } => write!(
+                f,
+                "kernel ABI version {kernel} doesn't match library version (supported: {min}..={max})"
+            ),
+            ErrorKind::NoDevice => f.write_str("no such RDMA device"),
+            ErrorKind::NoProvider => {
+                f.write_str("no userspace device-specific driver (provider) in this build for the device")
+            }
+            ErrorKind::PermissionDenied => f.write_str(
+                "permission denied on the device file /dev/infiniband/uverbsN (fix: run as a user with read/write access, e.g. a udev rule MODE=\"0666\" or GROUP)",
+            ),
+            ErrorKind::MemlockTooLow => f.write_str(
+                "RLIMIT_MEMLOCK too low to lock memory (fix: raise it with `ulimit -l unlimited` or in /etc/security/limits.conf)",
+            ),
+            ErrorKind::Unsupported => f.write_str("operation not supported by this device or provider"),
+            ErrorKind::InvalidArgument => f.write_str("invalid argument"),
+            ErrorKind::Busy => f.write_str("resource busy (a dependent object is still alive)"),
+            ErrorKind::WrongState => f.write_str("not valid in the object's current state"),
+            ErrorKind::QueueFull => f.write_str("work queue full"),
+            ErrorKind::TooManySge => f.write_str("too many scatter/gather entries"),
+            ErrorKind::InlineTooLarge => f.write_str("inline data larger than max_inline_data"),
+            ErrorKind::UnsupportedOpcode => f.write_str("opcode not supported for this queue pair"),
+            ErrorKind::OutOfResources => f.write_str("out of resources"),
+            ErrorKind::Malformed => f.write_str("malformed reply from the kernel"),
+            ErrorKind::Os => f.write_str("kernel error"),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.verb, self.kind)?;
+        if let Some(e) = self.errno {
+            write!(f, " (errno {}: {})", e.raw_os_error(), e)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("verb", &self.verb)
+            .field("kind", &self.kind)
+            .field("errno", &self.errno)
+            .finish()
+    }
+}
+
+impl core::error::Error for Error {}
+
+#[cfg(feature = "std")]
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        std::io::Error::new(std::io::Error::from_raw_os_error(e.raw_os_error()).kind(), e)
+    }
+}
+
+/// Shorthand for `Result<T, Error>`.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_the_verb_and_the_errno() {
+        let e = Error::from_errno("ibv_reg_mr", Errno::FAULT);
+        assert_eq!(e.kind(), ErrorKind::Os);
+        let mut buf = heapless::String::<128>::new();
+        core::fmt::write(&mut buf, format_args!("{e}")).unwrap();
+        assert!(buf.starts_with("ibv_reg_mr: kernel error (errno 14"), "{buf}");
+    }
+
+    #[test]
+    fn errno_maps_to_kind() {
+        assert_eq!(Error::from_errno("x", Errno::ACCESS).kind(), ErrorKind::PermissionDenied);
+        assert_eq!(Error::from_errno("x", Errno::BUSY).kind(), ErrorKind::Busy);
+        assert_eq!(Error::from_errno("x", Errno::OPNOTSUPP).kind(), ErrorKind::Unsupported);
+        assert_eq!(Error::new("x", ErrorKind::QueueFull).raw_os_error(), libc::ENOMEM);
+    }
+}

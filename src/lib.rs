@@ -1,0 +1,37 @@
+//! # verbs — RDMA verbs in pure Rust
+//!
+//! A reimplementation of what rdma-core's `libibverbs` and its user-space
+//! providers do, talking to the kernel's uverbs interface
+//! (`/dev/infiniband/uverbsN`) directly with `ioctl`, `write` and `mmap`
+//! through [rustix]. No C library, no bindgen, no `dlopen`.
+//!
+//! ## Layers
+//!
+//! Each layer calls only the layers below it:
+//!
+//! | layer | module | what it does |
+//! |---|---|---|
+//! | discovery (`std`) | [`discovery`] | sysfs + RDMA netlink: which devices exist, which provider drives each |
+//! | providers | [`providers`] | the compiled-in provider table and per-driver ABI (rxe, siw) |
+//! | command channel | [`cmd`] | `RDMA_VERBS_IOCTL` and legacy `write()` commands on the device fd |
+//! | kernel ABI | [`abi`] | `#[repr(C)]` zerocopy transcriptions of `<rdma/*.h>` |
+//!
+//! The core is `#![no_std]` and never allocates; the default `std` feature
+//! adds device discovery, the debug log and `std::error::Error`
+//! conversions.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod abi;
+pub mod cmd;
+pub mod error;
+#[path = "../providers/mod.rs"]
+pub mod providers;
+
+#[cfg(feature = "std")]
+pub mod discovery;
+#[cfg(feature = "std")]
+pub mod log;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,1 @@
+//! `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` debug output.

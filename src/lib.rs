@@ -12,6 +12,7 @@
 //! | layer | module | what it does |
 //! |---|---|---|
 //! | discovery (`std`) | [`discovery`] | sysfs + RDMA netlink: which devices exist, which provider drives each |
+//! | handles | [`Context`], [`query`] | the device context and its queries |
 //! | providers | [`providers`] | the compiled-in provider table and per-driver ABI (rxe, siw) |
 //! | command channel | [`cmd`] | `RDMA_VERBS_IOCTL` and legacy `write()` commands on the device fd |
 //! | kernel ABI | [`abi`] | `#[repr(C)]` zerocopy transcriptions of `<rdma/*.h>` |
@@ -25,7 +26,9 @@
 
 pub mod abi;
 pub mod cmd;
+pub mod context;
 pub mod error;
+pub mod query;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 
@@ -34,4 +37,6 @@ pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
 
+pub use context::Context;
 pub use error::{Error, ErrorKind, Result};
+pub use query::{DeviceAttr, GidEntry, PortAttr};

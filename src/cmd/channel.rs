@@ -1,0 +1,280 @@
+//! The open device file and the two ways commands reach the kernel through
+//! it: `ioctl(RDMA_VERBS_IOCTL)` and the legacy `write()` ABI.
+//!
+//! # Safety
+//!
+//! Both paths hand the kernel *addresses* as integers: attribute `data`
+//! fields of an ioctl frame and the `response` pointer of a write command.
+//! The kernel writes through them. Soundness rests on one invariant, kept
+//! by construction in this module and in [`super::ioctl_buf`]:
+//!
+//! * every address given to the kernel is derived from a Rust borrow that
+//!   is live for the whole syscall: `&'a mut T` for memory the kernel
+//!   writes, `&'a T` for memory it only reads, with `'a` outliving the
+//!   frame or call that carries the address, and the length given next to
+//!   it never exceeds the borrowed object's size.
+//!
+//! The `ioctl` call itself is the only `unsafe` operation here.
+#![allow(unsafe_code)]
+
+use core::ffi::c_void;
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
+
+use crate::abi::ioctl::{IoctlAttr, IoctlHdr, RDMA_VERBS_IOCTL};
+use crate::abi::uverbs::{CmdHdr, ExCmdHdr, CMD_FLAG_EXTENDED};
+use crate::abi::RdmaDriverId;
+use crate::error::{Error, ErrorKind, Result};
+
+use super::ioctl_buf::IoctlBuf;
+
+/// Largest write-format command (headers + core + driver data) we build.
+pub const MAX_WRITE_CMD: usize = 512;
+
+/// An open `/dev/infiniband/uverbsN` and the driver id the kernel expects
+/// in every ioctl header.
+#[derive(Debug)]
+pub struct Channel {
+    fd: OwnedFd,
+    driver_id: RdmaDriverId,
+}
+
+/// The `RDMA_VERBS_IOCTL` request for one frame of `N` attributes.
+struct VerbsIoctl(*mut c_void);
+
+// SAFETY: the opcode is RDMA_VERBS_IOCTL (_IOWR(0x1b, 1, struct
+// ib_uverbs_ioctl_hdr)); the pointer given is the start of an `IoctlBuf`
+// frame whose header `length` covers exactly the header and the attributes
+// that follow it in the same allocation (see `IoctlBuf::finish`). The kernel
+// writes back into that frame (attribute flags/data), so it is mutating.
+// The output is the plain return value, which carries no data.
+unsafe impl Ioctl for VerbsIoctl {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+
+    fn opcode(&self) -> Opcode {
+        RDMA_VERBS_IOCTL as Opcode
+    }
+
+    fn as_ptr(&mut self) -> *mut c_void {
+        self.0
+    }
+
+    unsafe fn output_from_ptr(_out: IoctlOutput, _ptr: *mut c_void) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Channel {
+    /// Wraps an already opened uverbs device file.
+    pub fn new(fd: OwnedFd, driver_id: RdmaDriverId) -> Self {
+        Self { fd, driver_id }
+    }
+
+    /// The kernel driver id used in ioctl headers.
+    pub fn driver_id(&self) -> RdmaDriverId {
+        self.driver_id
+    }
+
+    /// Sends one `RDMA_VERBS_IOCTL` frame. On success the frame holds what
+    /// the kernel wrote back (new object handles, fds, output flags).
+    pub fn ioctl<const N: usize>(&self, verb: &'static str, buf: &mut IoctlBuf<'_, N>) -> Result<()> {
+        let ptr = buf.finish(self.driver_id);
+        // SAFETY: `ptr` points at the frame inside `buf`, which is borrowed
+        // mutably for this call and whose header length matches its filled
+        // attributes (`IoctlBuf::finish`). Every address inside the frame
+        // comes from a borrow with the buffer's lifetime `'_` (module
+        // invariant), so all of it is live until this call returns.
+        unsafe { rustix::ioctl::ioctl(self.fd.as_fd(), VerbsIoctl(ptr)) }
+            .map_err(|e| Error::from_errno(verb, e))
+    }
+
+    /// Sends a legacy write-format command (`struct ib_uverbs_cmd_hdr` +
+    /// core command + driver data) and collects the core response and the
+    /// driver response into `out`.
+    ///
+    /// `core_in` must start with the command's `__u64 response` field (it
+    /// is overwritten with the address of `out`); all lengths must be
+    /// multiples of 4 bytes as the kernel counts in 32-bit words.
+    pub fn write_legacy(
+        &self,
+        verb: &'static str,
+        command: u32,
+        core_in: &[u8],
+        drv_in: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let hdr_len = size_of::<CmdHdr>();
+        let total = hdr_len + core_in.len() + drv_in.len();
+        let has_resp = !out.is_empty();
+        if total > MAX_WRITE_CMD
+            || total % 4 != 0
+            || out.len() % 4 != 0
+            || (has_resp && core_in.len() < 8)
+            || out.len() / 4 > u16::MAX as usize
+        {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        let mut frame = [0u64; MAX_WRITE_CMD / 8];
+        let bytes = frame.as_mut_bytes();
+        let hdr = CmdHdr { command, in_words: (total / 4) as u16, out_words: (out.len() / 4) as u16 };
+        bytes[..hdr_len].copy_from_slice(hdr.as_bytes());
+        bytes[hdr_len..hdr_len + core_in.len()].copy_from_slice(core_in);
+        bytes[hdr_len + core_in.len()..total].copy_from_slice(drv_in);
+        if has_resp {
+            // The response address: `out` stays mutably borrowed until we return.
+            let addr = out.as_mut_ptr() as u64;
+            bytes[hdr_len..hdr_len + 8].copy_from_slice(&addr.to_ne_bytes());
+        }
+        self.write_frame(verb, &bytes[..total])
+    }
+
+    /// Sends an extended write-format command (`ib_uverbs_cmd_hdr` with
+    /// `IB_USER_VERBS_CMD_FLAG_EXTENDED` + `ib_uverbs_ex_cmd_hdr`). The core
+    /// response is the first `core_out_len` bytes of `out`, the driver
+    /// response the rest. All lengths must be multiples of 8 bytes.
+    pub fn write_extended(
+        &self,
+        verb: &'static str,
+        command: u32,
+        core_in: &[u8],
+        drv_in: &[u8],
+        core_out_len: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let h1 = size_of::<CmdHdr>();
+        let h2 = size_of::<ExCmdHdr>();
+        let total = h1 + h2 + core_in.len() + drv_in.len();
+        if total > MAX_WRITE_CMD
+            || core_in.len() % 8 != 0
+            || drv_in.len() % 8 != 0
+            || core_out_len % 8 != 0
+            || out.len() % 8 != 0
+            || core_out_len > out.len()
+        {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        let mut frame = [0u64; MAX_WRITE_CMD / 8];
+        let bytes = frame.as_mut_bytes();
+        let hdr = CmdHdr {
+            command: command | CMD_FLAG_EXTENDED,
+            in_words: (core_in.len() / 8) as u16,
+            out_words: (core_out_len / 8) as u16,
+        };
+        let ex = ExCmdHdr {
+            response: if out.is_empty() { 0 } else { out.as_mut_ptr() as u64 },
+            provider_in_words: (drv_in.len() / 8) as u16,
+            provider_out_words: ((out.len() - core_out_len) / 8) as u16,
+            cmd_hdr_reserved: 0,
+        };
+        bytes[..h1].copy_from_slice(hdr.as_bytes());
+        bytes[h1..h1 + h2].copy_from_slice(ex.as_bytes());
+        let mut at = h1 + h2;
+        bytes[at..at + core_in.len()].copy_from_slice(core_in);
+        at += core_in.len();
+        bytes[at..at + drv_in.len()].copy_from_slice(drv_in);
+        self.write_frame(verb, &bytes[..total])
+    }
+
+    /// Typed legacy command: `C` is the core command (starting with its
+    /// `response` field), `R` the core response; `drv_out` receives the
+    /// driver's response that follows it.
+    pub fn command<C, R>(
+        &self,
+        verb: &'static str,
+        command: u32,
+        cmd: &C,
+        drv_in: &[u8],
+        drv_out: &mut [u8],
+    ) -> Result<R>
+    where
+        C: IntoBytes + Immutable,
+        R: FromBytes + IntoBytes,
+    {
+        let rlen = size_of::<R>();
+        let mut out = [0u64; MAX_WRITE_CMD / 8];
+        let total = rlen + drv_out.len();
+        if total > MAX_WRITE_CMD {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        let out = &mut out.as_mut_bytes()[..total];
+        self.write_legacy(verb, command, cmd.as_bytes(), drv_in, out)?;
+        drv_out.copy_from_slice(&out[rlen..]);
+        R::read_from_bytes(&out[..rlen]).map_err(|_| Error::new(verb, ErrorKind::Malformed))
+    }
+
+    /// Typed legacy command without a response (destroy-style commands).
+    pub fn command_no_resp<C: IntoBytes + Immutable>(
+        &self,
+        verb: &'static str,
+        command: u32,
+        cmd: &C,
+    ) -> Result<()> {
+        self.write_legacy(verb, command, cmd.as_bytes(), &[], &mut [])
+    }
+
+    /// Typed extended command, see [`Self::write_extended`].
+    pub fn command_ex<C, R>(
+        &self,
+        verb: &'static str,
+        command: u32,
+        cmd: &C,
+        drv_in: &[u8],
+        drv_out: &mut [u8],
+    ) -> Result<R>
+    where
+        C: IntoBytes + Immutable,
+        R: FromBytes + IntoBytes + FromZeros,
+    {
+        let rlen = size_of::<R>();
+        let mut out = [0u64; MAX_WRITE_CMD / 8];
+        let total = rlen + drv_out.len();
+        if total > MAX_WRITE_CMD {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        let out = &mut out.as_mut_bytes()[..total];
+        self.write_extended(verb, command, cmd.as_bytes(), drv_in, rlen, out)?;
+        drv_out.copy_from_slice(&out[rlen..]);
+        R::read_from_bytes(&out[..rlen]).map_err(|_| Error::new(verb, ErrorKind::Malformed))
+    }
+
+    fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
+        match rustix::io::write(&self.fd, frame) {
+            Ok(n) if n == frame.len() => Ok(()),
+            Ok(_) => Err(Error::new(verb, ErrorKind::Malformed)),
+            Err(e) => Err(Error::from_errno(verb, e)),
+        }
+    }
+}
+
+impl AsFd for Channel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+// The ioctl header and attributes are laid out back to back in a frame.
+static_assertions::const_assert_eq!(size_of::<IoctlHdr>(), 24);
+static_assertions::const_assert_eq!(size_of::<IoctlAttr>(), 16);
+
+/// Takes ownership of a file descriptor number the kernel just returned in
+/// a command response (async event fd, completion channel fd).
+pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
+    let raw = i32::try_from(raw).map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
+    // Cheap plausibility check before claiming ownership: the number must
+    // name an open file of this process.
+    let probe = {
+        // SAFETY: borrowing the raw fd only for the duration of the fcntl
+        // call; it is not closed or stored.
+        let b = unsafe { BorrowedFd::borrow_raw(raw) };
+        rustix::io::fcntl_getfd(b)
+    };
+    probe.map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
+    // SAFETY: the kernel installed `raw` into this process's fd table while
+    // executing our command and handed its number to us alone; no other
+    // owner exists, so wrapping it in an `OwnedFd` (which closes it on
+    // drop) creates the unique owner.
+    Ok(unsafe { <OwnedFd as rustix::fd::FromRawFd>::from_raw_fd(raw) })
+}

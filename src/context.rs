@@ -1,0 +1,159 @@
+//! The device context (`struct ibv_context`): an open device file with a
+//! kernel user context, its async event file, and the device queries.
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use crate::abi::RdmaDriverId;
+use crate::cmd::{self, Channel};
+use crate::error::Result;
+use crate::providers::ProviderKind;
+use crate::query::{DeviceAttr, GidEntry, PortAttr};
+
+/// Longest device name the kernel allows (`IB_DEVICE_NAME_MAX`).
+pub const DEVICE_NAME_MAX: usize = 64;
+
+/// An open RDMA device (`struct ibv_context`).
+///
+/// Created by [`Context::open`] (with device discovery) or
+/// [`Context::from_fd`] (no_std: from an already opened device file).
+/// Dropping it closes the device (`ibv_close_device`); every object created
+/// from it borrows it, so it cannot be closed under them.
+#[doc(alias = "ibv_context")]
+#[derive(Debug)]
+pub struct Context {
+    chan: Channel,
+    async_fd: OwnedFd,
+    num_comp_vectors: u32,
+    provider: ProviderKind,
+    name: heapless::String<DEVICE_NAME_MAX>,
+    /// siw's `siw_uresp_alloc_ctx.dev_id`; 0 for other providers.
+    provider_dev_id: u32,
+}
+
+impl Context {
+    /// `ibv_open_device` from an open `/dev/infiniband/uverbsN` file: creates
+    /// the kernel user context for `provider`.
+    ///
+    /// `name` is the device's name (e.g. `rxe0`), used for sysfs look-ups
+    /// (P_Keys) and messages; names longer than 64 bytes are rejected.
+    #[doc(alias = "ibv_open_device")]
+    pub fn from_fd(fd: OwnedFd, provider: ProviderKind, name: &str) -> Result<Self> {
+        const VERB: &str = "ibv_open_device";
+        let name: heapless::String<DEVICE_NAME_MAX> = name
+            .try_into()
+            .map_err(|_| crate::Error::new(VERB, crate::ErrorKind::InvalidArgument))?;
+        let chan = Channel::new(fd, driver_id_of(provider));
+        let mut drv_out = [0u8; 8];
+        let drv_len = get_context_resp_len(provider);
+        let reply = cmd::device::get_context(&chan, &[], &mut drv_out[..drv_len])?;
+        let provider_dev_id = u32::from_ne_bytes([drv_out[0], drv_out[1], drv_out[2], drv_out[3]]);
+        Ok(Self {
+            chan,
+            async_fd: reply.async_fd,
+            num_comp_vectors: reply.num_comp_vectors,
+            provider,
+            name,
+            provider_dev_id,
+        })
+    }
+
+    /// `ibv_open_device` for a device found by [`crate::discovery`].
+    #[cfg(feature = "std")]
+    #[doc(alias = "ibv_open_device")]
+    pub fn open(device: &crate::discovery::Device) -> Result<Self> {
+        let provider = device.provider_or_err()?;
+        let fd = device.open_file()?;
+        Self::from_fd(fd, provider, device.name())
+    }
+
+    /// The device's name (`ibv_get_device_name` of its device).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The provider driving this context.
+    pub fn provider(&self) -> ProviderKind {
+        self.provider
+    }
+
+    /// Number of completion vectors (`ibv_context.num_comp_vectors`).
+    pub fn num_comp_vectors(&self) -> u32 {
+        self.num_comp_vectors
+    }
+
+    /// siw's device id from the context response (0 for other providers).
+    pub fn provider_dev_id(&self) -> u32 {
+        self.provider_dev_id
+    }
+
+    /// The async event file (`ibv_context.async_fd`), usable with poll/epoll.
+    pub fn async_fd(&self) -> BorrowedFd<'_> {
+        self.async_fd.as_fd()
+    }
+
+    /// The command channel, for the layers that create objects.
+    pub fn channel(&self) -> &Channel {
+        &self.chan
+    }
+
+    /// `ibv_query_device_ex`: the device's attributes and capabilities.
+    #[doc(alias = "ibv_query_device")]
+    #[doc(alias = "ibv_query_device_ex")]
+    pub fn query_device(&self) -> Result<DeviceAttr> {
+        cmd::device::query_device_ex(&self.chan).map(DeviceAttr::from_resp)
+    }
+
+    /// `ibv_query_port`: attributes of port `port_num` (ports count from 1).
+    #[doc(alias = "ibv_query_port")]
+    pub fn query_port(&self, port_num: u8) -> Result<PortAttr> {
+        cmd::device::query_port(&self.chan, port_num).map(PortAttr::from_resp)
+    }
+
+    /// `ibv_query_gid_ex`: one GID table entry with its type.
+    #[doc(alias = "ibv_query_gid_ex")]
+    pub fn query_gid_ex(&self, port_num: u8, index: u32) -> Result<GidEntry> {
+        cmd::device::query_gid_entry(&self.chan, port_num, index).map(GidEntry::from_abi)
+    }
+
+    /// `ibv_query_gid`: the GID at `index` of port `port_num`; an empty slot
+    /// reads as the zero GID, as in libibverbs.
+    #[doc(alias = "ibv_query_gid")]
+    pub fn query_gid(&self, port_num: u8, index: u32) -> Result<[u8; 16]> {
+        match cmd::device::query_gid_entry(&self.chan, port_num, index) {
+            Ok(e) => Ok(GidEntry::from_abi(e).gid),
+            Err(e) if e.errno() == Some(rustix::io::Errno::NODATA) => Ok([0; 16]),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `ibv_query_gid_table`: every valid GID of the device, into `out`;
+    /// returns how many entries were filled.
+    #[doc(alias = "ibv_query_gid_table")]
+    pub fn query_gid_table(&self, out: &mut [GidEntry]) -> Result<usize> {
+        crate::query::query_gid_table(&self.chan, out)
+    }
+
+    /// `ibv_query_pkey`: the P_Key at `index` of port `port_num`, read from
+    /// sysfs as libibverbs does (in host byte order).
+    #[doc(alias = "ibv_query_pkey")]
+    pub fn query_pkey(&self, port_num: u8, index: u16) -> Result<u16> {
+        crate::query::query_pkey(&self.name, port_num, index)
+    }
+}
+
+fn driver_id_of(p: ProviderKind) -> RdmaDriverId {
+    crate::providers::PROVIDERS
+        .iter()
+        .find(|r| r.kind == p)
+        .map_or(RdmaDriverId::UNKNOWN, |r| r.driver_id)
+}
+
+/// Bytes of provider-private response that follow `GET_CONTEXT`'s core reply.
+fn get_context_resp_len(p: ProviderKind) -> usize {
+    match p {
+        #[cfg(feature = "rxe")]
+        ProviderKind::Rxe => 0,
+        #[cfg(feature = "siw")]
+        ProviderKind::Siw => 8, // struct siw_uresp_alloc_ctx
+    }
+}

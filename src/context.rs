@@ -57,15 +57,6 @@ impl Context {
         })
     }
 
-    /// `ibv_open_device` for a device found by [`crate::discovery`].
-    #[cfg(feature = "std")]
-    #[doc(alias = "ibv_open_device")]
-    pub fn open(device: &crate::discovery::Device) -> Result<Self> {
-        let provider = device.provider_or_err()?;
-        let fd = device.open_file()?;
-        Self::from_fd(fd, provider, device.name())
-    }
-
     /// The device's name (`ibv_get_device_name` of its device).
     pub fn name(&self) -> &str {
         &self.name

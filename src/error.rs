@@ -194,7 +194,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.verb, self.kind)?;
         if let Some(e) = self.errno {
-            write!(f, " (errno {}: {})", e.raw_os_error(), e)?;
+            // std's rendering already ends in "(os error N)".
+            #[cfg(feature = "std")]
+            write!(f, ": {}", std::io::Error::from_raw_os_error(e.raw_os_error()))?;
+            #[cfg(not(feature = "std"))]
+            write!(f, " (os error {})", e.raw_os_error())?;
         }
         Ok(())
     }
@@ -232,7 +236,8 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Os);
         let mut buf = heapless::String::<128>::new();
         core::fmt::write(&mut buf, format_args!("{e}")).unwrap();
-        assert!(buf.starts_with("ibv_reg_mr: kernel error (errno 14"), "{buf}");
+        assert!(buf.starts_with("ibv_reg_mr: kernel error"), "{buf}");
+        assert!(buf.ends_with("(os error 14)"), "{buf}");
     }
 
     #[test]

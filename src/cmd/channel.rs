@@ -24,7 +24,7 @@ use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 use crate::abi::ioctl::{IoctlAttr, IoctlHdr, RDMA_VERBS_IOCTL};
-use crate::abi::uverbs::{CmdHdr, ExCmdHdr, CMD_FLAG_EXTENDED};
+use crate::abi::uverbs::{CmdHdr, ExCmdHdr, IB_USER_VERBS_CMD_FLAG_EXTENDED as CMD_FLAG_EXTENDED};
 use crate::abi::RdmaDriverId;
 use crate::error::{Error, ErrorKind, Result};
 

@@ -57,6 +57,19 @@ impl Context {
         })
     }
 
+    /// `ibv_open_device` for a device found by [`crate::discovery`]: opens
+    /// its `/dev/infiniband/uverbsN` (with the permission fix in the error)
+    /// and creates the kernel context with the matched provider.
+    #[cfg(feature = "std")]
+    #[doc(alias = "ibv_open_device")]
+    pub fn open(device: &crate::discovery::Device) -> Result<Self> {
+        let fd = device.open_file()?;
+        let provider = device
+            .provider()
+            .ok_or(crate::Error::new("ibv_open_device", crate::ErrorKind::NoProvider))?;
+        Self::from_fd(fd, provider, device.name())
+    }
+
     /// The device's name (`ibv_get_device_name` of its device).
     pub fn name(&self) -> &str {
         &self.name

@@ -138,7 +138,7 @@ impl DiscoveryConfig {
     }
 
     fn scan_netlink(&self, log: &Logger) -> Result<Vec<Found>> {
-        let mut nl = RdmaNetlink::open()?;
+        let mut nl = RdmaNetlink::open(VERB)?;
         let mut out = Vec::new();
         for dev in nl.devices()? {
             let ibdev_path = sysfs::ibdev_dir(&self.sysfs_root, &dev.name);

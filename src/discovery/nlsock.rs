@@ -133,15 +133,15 @@ impl<'a> NlWriter<'a> {
 pub struct RdmaNetlink {
     fd: OwnedFd,
     seq: u32,
+    verb: &'static str,
 }
 
-const VERB: &str = "ibv_get_device_list";
-
 impl RdmaNetlink {
-    /// Opens and binds the socket (`rdmanl_socket_alloc`). Fails when the
-    /// kernel has no RDMA netlink support.
-    pub fn open() -> Result<Self> {
-        let os = |e: Errno| Error::from_errno(VERB, e);
+    /// Opens and binds the socket (`rdmanl_socket_alloc`); errors name
+    /// `verb`. Fails when the kernel has no RDMA netlink support
+    /// (`EPROTONOSUPPORT`).
+    pub fn open(verb: &'static str) -> Result<Self> {
+        let os = |e: Errno| Error::from_errno(verb, e);
         let fd = rustix::net::socket_with(
             AddressFamily::NETLINK,
             SocketType::RAW,
@@ -159,26 +159,26 @@ impl RdmaNetlink {
             Some(timeout),
         )
         .map_err(os)?;
-        Ok(Self { fd, seq: 1 })
+        Ok(Self { fd, seq: 1, verb })
     }
 
     fn send(&mut self, build: impl FnOnce(&mut NlWriter<'_>, u32) -> Option<()>) -> Result<()> {
         let mut buf = [0u8; 256];
         let mut w = NlWriter::new(&mut buf);
         self.seq = self.seq.wrapping_add(1);
-        build(&mut w, self.seq).ok_or(Error::new(VERB, ErrorKind::InvalidArgument))?;
+        build(&mut w, self.seq).ok_or(Error::new(self.verb, ErrorKind::InvalidArgument))?;
         let kernel = SocketAddrNetlink::new(0, 0);
         rustix::net::sendto(&self.fd, w.bytes(), SendFlags::empty(), &kernel)
-            .map_err(|e| Error::from_errno(VERB, e))?;
+            .map_err(|e| Error::from_errno(self.verb, e))?;
         Ok(())
     }
 
     fn recv<'b>(&self, buf: &'b mut [u8; RECV_BUF]) -> Result<&'b [u8]> {
         let (_, len) = rustix::net::recv(&self.fd, &mut buf[..], RecvFlags::TRUNC)
-            .map_err(|e| Error::from_errno(VERB, e))?;
+            .map_err(|e| Error::from_errno(self.verb, e))?;
         // A truncated datagram would cut a message in half.
         if len > RECV_BUF {
-            return Err(Error::new(VERB, ErrorKind::Malformed));
+            return Err(Error::new(self.verb, ErrorKind::Malformed));
         }
         Ok(buf.get(..len).unwrap_or(&[]))
     }
@@ -244,5 +244,5 @@ impl RdmaNetlink {
 /// Errors if RDMA netlink is unavailable; rdma-core treats that as `false`.
 #[doc(alias = "get_copy_on_fork")]
 pub fn copy_on_fork() -> Result<bool> {
-    RdmaNetlink::open()?.copy_on_fork()
+    RdmaNetlink::open("ibv_is_fork_initialized")?.copy_on_fork()
 }

@@ -223,6 +223,13 @@ impl From<Error> for std::io::Error {
     }
 }
 
+/// An [`Errno`] from a raw positive errno value received from outside
+/// (netlink, a kernel reply), or `None` if it is not a valid errno
+/// (`Errno::from_raw_os_error` would panic on it).
+pub fn errno_from_raw(raw: i32) -> Option<Errno> {
+    (1..=4095).contains(&raw).then(|| Errno::from_raw_os_error(raw))
+}
+
 /// Shorthand for `Result<T, Error>`.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
@@ -247,4 +254,14 @@ mod tests {
         assert_eq!(Error::from_errno("x", Errno::OPNOTSUPP).kind(), ErrorKind::Unsupported);
         assert_eq!(Error::new("x", ErrorKind::QueueFull).raw_os_error(), libc::ENOMEM);
     }
+}
+
+/// Called when destroying an object from `Drop` fails: the error cannot be
+/// returned, so it is written to the debug log (std) instead of vanishing.
+/// Use the object's `destroy()` to receive such errors.
+pub(crate) fn report_drop_failure(e: Error) {
+    #[cfg(feature = "std")]
+    crate::log::err(format_args!("{e} (while dropping; call destroy() to handle this error)"));
+    #[cfg(not(feature = "std"))]
+    let _ = e;
 }

@@ -28,6 +28,7 @@ pub mod abi;
 pub mod cmd;
 pub mod context;
 pub mod error;
+pub mod pd;
 pub mod query;
 #[path = "../providers/mod.rs"]
 pub mod providers;
@@ -38,5 +39,6 @@ pub mod discovery;
 pub mod log;
 
 pub use context::Context;
+pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

@@ -13,5 +13,8 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod discovery;
     mod harness;
+    mod pd;
+    mod query;
 }

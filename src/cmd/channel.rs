@@ -24,7 +24,7 @@ use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 use crate::abi::ioctl::{IoctlAttr, IoctlHdr, RDMA_VERBS_IOCTL};
-use crate::abi::uverbs::{CmdHdr, ExCmdHdr, IB_USER_VERBS_CMD_FLAG_EXTENDED as CMD_FLAG_EXTENDED};
+use crate::abi::uverbs::{CmdHdr, ExCmdHdr, WriteCommand, IB_USER_VERBS_CMD_FLAG_EXTENDED as CMD_FLAG_EXTENDED};
 use crate::abi::RdmaDriverId;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -241,6 +241,26 @@ impl Channel {
         self.write_extended(verb, command, cmd.as_bytes(), drv_in, rlen, out)?;
         drv_out.copy_from_slice(&out[rlen..]);
         R::read_from_bytes(&out[..rlen]).map_err(|_| Error::new(verb, ErrorKind::Malformed))
+    }
+
+    /// Executes a write-format command described by its [`WriteCommand`]
+    /// impl (number, legacy or extended, response type), with optional
+    /// driver data in and out. This is how every write-only verb is sent.
+    pub fn exec<C: WriteCommand>(
+        &self,
+        verb: &'static str,
+        cmd: &C,
+        drv_in: &[u8],
+        drv_out: &mut [u8],
+    ) -> Result<C::Resp>
+    where
+        C::Resp: FromZeros,
+    {
+        if C::EXTENDED {
+            self.command_ex(verb, C::COMMAND, cmd, drv_in, drv_out)
+        } else {
+            self.command(verb, C::COMMAND, cmd, drv_in, drv_out)
+        }
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {

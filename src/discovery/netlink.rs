@@ -186,10 +186,13 @@ fn check_nlmsgerr(payload: &[u8], verb: &'static str) -> Result<()> {
     };
     match err {
         0 => Ok(()),
-        e => Err(Error::from_errno(
-            verb,
-            Errno::from_raw_os_error(e.checked_neg().unwrap_or(0)),
-        )),
+        // The kernel sends a negated errno; anything else is malformed
+        // (found by fuzz/fuzz_targets/netlink.rs: rustix panics on errno
+        // values outside 1..=4095).
+        e => match crate::error::errno_from_raw(e.checked_neg().unwrap_or(0)) {
+            Some(errno) => Err(Error::from_errno(verb, errno)),
+            None => Err(Error::new(verb, ErrorKind::Malformed)),
+        },
     }
 }
 

@@ -301,3 +301,23 @@ fn chardev_request_bytes_match_the_kernel_layout() {
     want.extend_from_slice(b"uverbs\0\0");
     assert_eq!(w.bytes(), want.as_slice());
 }
+
+/// Regression (found by `fuzz/fuzz_targets/netlink.rs`): an `NLMSG_ERROR`
+/// whose error code is not a valid negated errno made rustix panic.
+#[test]
+fn nlmsgerr_with_out_of_range_errno_is_malformed_not_a_panic() {
+    let crash = include_bytes!("../../fuzz/seeds/netlink/nlmsgerr-errno-out-of-range");
+    let _ = verbs::discovery::netlink::parse_dev_get_reply(crash);
+    let _ = verbs::discovery::netlink::parse_chardev_reply(crash);
+    let _ = verbs::discovery::netlink::parse_sys_get_reply(crash);
+    // A well-formed NLMSG_ERROR header carrying error = -70000.
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&36u32.to_ne_bytes()); // nlmsg_len: 16 + 4 + 16
+    msg.extend_from_slice(&2u16.to_ne_bytes()); // NLMSG_ERROR
+    msg.extend_from_slice(&0u16.to_ne_bytes());
+    msg.extend_from_slice(&[0; 8]); // seq, pid
+    msg.extend_from_slice(&(-70000i32).to_ne_bytes());
+    msg.extend_from_slice(&[0; 16]); // the echoed request header
+    let e = verbs::discovery::netlink::parse_chardev_reply(&msg).unwrap_err();
+    assert_eq!(e.kind(), verbs::ErrorKind::Malformed, "{e}");
+}

@@ -233,6 +233,16 @@ pub fn errno_from_raw(raw: i32) -> Option<Errno> {
 /// Shorthand for `Result<T, Error>`.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
+/// Called when destroying an object from `Drop` fails: the error cannot be
+/// returned, so it is written to the debug log (std) instead of vanishing.
+/// Use the object's `destroy()` to receive such errors.
+pub(crate) fn report_drop_failure(e: Error) {
+    #[cfg(feature = "std")]
+    crate::log::err(format_args!("{e} (while dropping; call destroy() to handle this error)"));
+    #[cfg(not(feature = "std"))]
+    let _ = e;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,14 +264,4 @@ mod tests {
         assert_eq!(Error::from_errno("x", Errno::OPNOTSUPP).kind(), ErrorKind::Unsupported);
         assert_eq!(Error::new("x", ErrorKind::QueueFull).raw_os_error(), libc::ENOMEM);
     }
-}
-
-/// Called when destroying an object from `Drop` fails: the error cannot be
-/// returned, so it is written to the debug log (std) instead of vanishing.
-/// Use the object's `destroy()` to receive such errors.
-pub(crate) fn report_drop_failure(e: Error) {
-    #[cfg(feature = "std")]
-    crate::log::err(format_args!("{e} (while dropping; call destroy() to handle this error)"));
-    #[cfg(not(feature = "std"))]
-    let _ = e;
 }

@@ -103,7 +103,7 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets || FAILS+=("cargo test --all-targets")
     banner "doc tests (cargo test --doc)"
     timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
-    read -r hp hf hi hn < <(libtest_sum "$LOGDIR/host.log")
+    read -r hp hf hi hn <<< "$(libtest_sum "$LOGDIR/host.log")"
     HOST_SUMMARY="$hp passed, $hf failed, $hi ignored ($hn test binaries)"
     banner "cargo build --no-default-features"
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
@@ -171,7 +171,7 @@ else
     fi
 fi
 
-read -r dp df di dn < <(libtest_sum "$LOGDIR/device.log")
+read -r dp df di dn <<< "$(libtest_sum "$LOGDIR/device.log")"
 if [ "$dn" = 0 ]; then
     DEVICE_LINE="device: 0 passed, 0 failed (no libtest summary: the suite did not run to the end)"
     FAILS+=("device suite produced no 'test result:' line (exit $DRC)")

@@ -10,12 +10,18 @@ const DEVICES: &str = env!("CARGO_BIN_EXE_verbs-devices");
 /// True if uverbs devices exist (then "no devices" cannot be tested here).
 fn has_devices() -> bool {
     std::fs::read_dir(Path::new("/sys/class/infiniband_verbs"))
-        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("uverbs")))
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("uverbs"))
+        })
         .unwrap_or(false)
 }
 
 fn run(prog: &str, args: &[&str]) -> Output {
-    Command::new(prog).args(args).output().unwrap_or_else(|e| panic!("cannot run {prog}: {e}"))
+    Command::new(prog)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"))
 }
 
 /// rdma-core's words: no uverbs at all (modules not loaded) makes
@@ -42,12 +48,22 @@ fn tools_without_devices_say_so_and_fail() {
     }
     let o = run(DEVINFO, &[]);
     assert_eq!(o.status.code(), Some(255), "verbs-devinfo exit status");
-    assert!(o.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&o.stdout));
-    assert_no_device_message(&String::from_utf8_lossy(&o.stderr), Some("No IB devices found\n"));
+    assert!(
+        o.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_no_device_message(
+        &String::from_utf8_lossy(&o.stderr),
+        Some("No IB devices found\n"),
+    );
 
     let o = run(DEVINFO, &["-v", "-d", "rxe0"]);
     assert_eq!(o.status.code(), Some(255));
-    assert_no_device_message(&String::from_utf8_lossy(&o.stderr), Some("IB device 'rxe0' wasn't found\n"));
+    assert_no_device_message(
+        &String::from_utf8_lossy(&o.stderr),
+        Some("IB device 'rxe0' wasn't found\n"),
+    );
 
     let o = run(DEVICES, &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -79,7 +95,11 @@ fn tools_without_devices_match_rdma_core() {
             return;
         };
         let o = run(ours, args);
-        assert_eq!(o.status.code(), t.status.code(), "{theirs} {args:?} exit status");
+        assert_eq!(
+            o.status.code(),
+            t.status.code(),
+            "{theirs} {args:?} exit status"
+        );
         assert_eq!(o.stdout, t.stdout, "{theirs} {args:?} stdout");
         assert_eq!(
             String::from_utf8_lossy(&o.stderr),

@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use common::args::{self, Command};
-use common::{devlist, standin};
 use common::hca::{self, HcaId};
+use common::{devlist, standin};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -87,7 +87,11 @@ fn show_one(dev: &standin::Device, port: u8, verbose: bool) -> i32 {
         eprintln!("Failed to open device");
         return 1;
     };
-    let id = HcaId { name: dev.name(), transport: dev.transport().as_raw(), board_id: dev.sysfs_attr("board_id") };
+    let id = HcaId {
+        name: dev.name(),
+        transport: dev.transport().as_raw(),
+        board_id: dev.sysfs_attr("board_id"),
+    };
     let mut text = String::new();
     let res = hca::print_hca_cap(&mut text, &id, &ctx, port, verbose);
     out(&text);

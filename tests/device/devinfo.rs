@@ -9,15 +9,17 @@ const DEVINFO: &str = env!("CARGO_BIN_EXE_verbs-devinfo");
 const DEVICES: &str = env!("CARGO_BIN_EXE_verbs-devices");
 
 fn env_or(var: &str, default: &str) -> String {
-    std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned())
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// Runs `prog args`, asserts it succeeded, returns its stdout.
 fn run(prog: &str, args: &[&str]) -> String {
-    let out = Command::new(prog)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {prog} (rdma-core's ibverbs-utils installed?): {e}"));
+    let out = Command::new(prog).args(args).output().unwrap_or_else(|e| {
+        panic!("cannot run {prog} (rdma-core's ibverbs-utils installed?): {e}")
+    });
     assert!(
         out.status.success(),
         "{prog} {args:?} failed ({}): {}",
@@ -46,7 +48,9 @@ fn parse(text: &str) -> BTreeMap<String, String> {
             continue;
         }
         if tabs >= 5 {
-            let key = last.clone().unwrap_or_else(|| panic!("flag line {line:?} follows no field"));
+            let key = last
+                .clone()
+                .unwrap_or_else(|| panic!("flag line {line:?} follows no field"));
             let v: &mut String = map.get_mut(&key).expect("last key present");
             v.push('|');
             v.push_str(body);
@@ -68,7 +72,11 @@ fn parse(text: &str) -> BTreeMap<String, String> {
         }
         let depth_base = if port.is_empty() { 1 } else { 3 };
         if tabs == depth_base {
-            heading = if value.is_empty() { name.to_owned() } else { String::new() };
+            heading = if value.is_empty() {
+                name.to_owned()
+            } else {
+                String::new()
+            };
         }
         let mut key = format!("hca {hca}/");
         if !port.is_empty() {
@@ -80,7 +88,10 @@ fn parse(text: &str) -> BTreeMap<String, String> {
             key.push('/');
         }
         key += name;
-        assert!(map.insert(key.clone(), value.to_owned()).is_none(), "field {key} printed twice");
+        assert!(
+            map.insert(key.clone(), value.to_owned()).is_none(),
+            "field {key} printed twice"
+        );
         last = Some(key);
     }
     map
@@ -89,7 +100,11 @@ fn parse(text: &str) -> BTreeMap<String, String> {
 fn compare_devinfo(dev: &str) {
     let theirs = parse(&run("ibv_devinfo", &["-v", "-d", dev]));
     let ours = parse(&run(DEVINFO, &["-v", "-d", dev]));
-    assert!(theirs.len() > 40, "ibv_devinfo -v -d {dev} printed only {} fields", theirs.len());
+    assert!(
+        theirs.len() > 40,
+        "ibv_devinfo -v -d {dev} printed only {} fields",
+        theirs.len()
+    );
     let mut differ = Vec::new();
     let mut both = 0;
     for (k, v) in &theirs {
@@ -102,9 +117,19 @@ fn compare_devinfo(dev: &str) {
     }
     let only_theirs: Vec<_> = theirs.keys().filter(|k| !ours.contains_key(*k)).collect();
     let only_ours: Vec<_> = ours.keys().filter(|k| !theirs.contains_key(*k)).collect();
-    println!("{dev}: {both} fields in both, {} only in ibv_devinfo: {only_theirs:?}", only_theirs.len());
-    println!("{dev}: {} only in verbs-devinfo: {only_ours:?}", only_ours.len());
-    assert!(differ.is_empty(), "{dev}: fields that differ:\n{}", differ.join("\n"));
+    println!(
+        "{dev}: {both} fields in both, {} only in ibv_devinfo: {only_theirs:?}",
+        only_theirs.len()
+    );
+    println!(
+        "{dev}: {} only in verbs-devinfo: {only_ours:?}",
+        only_ours.len()
+    );
+    assert!(
+        differ.is_empty(),
+        "{dev}: fields that differ:\n{}",
+        differ.join("\n")
+    );
     assert!(
         both * 10 >= theirs.len() * 9,
         "{dev}: only {both} of ibv_devinfo's {} fields printed by verbs-devinfo",
@@ -127,7 +152,10 @@ fn devinfo_verbose_matches_rdma_core_siw() {
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_port_selection_matches_rdma_core() {
-    for dev in [env_or("VERBS_TEST_RXE", "rxe0"), env_or("VERBS_TEST_SIW", "siw0")] {
+    for dev in [
+        env_or("VERBS_TEST_RXE", "rxe0"),
+        env_or("VERBS_TEST_SIW", "siw0"),
+    ] {
         let theirs = run("ibv_devinfo", &["-d", &dev, "-i", "1"]);
         let ours = run(DEVINFO, &["--ib-dev", &dev, "--ib-port=1"]);
         assert_eq!(parse(&ours), parse(&theirs), "{dev} port 1");
@@ -143,16 +171,33 @@ fn line_set(text: &str) -> BTreeSet<String> {
 fn devices_and_list_match_rdma_core() {
     let theirs = run("ibv_devices", &[]);
     let ours = run(DEVICES, &[]);
-    assert!(theirs.lines().count() >= 3, "ibv_devices lists no device:\n{theirs}");
-    assert_eq!(line_set(&ours), line_set(&theirs), "verbs-devices:\n{ours}\nibv_devices:\n{theirs}");
+    assert!(
+        theirs.lines().count() >= 3,
+        "ibv_devices lists no device:\n{theirs}"
+    );
+    assert_eq!(
+        line_set(&ours),
+        line_set(&theirs),
+        "verbs-devices:\n{ours}\nibv_devices:\n{theirs}"
+    );
     assert_eq!(ours.lines().count(), theirs.lines().count());
 
     let theirs = run("ibv_devinfo", &["-l"]);
     let ours = run(DEVINFO, &["-l"]);
-    assert_eq!(ours.lines().next(), theirs.lines().next(), "the `N HCAs found:` line");
+    assert_eq!(
+        ours.lines().next(),
+        theirs.lines().next(),
+        "the `N HCAs found:` line"
+    );
     assert_eq!(line_set(&ours), line_set(&theirs));
-    for dev in [env_or("VERBS_TEST_RXE", "rxe0"), env_or("VERBS_TEST_SIW", "siw0")] {
-        assert!(ours.lines().any(|l| l == format!("\t{dev}")), "{dev} missing from -l:\n{ours}");
+    for dev in [
+        env_or("VERBS_TEST_RXE", "rxe0"),
+        env_or("VERBS_TEST_SIW", "siw0"),
+    ] {
+        assert!(
+            ours.lines().any(|l| l == format!("\t{dev}")),
+            "{dev} missing from -l:\n{ours}"
+        );
     }
 }
 
@@ -160,10 +205,25 @@ fn devices_and_list_match_rdma_core() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_errors_match_rdma_core() {
     let rxe = env_or("VERBS_TEST_RXE", "rxe0");
-    for args in [&["-d", "no-such-dev0"][..], &["-d", &rxe, "-i", "9"], &["-i", "0"], &["-z"]] {
-        let theirs = Command::new("ibv_devinfo").args(args).output().expect("run ibv_devinfo");
-        let ours = Command::new(DEVINFO).args(args).output().expect("run verbs-devinfo");
-        assert_eq!(ours.status.code(), theirs.status.code(), "exit status of {args:?}");
+    for args in [
+        &["-d", "no-such-dev0"][..],
+        &["-d", &rxe, "-i", "9"],
+        &["-i", "0"],
+        &["-z"],
+    ] {
+        let theirs = Command::new("ibv_devinfo")
+            .args(args)
+            .output()
+            .expect("run ibv_devinfo");
+        let ours = Command::new(DEVINFO)
+            .args(args)
+            .output()
+            .expect("run verbs-devinfo");
+        assert_eq!(
+            ours.status.code(),
+            theirs.status.code(),
+            "exit status of {args:?}"
+        );
         let msg = |o: &std::process::Output| {
             let s = String::from_utf8_lossy(&o.stderr).replace("ibv_devinfo", "PROG");
             s.replace(DEVINFO, "PROG")
@@ -180,7 +240,10 @@ fn parser_keys_fields_by_section() {
     let m = parse(text);
     let get = |k: &str| m.get(k).map(String::as_str);
     assert_eq!(get("hca rxe0/fw_ver"), Some("0.0.0"));
-    assert_eq!(get("hca rxe0/device_cap_flags"), Some("0x00000006|BAD_PKEY_CNTR|BAD_QKEY_CNTR"));
+    assert_eq!(
+        get("hca rxe0/device_cap_flags"),
+        Some("0x00000006|BAD_PKEY_CNTR|BAD_QKEY_CNTR")
+    );
     assert_eq!(get("hca rxe0/tso_caps/max_tso"), Some("0"));
     assert_eq!(get("hca rxe0/core clock not supported"), Some(""));
     assert_eq!(get("hca rxe0/port 1/state"), Some("PORT_ACTIVE (4)"));

@@ -27,13 +27,21 @@ pub(crate) enum Command {
     Usage { error: Option<String>, code: u8 },
 }
 
-const LONG: [(&str, char, bool); 5] =
-    [("ib-dev", 'd', true), ("ib-port", 'i', true), ("list", 'l', false), ("verbose", 'v', false), ("help", 'h', false)];
+const LONG: [(&str, char, bool); 5] = [
+    ("ib-dev", 'd', true),
+    ("ib-port", 'i', true),
+    ("list", 'l', false),
+    ("verbose", 'v', false),
+    ("help", 'h', false),
+];
 
 /// Parses `args` (including `args[0]`, the program name used in messages).
 pub(crate) fn parse(args: &[String]) -> Command {
     let prog = args.first().map_or("verbs-devinfo", String::as_str);
-    let bad = |msg: String| Command::Usage { error: Some(format!("{prog}: {msg}")), code: 255 };
+    let bad = |msg: String| Command::Usage {
+        error: Some(format!("{prog}: {msg}")),
+        code: 255,
+    };
     let (mut dev, mut port, mut verbose) = (None, 0u8, false);
     let mut i = 1;
     while i < args.len() {
@@ -55,7 +63,10 @@ pub(crate) fn parse(args: &[String]) -> Command {
                 (None, []) => return bad(format!("unrecognized option '{arg}'")),
                 (None, many) => {
                     let names: Vec<String> = many.iter().map(|o| format!(" '--{}'", o.0)).collect();
-                    return bad(format!("option '--{name}' is ambiguous; possibilities:{}", names.concat()));
+                    return bad(format!(
+                        "option '--{name}' is ambiguous; possibilities:{}",
+                        names.concat()
+                    ));
                 }
             };
             match (has_arg, value) {
@@ -65,7 +76,9 @@ pub(crate) fn parse(args: &[String]) -> Command {
                     i += 1;
                 }
                 (true, None) => return bad(format!("option '--{full}' requires an argument")),
-                (false, Some(_)) => return bad(format!("option '--{full}' doesn't allow an argument")),
+                (false, Some(_)) => {
+                    return bad(format!("option '--{full}' doesn't allow an argument"))
+                }
                 (false, None) => opts.push((c, None)),
             }
         } else if let Some(cluster) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
@@ -95,13 +108,21 @@ pub(crate) fn parse(args: &[String]) -> Command {
                 'i' => {
                     let p = strtol(value.as_deref().unwrap_or("")) as i32;
                     if p <= 0 {
-                        return Command::Usage { error: None, code: 1 };
+                        return Command::Usage {
+                            error: None,
+                            code: 1,
+                        };
                     }
                     port = p as u8;
                 }
                 'v' => verbose = true,
                 'l' => return Command::List,
-                _ => return Command::Usage { error: None, code: 0 },
+                _ => {
+                    return Command::Usage {
+                        error: None,
+                        code: 0,
+                    }
+                }
             }
         }
     }
@@ -117,7 +138,10 @@ fn strtol(s: &str) -> i64 {
         Some(b'+') => (false, &s[1..]),
         _ => (false, s),
     };
-    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit()));
+    let hex = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit()));
     let (radix, digits) = match hex {
         Some(r) => (16, r),
         None if s.starts_with('0') => (8, s),
@@ -151,12 +175,19 @@ mod tests {
     use super::*;
 
     fn p(args: &[&str]) -> Command {
-        let v: Vec<String> = core::iter::once("prog").chain(args.iter().copied()).map(String::from).collect();
+        let v: Vec<String> = core::iter::once("prog")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
         parse(&v)
     }
 
     fn show(dev: Option<&str>, port: u8, verbose: bool) -> Command {
-        Command::Show { dev: dev.map(String::from), port, verbose }
+        Command::Show {
+            dev: dev.map(String::from),
+            port,
+            verbose,
+        }
     }
 
     #[test]
@@ -164,8 +195,14 @@ mod tests {
         assert_eq!(p(&[]), show(None, 0, false));
         assert_eq!(p(&["-v", "-d", "rxe0"]), show(Some("rxe0"), 0, true));
         assert_eq!(p(&["-vdrxe0", "-i2"]), show(Some("rxe0"), 2, true));
-        assert_eq!(p(&["--ib-dev=siw0", "--ib-port", "0x1", "--verb"]), show(Some("siw0"), 1, true));
-        assert_eq!(p(&["operand", "--ib-d", "x", "--", "-v"]), show(Some("x"), 0, false));
+        assert_eq!(
+            p(&["--ib-dev=siw0", "--ib-port", "0x1", "--verb"]),
+            show(Some("siw0"), 1, true)
+        );
+        assert_eq!(
+            p(&["operand", "--ib-d", "x", "--", "-v"]),
+            show(Some("x"), 0, false)
+        );
         assert_eq!(p(&["-d", "x", "-l", "-z"]), Command::List);
         assert_eq!(p(&["-i", "257"]), show(None, 1, false));
         assert_eq!(p(&["-i", "010"]), show(None, 8, false));
@@ -177,12 +214,30 @@ mod tests {
             Command::Usage { error, code } => (error, code),
             other => panic!("{other:?}"),
         };
-        assert_eq!(err(&["-x"]), (Some("prog: invalid option -- 'x'".into()), 255));
-        assert_eq!(err(&["-d"]), (Some("prog: option requires an argument -- 'd'".into()), 255));
-        assert_eq!(err(&["--ib"]).0.unwrap(), "prog: option '--ib' is ambiguous; possibilities: '--ib-dev' '--ib-port'");
-        assert_eq!(err(&["--nope"]).0.unwrap(), "prog: unrecognized option '--nope'");
-        assert_eq!(err(&["--list=1"]).0.unwrap(), "prog: option '--list' doesn't allow an argument");
-        assert_eq!(err(&["--ib-port"]).0.unwrap(), "prog: option '--ib-port' requires an argument");
+        assert_eq!(
+            err(&["-x"]),
+            (Some("prog: invalid option -- 'x'".into()), 255)
+        );
+        assert_eq!(
+            err(&["-d"]),
+            (Some("prog: option requires an argument -- 'd'".into()), 255)
+        );
+        assert_eq!(
+            err(&["--ib"]).0.unwrap(),
+            "prog: option '--ib' is ambiguous; possibilities: '--ib-dev' '--ib-port'"
+        );
+        assert_eq!(
+            err(&["--nope"]).0.unwrap(),
+            "prog: unrecognized option '--nope'"
+        );
+        assert_eq!(
+            err(&["--list=1"]).0.unwrap(),
+            "prog: option '--list' doesn't allow an argument"
+        );
+        assert_eq!(
+            err(&["--ib-port"]).0.unwrap(),
+            "prog: option '--ib-port' requires an argument"
+        );
         assert_eq!(err(&["-i", "0"]), (None, 1));
         assert_eq!(err(&["-i", "-3"]), (None, 1));
         assert_eq!(err(&["-i", "abc"]), (None, 1));

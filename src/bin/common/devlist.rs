@@ -31,8 +31,14 @@ mod tests {
     #[test]
     fn list_error_reads_like_perror() {
         let e = Error::new("ibv_get_device_list", ErrorKind::NoAbiFile);
-        assert_eq!(list_error_message(&e), "Failed to get IB devices list: Function not implemented");
+        assert_eq!(
+            list_error_message(&e),
+            "Failed to get IB devices list: Function not implemented"
+        );
         let e = Error::from_errno("ibv_get_device_list", verbs::error::Errno::ACCESS);
-        assert_eq!(list_error_message(&e), "Failed to get IB devices list: Permission denied");
+        assert_eq!(
+            list_error_message(&e),
+            "Failed to get IB devices list: Permission denied"
+        );
     }
 }

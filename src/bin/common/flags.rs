@@ -35,10 +35,14 @@ pub(crate) const DEVICE_CAP: &[Flag] = &[
 ];
 
 /// The upper 32 bits of `device_cap_flags_ex` that have names.
-pub(crate) const DEVICE_CAP_EX: &[Flag] = &[(1 << 34, "RAW_SCATTER_FCS"), (1 << 36, "PCI_WRITE_END_PADDING")];
+pub(crate) const DEVICE_CAP_EX: &[Flag] = &[
+    (1 << 34, "RAW_SCATTER_FCS"),
+    (1 << 36, "PCI_WRITE_END_PADDING"),
+];
 
 /// `IBV_ODP_SUPPORT*` (general ODP capabilities).
-pub(crate) const ODP_GENERAL: &[Flag] = &[(1 << 0, "ODP_SUPPORT"), (1 << 1, "ODP_SUPPORT_IMPLICIT")];
+pub(crate) const ODP_GENERAL: &[Flag] =
+    &[(1 << 0, "ODP_SUPPORT"), (1 << 1, "ODP_SUPPORT_IMPLICIT")];
 
 /// `enum ibv_odp_transport_cap_bits`, as far as v44 names them.
 pub(crate) const ODP_TRANSPORT: &[Flag] = &[
@@ -101,9 +105,18 @@ mod tests {
         assert_eq!(
             names,
             [
-                "BAD_PKEY_CNTR", "BAD_QKEY_CNTR", "AUTO_PATH_MIG", "CHANGE_PHY_PORT", "UD_AV_PORT_ENFORCE",
-                "PORT_ACTIVE_EVENT", "SYS_IMAGE_GUID", "RC_RNR_NAK_GEN", "SRQ_RESIZE", "MEM_WINDOW",
-                "MEM_MGT_EXTENSIONS", "MEM_WINDOW_TYPE_2B"
+                "BAD_PKEY_CNTR",
+                "BAD_QKEY_CNTR",
+                "AUTO_PATH_MIG",
+                "CHANGE_PHY_PORT",
+                "UD_AV_PORT_ENFORCE",
+                "PORT_ACTIVE_EVENT",
+                "SYS_IMAGE_GUID",
+                "RC_RNR_NAK_GEN",
+                "SRQ_RESIZE",
+                "MEM_WINDOW",
+                "MEM_MGT_EXTENSIONS",
+                "MEM_WINDOW_TYPE_2B"
             ]
         );
     }
@@ -112,7 +125,10 @@ mod tests {
     fn unknown_bits_in_upper_case_hex() {
         let mut s = String::new();
         flag_lines(&mut s, 0x1C0_0000_0000 | (1 << 34), DEVICE_CAP_EX, true);
-        assert_eq!(s, "\t\t\t\t\tRAW_SCATTER_FCS\n\t\t\t\t\tUnknown flags: 0x1C000000000\n");
+        assert_eq!(
+            s,
+            "\t\t\t\t\tRAW_SCATTER_FCS\n\t\t\t\t\tUnknown flags: 0x1C000000000\n"
+        );
         let mut s = String::new();
         flag_lines(&mut s, 1 << 9, RAW_PACKET, false);
         assert_eq!(s, "");
@@ -123,6 +139,9 @@ mod tests {
         let mut s = String::new();
         odp_transport_lines(&mut s, 0);
         odp_transport_lines(&mut s, 0x41);
-        assert_eq!(s, "\t\t\t\t\tNO SUPPORT\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tUnknown flags: 0x40\n");
+        assert_eq!(
+            s,
+            "\t\t\t\t\tNO SUPPORT\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tUnknown flags: 0x40\n"
+        );
     }
 }

@@ -52,7 +52,9 @@ impl Device {
 }
 
 fn read(p: PathBuf) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim_end().to_owned())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim_end().to_owned())
 }
 
 /// Stand-in for `discovery::devices`.
@@ -70,7 +72,9 @@ pub(crate) fn devices() -> Result<Vec<Device>> {
         .collect();
     ents.sort();
     for u in ents {
-        let Some(name) = read(class.join(&u).join("ibdev")) else { continue };
+        let Some(name) = read(class.join(&u).join("ibdev")) else {
+            continue;
+        };
         let ibdev = PathBuf::from("/sys/class/infiniband").join(&name);
         let guid = read(ibdev.join("node_guid"))
             .and_then(|g| u64::from_str_radix(&g.replace(':', ""), 16).ok())
@@ -78,15 +82,29 @@ pub(crate) fn devices() -> Result<Vec<Device>> {
         let node_type = read(ibdev.join("node_type"))
             .and_then(|t| t.split(':').next().and_then(|n| n.parse().ok()))
             .unwrap_or(0);
-        out.push(Device { name, guid, node_type, uverbs: PathBuf::from("/dev/infiniband").join(&u), ibdev });
+        out.push(Device {
+            name,
+            guid,
+            node_type,
+            uverbs: PathBuf::from("/dev/infiniband").join(&u),
+            ibdev,
+        });
     }
     Ok(out)
 }
 
 /// Stand-in for `Context::open`.
 pub(crate) fn open(dev: &Device) -> Result<Context> {
-    let provider = if dev.name.starts_with("siw") { ProviderKind::Siw } else { ProviderKind::Rxe };
-    let fd = rustix::fs::open(&dev.uverbs, rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
-        .map_err(|e| Error::from_errno("ibv_open_device", e))?;
+    let provider = if dev.name.starts_with("siw") {
+        ProviderKind::Siw
+    } else {
+        ProviderKind::Rxe
+    };
+    let fd = rustix::fs::open(
+        &dev.uverbs,
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| Error::from_errno("ibv_open_device", e))?;
     Context::from_fd(fd, provider, &dev.name)
 }

@@ -113,7 +113,13 @@ pub(crate) fn link_layer_str(l: u8) -> &'static str {
 
 /// A GUID (host order) as four 16-bit hex groups: `e88e:deff:fe78:01e9`.
 pub(crate) fn guid_str(g: u64) -> String {
-    format!("{:04x}:{:04x}:{:04x}:{:04x}", g >> 48, (g >> 32) & 0xffff, (g >> 16) & 0xffff, g & 0xffff)
+    format!(
+        "{:04x}:{:04x}:{:04x}:{:04x}",
+        g >> 48,
+        (g >> 32) & 0xffff,
+        (g >> 16) & 0xffff,
+        g & 0xffff
+    )
 }
 
 /// An IPv6 address as glibc's `inet_ntop(AF_INET6)` writes it: the first
@@ -178,10 +184,24 @@ pub(crate) fn gid_type_str(t: u8) -> &'static str {
 /// One `GID[  i]:` line of the port section, or nothing for a GID whose
 /// type is unknown (as `ibv_devinfo` does). `link_layer` 2 (Ethernet)
 /// appends the GID type.
-pub(crate) fn gid_line(out: &mut String, index: u32, gid: &[u8; 16], sysfs_type: u8, link_layer: u8) {
-    let suffix = if link_layer == 2 { format!(", {}", gid_type_str(sysfs_type)) } else { String::new() };
+pub(crate) fn gid_line(
+    out: &mut String,
+    index: u32,
+    gid: &[u8; 16],
+    sysfs_type: u8,
+    link_layer: u8,
+) {
+    let suffix = if link_layer == 2 {
+        format!(", {}", gid_type_str(sysfs_type))
+    } else {
+        String::new()
+    };
     let text = match sysfs_type {
-        0 => gid.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":"),
+        0 => gid
+            .chunks(2)
+            .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
+            .collect::<Vec<_>>()
+            .join(":"),
         1 => ntop6(gid),
         _ => return,
     };
@@ -213,7 +233,12 @@ mod tests {
 
     #[test]
     fn ntop6_round_trips() {
-        for s in ["2001:db8::8:800:200c:417a", "ff01::101", "0:1:0:1:0:1:0:1", "abcd:ef01:2345:6789:abcd:ef01:2345:6789"] {
+        for s in [
+            "2001:db8::8:800:200c:417a",
+            "ff01::101",
+            "0:1:0:1:0:1:0:1",
+            "abcd:ef01:2345:6789:abcd:ef01:2345:6789",
+        ] {
             let a = s.parse::<Ipv6Addr>().unwrap();
             assert_eq!(ntop6(&a.octets()).parse::<Ipv6Addr>().unwrap(), a);
         }

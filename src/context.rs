@@ -57,6 +57,19 @@ impl Context {
         })
     }
 
+    /// `ibv_open_device` for a device found by [`crate::discovery`]: opens
+    /// its `/dev/infiniband/uverbsN` (with the permission fix in the error)
+    /// and creates the kernel context with the matched provider.
+    #[cfg(feature = "std")]
+    #[doc(alias = "ibv_open_device")]
+    pub fn open(device: &crate::discovery::Device) -> Result<Self> {
+        let fd = device.open_file()?;
+        let provider = device
+            .provider()
+            .ok_or(crate::Error::new("ibv_open_device", crate::ErrorKind::NoProvider))?;
+        Self::from_fd(fd, provider, device.name())
+    }
+
     /// The device's name (`ibv_get_device_name` of its device).
     pub fn name(&self) -> &str {
         &self.name
@@ -91,19 +104,19 @@ impl Context {
     #[doc(alias = "ibv_query_device")]
     #[doc(alias = "ibv_query_device_ex")]
     pub fn query_device(&self) -> Result<DeviceAttr> {
-        cmd::device::query_device_ex(&self.chan).map(DeviceAttr::from_resp)
+        cmd::device::query_device_ex(&self.chan).map(DeviceAttr::from_kernel)
     }
 
     /// `ibv_query_port`: attributes of port `port_num` (ports count from 1).
     #[doc(alias = "ibv_query_port")]
     pub fn query_port(&self, port_num: u8) -> Result<PortAttr> {
-        cmd::device::query_port(&self.chan, port_num).map(PortAttr::from_resp)
+        cmd::device::query_port(&self.chan, port_num).map(PortAttr::from_kernel)
     }
 
     /// `ibv_query_gid_ex`: one GID table entry with its type.
     #[doc(alias = "ibv_query_gid_ex")]
     pub fn query_gid_ex(&self, port_num: u8, index: u32) -> Result<GidEntry> {
-        cmd::device::query_gid_entry(&self.chan, port_num, index).map(GidEntry::from_abi)
+        cmd::device::query_gid_entry(&self.chan, port_num, index).map(GidEntry::from_kernel)
     }
 
     /// `ibv_query_gid`: the GID at `index` of port `port_num`; an empty slot
@@ -111,7 +124,7 @@ impl Context {
     #[doc(alias = "ibv_query_gid")]
     pub fn query_gid(&self, port_num: u8, index: u32) -> Result<[u8; 16]> {
         match cmd::device::query_gid_entry(&self.chan, port_num, index) {
-            Ok(e) => Ok(GidEntry::from_abi(e).gid),
+            Ok(e) => Ok(GidEntry::from_kernel(e).gid),
             Err(e) if e.errno() == Some(rustix::io::Errno::NODATA) => Ok([0; 16]),
             Err(e) => Err(e),
         }

@@ -163,7 +163,7 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::AbiMismatch { kernel, min, max } => write!(
                 f,
-                "kernel ABI version {kernel} doesn't match library version (supported: {min}..={max})"
+                "kernel ABI version {kernel} doesn't match library version (supported: {min}..={max}; fix: use a kernel whose uverbs ABI is in that range, or a matching library)"
             ),
             ErrorKind::NoDevice => f.write_str("no such RDMA device"),
             ErrorKind::NoProvider => {

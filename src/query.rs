@@ -24,7 +24,8 @@ pub struct DeviceAttr {
 }
 
 impl DeviceAttr {
-    pub(crate) fn from_resp(ex: ExQueryDeviceResp) -> Self {
+    /// Converts the kernel's reply (public for fuzzing).
+    pub fn from_kernel(ex: ExQueryDeviceResp) -> Self {
         let raw = ex.base.fw_ver;
         let mut fw_ver = heapless::String::new();
         // 3 × u16 in decimal plus dots is at most 17 bytes: cannot overflow 64.
@@ -100,7 +101,8 @@ pub struct PortAttr {
 }
 
 impl PortAttr {
-    pub(crate) fn from_resp(r: QueryPortRespEx) -> Self {
+    /// Converts the kernel's reply (public for fuzzing).
+    pub fn from_kernel(r: QueryPortRespEx) -> Self {
         let l = r.legacy_resp;
         Self {
             state: l.state,
@@ -146,7 +148,8 @@ pub struct GidEntry {
 }
 
 impl GidEntry {
-    pub(crate) fn from_abi(e: AbiGidEntry) -> Self {
+    /// Converts the kernel's reply (public for fuzzing).
+    pub fn from_kernel(e: AbiGidEntry) -> Self {
         let mut gid = [0u8; 16];
         gid[..8].copy_from_slice(&e.gid[0].to_ne_bytes());
         gid[8..].copy_from_slice(&e.gid[1].to_ne_bytes());
@@ -170,7 +173,7 @@ pub(crate) fn query_gid_table(ch: &Channel, out: &mut [GidEntry]) -> Result<usiz
     let want = out.len().min(GID_TABLE_CHUNK);
     let n = crate::cmd::device::query_gid_table(ch, &mut raw[..want])?;
     for (dst, src) in out.iter_mut().zip(&raw[..n]) {
-        *dst = GidEntry::from_abi(*src);
+        *dst = GidEntry::from_kernel(*src);
     }
     Ok(n)
 }

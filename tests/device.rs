@@ -1,6 +1,18 @@
-//! Device tests: everything that needs a kernel RDMA device. One module per
-//! area in `tests/device/<area>.rs`.
+//! Device tests: everything that needs a kernel RDMA device (`/dev/infiniband/uverbsN`).
+//!
+//! Every test here is `#[ignore = "device test: ..."]`, so a plain `cargo test` on a machine
+//! without RDMA lists them as ignored. `scripts/test.sh` builds this binary on the host and
+//! runs it with `--ignored --test-threads=1` inside the VM (rxe0 + siw0), or natively with
+//! `scripts/test.sh --native` on a host with real devices. Device names come from
+//! `VERBS_TEST_RXE` / `VERBS_TEST_SIW`, the RoCE v2 GID index from `VERBS_TEST_GID_INDEX`
+//! (see `device/common.rs`).
+//!
+//! One module per area in `tests/device/<area>.rs`; add a `mod <area>;` line below.
 
 mod device {
+    #[allow(dead_code)]
+    mod common;
+
     mod devinfo;
+    mod harness;
 }

@@ -31,9 +31,21 @@ use core::mem::{offset_of, size_of};
 use static_assertions::const_assert_eq;
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
+mod cq;
 mod device;
+mod misc;
+mod pd_mr;
+mod qp;
+mod srq;
+mod wr;
 
+pub use cq::*;
 pub use device::*;
+pub use misc::*;
+pub use pd_mr::*;
+pub use qp::*;
+pub use srq::*;
+pub use wr::*;
 
 /// `IB_USER_VERBS_ABI_VERSION`: the uverbs ABI version this transcription
 /// speaks (sysfs `abi_version` of `/sys/class/infiniband_verbs`).
@@ -146,7 +158,6 @@ macro_rules! write_cmd {
 use write_cmd;
 
 /// Copies a `T` out of the front of a union's byte storage.
-#[allow(dead_code)]
 pub(crate) fn union_get<T: FromBytes, const N: usize>(bytes: &[u8; N]) -> T {
     const { assert!(core::mem::size_of::<T>() <= N) };
     match T::read_from_prefix(bytes) {
@@ -158,7 +169,6 @@ pub(crate) fn union_get<T: FromBytes, const N: usize>(bytes: &[u8; N]) -> T {
 }
 
 /// Stores `v` at the front of a union's byte storage and zeroes the rest.
-#[allow(dead_code)]
 pub(crate) fn union_set<T: IntoBytes + Immutable, const N: usize>(bytes: &mut [u8; N], v: &T) {
     const { assert!(core::mem::size_of::<T>() <= N) };
     *bytes = [0; N];

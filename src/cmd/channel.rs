@@ -81,6 +81,9 @@ impl Channel {
     /// Sends one `RDMA_VERBS_IOCTL` frame. On success the frame holds what
     /// the kernel wrote back (new object handles, fds, output flags).
     pub fn ioctl<const N: usize>(&self, verb: &'static str, buf: &mut IoctlBuf<'_, N>) -> Result<()> {
+        if buf.overflowed() {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
         let ptr = buf.finish(self.driver_id);
         // SAFETY: `ptr` points at the frame inside `buf`, which is borrowed
         // mutably for this call and whose header length matches its filled
@@ -110,8 +113,8 @@ impl Channel {
         let total = hdr_len + core_in.len() + drv_in.len();
         let has_resp = !out.is_empty();
         if total > MAX_WRITE_CMD
-            || total % 4 != 0
-            || out.len() % 4 != 0
+            || !total.is_multiple_of(4)
+            || !out.len().is_multiple_of(4)
             || (has_resp && core_in.len() < 8)
             || out.len() / 4 > u16::MAX as usize
         {
@@ -148,10 +151,10 @@ impl Channel {
         let h2 = size_of::<ExCmdHdr>();
         let total = h1 + h2 + core_in.len() + drv_in.len();
         if total > MAX_WRITE_CMD
-            || core_in.len() % 8 != 0
-            || drv_in.len() % 8 != 0
-            || core_out_len % 8 != 0
-            || out.len() % 8 != 0
+            || !core_in.len().is_multiple_of(8)
+            || !drv_in.len().is_multiple_of(8)
+            || !core_out_len.is_multiple_of(8)
+            || !out.len().is_multiple_of(8)
             || core_out_len > out.len()
         {
             return Err(Error::new(verb, ErrorKind::InvalidArgument));

@@ -186,3 +186,55 @@ impl<'a, const N: usize> IoctlBuf<'a, N> {
         self.finish(driver_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::ioctl::UVERBS_ATTR_F_VALID_OUTPUT;
+
+    #[test]
+    fn small_inputs_are_inline_large_ones_are_pointers() {
+        let small = [1u8, 2, 3];
+        let large = [7u8; 24];
+        let mut b = IoctlBuf::<4>::new(3, 4);
+        b.in_bytes(10, &small);
+        b.in_bytes(11, &large);
+        b.in_const(12, 0xdead_beef);
+        b.seal(RdmaDriverId::RXE);
+        let a = b.attrs();
+        assert_eq!(a.len(), 3);
+        assert_eq!((a[0].attr_id, a[0].len), (10, 3));
+        assert_eq!(a[0].data.to_ne_bytes()[..3], small);
+        assert_eq!((a[1].attr_id, a[1].len), (11, 24));
+        assert_eq!(a[1].data, large.as_ptr() as u64);
+        assert_eq!((a[2].len, a[2].data), (8, 0xdead_beef));
+        assert!(a.iter().all(|x| x.flags == UVERBS_ATTR_F_MANDATORY));
+        let h = b.header();
+        assert_eq!((h.object_id, h.method_id, h.num_attrs), (3, 4, 3));
+        assert_eq!(usize::from(h.length), 24 + 3 * 16);
+        assert_eq!(h.driver_id, 14);
+    }
+
+    #[test]
+    fn outputs_point_at_the_borrowed_object() {
+        let mut out = 0u64;
+        let addr = &raw const out as u64;
+        let mut b = IoctlBuf::<1>::new(0, 0);
+        let slot = b.out_obj(5, &mut out);
+        assert_eq!(b.attrs()[0].data, addr);
+        assert_eq!(b.attrs()[0].len, 8);
+        assert!(!b.valid_output(slot));
+        assert_eq!(b.attr_data(slot), Some(addr));
+    }
+
+    #[test]
+    fn overflow_is_reported_not_written() {
+        let mut b = IoctlBuf::<1>::new(0, 0);
+        b.idr_in(1, 7);
+        let s = b.idr_new(2);
+        assert!(b.overflowed());
+        assert_eq!(b.len(), 1);
+        assert_eq!(b.attr_data(s), None);
+        let _ = UVERBS_ATTR_F_VALID_OUTPUT;
+    }
+}

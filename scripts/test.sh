@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# THE test command of the project (README, CI).  On a machine without RDMA hardware:
+#   1. scripts/setup.sh (installs/caches qemu, RDMA userland, pinned kernel, siw.ko)
+#   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features
+#      (the device tests show up there as "ignored, device test: ...")
+#   3. builds the device test binary (test target `device`, tests/device.rs) on the host
+#   4. boots the VM once (rxe0 + siw0) and runs there: the harness self-test
+#      (vm/selftest.sh) and the device binary with --ignored --test-threads=1
+#   5. fails if anything failed, if the device suite did not run, or if it ran zero tests.
+# The output ends with a summary; the last line is always "device: N passed, M failed".
+#
+# usage: scripts/test.sh [options] [-- DEVICE-TEST-ARGS...]
+#   --native          run the device suite on this host's real RDMA devices, no VM, no
+#                     setup (also: VERBS_NATIVE=1).  Devices: --rxe/--siw or the
+#                     environment variables VERBS_TEST_RXE / VERBS_TEST_SIW
+#   --rxe NAME        the RoCE device (sets VERBS_TEST_RXE; VM: always rxe0)
+#   --siw NAME        the iWARP device (sets VERBS_TEST_SIW; VM: always siw0); "none" in
+#                     native mode skips the tests whose names contain "siw"
+#   --gid-index N     RoCE v2 GID index on the RoCE device (sets VERBS_TEST_GID_INDEX;
+#                     the VM finds it itself)
+#   --device-only     skip the host tests (steps 2)
+#   --no-device       skip the device suite (prints "device: skipped"; fails when CI=true)
+#   --no-selftest     do not run vm/selftest.sh before the device suite
+#   --no-setup        do not run scripts/setup.sh
+#   DEVICE-TEST-ARGS  extra libtest arguments for the device binary, e.g. a name filter
+# Environment: VERBS_DEVICE_TIMEOUT (s, default 2400) limits the VM run; the vm/run-in-vm.sh
+# variables (VERBS_VM_CACHE, VERBS_VM_KVER, VERBS_VM_ACCEL) apply.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+
+NATIVE=${VERBS_NATIVE:-0} HOST_TESTS=1 DEVICE=1 SELFTEST=1 SETUP=1
+[ "$NATIVE" = 1 ] || NATIVE=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --native) NATIVE=1; shift ;;
+        --rxe) export VERBS_TEST_RXE=$2; shift 2 ;;
+        --siw) export VERBS_TEST_SIW=$2; shift 2 ;;
+        --gid-index) export VERBS_TEST_GID_INDEX=$2; shift 2 ;;
+        --device-only) HOST_TESTS=0; shift ;;
+        --no-device) DEVICE=0; shift ;;
+        --no-selftest) SELFTEST=0; shift ;;
+        --no-setup) SETUP=0; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        --) shift; break ;;
+        *) echo "test.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+DEVICE_ARGS=("$@")
+[ "$NATIVE" = 1 ] && SETUP=0 SELFTEST=0
+
+T_ALL=$(date +%s.%N)
+LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/verbs-test.XXXXXX")
+trap 'rm -rf "$LOGDIR"' EXIT
+TIMES=() FAILS=() HOST_SUMMARY="" SELFTEST_RESULT="not run"
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+banner() { printf '\n===== test.sh: %s =====\n' "$*"; }
+timed() {  # timed LABEL LOG|- CMD...: runs CMD (output also appended to LOG), records its time
+    local label=$1 log=$2 t rc; shift 2
+    t=$(date +%s.%N)
+    if [ "$log" = - ]; then "$@"; rc=$?
+    else "$@" 2>&1 | tee -a "$log"; rc=${PIPESTATUS[0]}; fi
+    TIMES+=("$label $(elapsed "$t")s")
+    echo "test.sh: $label took $(elapsed "$t")s (exit $rc)"
+    return $rc
+}
+# sums "test result:" lines of libtest output: prints "PASSED FAILED IGNORED RESULT_LINES"
+libtest_sum() {
+    awk '/^test result: / {
+            n++
+            for (i = 1; i <= NF; i++) {
+                if ($(i) ~ /^passed;?$/) p += $(i - 1)
+                if ($(i) ~ /^failed;?$/) f += $(i - 1)
+                if ($(i) ~ /^ignored;?$/) g += $(i - 1)
+            }
+         }
+         END { printf "%d %d %d %d\n", p, f, g, n }' "$1"
+}
+finish() {
+    banner summary
+    [ -n "$HOST_SUMMARY" ] && echo "host tests: $HOST_SUMMARY"
+    [ "$NATIVE" = 0 ] && [ "$DEVICE" = 1 ] && echo "selftest: $SELFTEST_RESULT"
+    local t all=""
+    for t in "${TIMES[@]}"; do all+="$t, "; done
+    echo "timings: ${all}total $(elapsed "$T_ALL")s"
+    for f in "${FAILS[@]}"; do echo "FAILED: $f"; done
+    [ ${#FAILS[@]} -eq 0 ] && echo "test.sh: OK" || echo "test.sh: FAILED"
+    echo "$DEVICE_LINE"
+    [ ${#FAILS[@]} -eq 0 ]
+    exit $?
+}
+DEVICE_LINE="device: 0 passed, 0 failed (did not run)"
+
+# --- 1. setup ---------------------------------------------------------------------------------
+if [ "$SETUP" = 1 ]; then
+    banner "setup"
+    timed setup - "$ROOT/scripts/setup.sh" || { FAILS+=("setup"); finish; }
+fi
+
+# --- 2. host tests ----------------------------------------------------------------------------
+if [ "$HOST_TESTS" = 1 ]; then
+    banner "host tests (cargo test --all-targets; device tests are ignored here)"
+    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets || FAILS+=("cargo test --all-targets")
+    banner "doc tests (cargo test --doc)"
+    timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
+    read -r hp hf hi hn < <(libtest_sum "$LOGDIR/host.log")
+    HOST_SUMMARY="$hp passed, $hf failed, $hi ignored ($hn test binaries)"
+    banner "cargo build --no-default-features"
+    timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
+fi
+
+# --- 3. device suite --------------------------------------------------------------------------
+if [ "$DEVICE" = 0 ]; then
+    DEVICE_LINE="device: 0 passed, 0 failed (skipped: --no-device)"
+    if [ "${CI:-}" = true ]; then FAILS+=("device suite skipped (--no-device) in CI"); fi
+    finish
+fi
+
+banner "build the device test binary (cargo test --test device --no-run)"
+t=$(date +%s.%N)
+cargo test --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build.json"
+brc=$?
+TIMES+=("device-build $(elapsed "$t")s")
+BIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build.json" | grep '"name":"device"' \
+      | grep '"kind":\["test"\]' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+if [ $brc != 0 ] || [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+    FAILS+=("building the device test binary (exit $brc, executable '${BIN}')")
+    finish
+fi
+echo "device test binary: $BIN"
+
+TEST_ARGS=(--ignored --test-threads=1)
+if [ "$NATIVE" = 1 ]; then
+    banner "device suite, natively (devices: ${VERBS_TEST_RXE:-rxe0} ${VERBS_TEST_SIW:-siw0})"
+    for d in "${VERBS_TEST_RXE:-rxe0}" "${VERBS_TEST_SIW:-siw0}"; do
+        [ "$d" = none ] && continue
+        [ -d "/sys/class/infiniband/$d" ] || echo "test.sh: warning: no RDMA device $d here" \
+            "(devices: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' '))" >&2
+    done
+    [ "${VERBS_TEST_RXE:-}" = none ] && TEST_ARGS+=(--skip rxe)
+    [ "${VERBS_TEST_SIW:-}" = none ] && TEST_ARGS+=(--skip siw)
+    timed "device-native" "$LOGDIR/device.log" \
+        env CARGO_MANIFEST_DIR="$ROOT" "$BIN" "${TEST_ARGS[@]}" "${DEVICE_ARGS[@]}"
+    DRC=$?
+else
+    banner "VM run: selftest + device suite (one boot)"
+    # in the guest: the harness self-test, then the device binary; the VM's exit status is
+    # the device binary's
+    GUEST_SCRIPT='
+        if [ "$VERBS_SELFTEST" = 1 ]; then
+            echo "----- vm/selftest.sh"; vm/selftest.sh --inside
+            echo "----- device tests: $*"
+        fi
+        exec "$@"'
+    timed "vm-run" "$LOGDIR/device.log" "$ROOT/vm/run-in-vm.sh" \
+        --timeout "${VERBS_DEVICE_TIMEOUT:-2400}" \
+        -e VERBS_SELFTEST="$SELFTEST" -e CARGO_MANIFEST_DIR="$ROOT" \
+        -- bash -c "$GUEST_SCRIPT" guest "$BIN" "${TEST_ARGS[@]}" "${DEVICE_ARGS[@]}"
+    DRC=$?
+    case $DRC in
+        124) FAILS+=("VM run timed out") ;;
+        125) FAILS+=("VM setup failed (exit 125)") ;;
+        126) FAILS+=("VM died (exit 126)") ;;
+    esac
+    if [ "$SELFTEST" = 1 ]; then
+        SELFTEST_RESULT=$(grep -E '^selftest: (PASS|FAIL)' "$LOGDIR/device.log" | tail -1 | sed 's/^selftest: //')
+        [ -n "$SELFTEST_RESULT" ] || SELFTEST_RESULT="did not complete"
+        [ "$SELFTEST_RESULT" = PASS ] || FAILS+=("harness self-test: $SELFTEST_RESULT")
+    else
+        SELFTEST_RESULT="skipped (--no-selftest)"
+    fi
+fi
+
+read -r dp df di dn < <(libtest_sum "$LOGDIR/device.log")
+if [ "$dn" = 0 ]; then
+    DEVICE_LINE="device: 0 passed, 0 failed (no libtest summary: the suite did not run to the end)"
+    FAILS+=("device suite produced no 'test result:' line (exit $DRC)")
+else
+    DEVICE_LINE="device: $dp passed, $df failed"
+    echo "test.sh: device tests run: $((dp + df)) ($dp passed, $df failed, $di ignored)"
+    [ "$df" = 0 ] && [ "$DRC" = 0 ] || FAILS+=("device suite: $df failed, exit $DRC")
+    [ "$dp" -gt 0 ] || FAILS+=("device suite ran zero tests")
+fi
+finish

@@ -1,0 +1,534 @@
+//! Queue pairs: create (legacy and extended), open, query, modify,
+//! destroy, and the address/attribute structs they carry.
+
+use core::mem::{offset_of, size_of};
+use static_assertions::const_assert_eq;
+
+use super::{
+    write_cmd, CMD_CREATE_QP, CMD_DESTROY_QP, CMD_MODIFY_QP, CMD_OPEN_QP, CMD_QUERY_QP,
+    EX_CMD_CREATE_QP, EX_CMD_MODIFY_QP,
+};
+
+c_consts! {
+    /// `enum ib_uverbs_create_qp_mask` and `IB_UVERBS_CREATE_QP_SUP_COMP_MASK`.
+    CREATE_QP_MASK_IDS: u32, prefix "IB_UVERBS_";
+    /// `rwq_ind_tbl_handle` is valid.
+    CREATE_QP_MASK_IND_TABLE = 1 << 0;
+    /// All `comp_mask` bits the kernel supports.
+    CREATE_QP_SUP_COMP_MASK = CREATE_QP_MASK_IND_TABLE;
+}
+
+abi_struct! {
+    /// `struct ib_uverbs_global_route`: the GRH part of an address.
+    #[repr(C)]
+    pub struct GlobalRoute {
+        /// Destination GID.
+        pub dgid: [u8; 16],
+        /// Flow label.
+        pub flow_label: u32,
+        /// Source GID index.
+        pub sgid_index: u8,
+        /// Hop limit.
+        pub hop_limit: u8,
+        /// Traffic class.
+        pub traffic_class: u8,
+        /// Reserved.
+        pub reserved: u8,
+    }
+}
+const_assert_eq!(size_of::<GlobalRoute>(), 24);
+const_assert_eq!(offset_of!(GlobalRoute, flow_label), 16);
+const_assert_eq!(offset_of!(GlobalRoute, sgid_index), 20);
+
+abi_struct! {
+    /// `struct ib_uverbs_ah_attr`: an address vector.
+    #[repr(C)]
+    pub struct AhAttr {
+        /// Global route (valid if `is_global`).
+        pub grh: GlobalRoute,
+        /// Destination LID.
+        pub dlid: u16,
+        /// Service level.
+        pub sl: u8,
+        /// Source path bits.
+        pub src_path_bits: u8,
+        /// Static rate.
+        pub static_rate: u8,
+        /// Nonzero if `grh` is valid.
+        pub is_global: u8,
+        /// Port number.
+        pub port_num: u8,
+        /// Reserved.
+        pub reserved: u8,
+    }
+}
+const_assert_eq!(size_of::<AhAttr>(), 32);
+const_assert_eq!(offset_of!(AhAttr, dlid), 24);
+const_assert_eq!(offset_of!(AhAttr, port_num), 30);
+
+abi_struct! {
+    /// `struct ib_uverbs_qp_attr`.
+    #[repr(C)]
+    pub struct QpAttr {
+        /// `IB_QP_*` mask of valid attributes.
+        pub qp_attr_mask: u32,
+        /// QP state.
+        pub qp_state: u32,
+        /// Current QP state.
+        pub cur_qp_state: u32,
+        /// Path MTU.
+        pub path_mtu: u32,
+        /// Path migration state.
+        pub path_mig_state: u32,
+        /// Q_Key.
+        pub qkey: u32,
+        /// Receive PSN.
+        pub rq_psn: u32,
+        /// Send PSN.
+        pub sq_psn: u32,
+        /// Destination QP number.
+        pub dest_qp_num: u32,
+        /// Remote access bits.
+        pub qp_access_flags: u32,
+        /// Primary path.
+        pub ah_attr: AhAttr,
+        /// Alternate path.
+        pub alt_ah_attr: AhAttr,
+        /// Send queue depth.
+        pub max_send_wr: u32,
+        /// Receive queue depth.
+        pub max_recv_wr: u32,
+        /// SGEs per send WR.
+        pub max_send_sge: u32,
+        /// SGEs per receive WR.
+        pub max_recv_sge: u32,
+        /// Inline bytes per send WR.
+        pub max_inline_data: u32,
+        /// P_Key index.
+        pub pkey_index: u16,
+        /// Alternate P_Key index.
+        pub alt_pkey_index: u16,
+        /// Ask for an event when SQD drains.
+        pub en_sqd_async_notify: u8,
+        /// SQ is draining.
+        pub sq_draining: u8,
+        /// Outstanding RDMA reads/atomics as initiator.
+        pub max_rd_atomic: u8,
+        /// Outstanding RDMA reads/atomics as target.
+        pub max_dest_rd_atomic: u8,
+        /// Minimum RNR NAK timer.
+        pub min_rnr_timer: u8,
+        /// Port number.
+        pub port_num: u8,
+        /// Local ack timeout.
+        pub timeout: u8,
+        /// Retry count.
+        pub retry_cnt: u8,
+        /// RNR retry count.
+        pub rnr_retry: u8,
+        /// Alternate port number.
+        pub alt_port_num: u8,
+        /// Alternate local ack timeout.
+        pub alt_timeout: u8,
+        /// Reserved.
+        pub reserved: [u8; 5],
+    }
+}
+const_assert_eq!(size_of::<QpAttr>(), 144);
+const_assert_eq!(offset_of!(QpAttr, ah_attr), 40);
+const_assert_eq!(offset_of!(QpAttr, alt_ah_attr), 72);
+const_assert_eq!(offset_of!(QpAttr, max_send_wr), 104);
+const_assert_eq!(offset_of!(QpAttr, pkey_index), 124);
+const_assert_eq!(offset_of!(QpAttr, reserved), 139);
+
+abi_struct! {
+    /// `struct ib_uverbs_create_qp` (`driver_data[]` omitted).
+    #[repr(C, align(8))]
+    pub struct CreateQp {
+        /// User address of the [`CreateQpResp`] buffer.
+        pub response: u64,
+        /// Value returned in async events for this QP.
+        pub user_handle: u64,
+        /// Handle of the PD.
+        pub pd_handle: u32,
+        /// Handle of the send CQ.
+        pub send_cq_handle: u32,
+        /// Handle of the receive CQ.
+        pub recv_cq_handle: u32,
+        /// Handle of the SRQ (if `is_srq`).
+        pub srq_handle: u32,
+        /// Send queue depth.
+        pub max_send_wr: u32,
+        /// Receive queue depth.
+        pub max_recv_wr: u32,
+        /// SGEs per send WR.
+        pub max_send_sge: u32,
+        /// SGEs per receive WR.
+        pub max_recv_sge: u32,
+        /// Inline bytes per send WR.
+        pub max_inline_data: u32,
+        /// Signal every send WR.
+        pub sq_sig_all: u8,
+        /// `IB_UVERBS_QPT_*`.
+        pub qp_type: u8,
+        /// Nonzero if `srq_handle` is valid.
+        pub is_srq: u8,
+        /// Reserved, must be zero.
+        pub reserved: u8,
+    }
+}
+const_assert_eq!(size_of::<CreateQp>(), 56);
+const_assert_eq!(offset_of!(CreateQp, pd_handle), 16);
+const_assert_eq!(offset_of!(CreateQp, sq_sig_all), 52);
+
+abi_struct! {
+    /// `struct ib_uverbs_ex_create_qp`.
+    #[repr(C, align(8))]
+    pub struct ExCreateQp {
+        /// Value returned in async events for this QP.
+        pub user_handle: u64,
+        /// Handle of the PD.
+        pub pd_handle: u32,
+        /// Handle of the send CQ.
+        pub send_cq_handle: u32,
+        /// Handle of the receive CQ.
+        pub recv_cq_handle: u32,
+        /// Handle of the SRQ (if `is_srq`).
+        pub srq_handle: u32,
+        /// Send queue depth.
+        pub max_send_wr: u32,
+        /// Receive queue depth.
+        pub max_recv_wr: u32,
+        /// SGEs per send WR.
+        pub max_send_sge: u32,
+        /// SGEs per receive WR.
+        pub max_recv_sge: u32,
+        /// Inline bytes per send WR.
+        pub max_inline_data: u32,
+        /// Signal every send WR.
+        pub sq_sig_all: u8,
+        /// `IB_UVERBS_QPT_*`.
+        pub qp_type: u8,
+        /// Nonzero if `srq_handle` is valid.
+        pub is_srq: u8,
+        /// Reserved, must be zero.
+        pub reserved: u8,
+        /// `CREATE_QP_MASK_*` bits.
+        pub comp_mask: u32,
+        /// `IB_UVERBS_QP_CREATE_*` bits.
+        pub create_flags: u32,
+        /// RWQ indirection table (if `CREATE_QP_MASK_IND_TABLE`).
+        pub rwq_ind_tbl_handle: u32,
+        /// Source QPN (`IB_QP_CREATE_SOURCE_QPN`).
+        pub source_qpn: u32,
+    }
+}
+const_assert_eq!(size_of::<ExCreateQp>(), 64);
+const_assert_eq!(offset_of!(ExCreateQp, sq_sig_all), 44);
+const_assert_eq!(offset_of!(ExCreateQp, comp_mask), 48);
+const_assert_eq!(offset_of!(ExCreateQp, source_qpn), 60);
+
+abi_struct! {
+    /// `struct ib_uverbs_open_qp` (`driver_data[]` omitted).
+    #[repr(C, align(8))]
+    pub struct OpenQp {
+        /// User address of the [`CreateQpResp`] buffer.
+        pub response: u64,
+        /// Value returned in async events for this QP.
+        pub user_handle: u64,
+        /// Handle of the XRCD (the field is named `pd_handle` in C).
+        pub pd_handle: u32,
+        /// QP number to open.
+        pub qpn: u32,
+        /// `IB_UVERBS_QPT_*`.
+        pub qp_type: u8,
+        /// Reserved, must be zero.
+        pub reserved: [u8; 7],
+    }
+}
+const_assert_eq!(size_of::<OpenQp>(), 32);
+const_assert_eq!(offset_of!(OpenQp, qp_type), 24);
+
+abi_struct! {
+    /// `struct ib_uverbs_create_qp_resp` (`driver_data[0]` omitted); also
+    /// the response of [`OpenQp`].
+    #[repr(C)]
+    pub struct CreateQpResp {
+        /// Handle of the QP.
+        pub qp_handle: u32,
+        /// QP number.
+        pub qpn: u32,
+        /// Actual send queue depth.
+        pub max_send_wr: u32,
+        /// Actual receive queue depth.
+        pub max_recv_wr: u32,
+        /// Actual SGEs per send WR.
+        pub max_send_sge: u32,
+        /// Actual SGEs per receive WR.
+        pub max_recv_sge: u32,
+        /// Actual inline bytes per send WR.
+        pub max_inline_data: u32,
+        /// Reserved.
+        pub reserved: u32,
+    }
+}
+const_assert_eq!(size_of::<CreateQpResp>(), 32);
+
+abi_struct! {
+    /// `struct ib_uverbs_ex_create_qp_resp`.
+    #[repr(C)]
+    pub struct ExCreateQpResp {
+        /// The legacy response.
+        pub base: CreateQpResp,
+        /// Which optional fields are valid.
+        pub comp_mask: u32,
+        /// Number of bytes of this struct the kernel wrote.
+        pub response_length: u32,
+    }
+}
+const_assert_eq!(size_of::<ExCreateQpResp>(), 40);
+
+abi_struct! {
+    /// `struct ib_uverbs_qp_dest`: an address as modify/query QP carry it.
+    #[repr(C)]
+    pub struct QpDest {
+        /// Destination GID.
+        pub dgid: [u8; 16],
+        /// Flow label.
+        pub flow_label: u32,
+        /// Destination LID.
+        pub dlid: u16,
+        /// Reserved.
+        pub reserved: u16,
+        /// Source GID index.
+        pub sgid_index: u8,
+        /// Hop limit.
+        pub hop_limit: u8,
+        /// Traffic class.
+        pub traffic_class: u8,
+        /// Service level.
+        pub sl: u8,
+        /// Source path bits.
+        pub src_path_bits: u8,
+        /// Static rate.
+        pub static_rate: u8,
+        /// Nonzero if the GRH fields are valid.
+        pub is_global: u8,
+        /// Port number.
+        pub port_num: u8,
+    }
+}
+const_assert_eq!(size_of::<QpDest>(), 32);
+const_assert_eq!(offset_of!(QpDest, dlid), 20);
+const_assert_eq!(offset_of!(QpDest, sgid_index), 24);
+const_assert_eq!(offset_of!(QpDest, port_num), 31);
+
+abi_struct! {
+    /// `struct ib_uverbs_query_qp` (`driver_data[]` omitted).
+    #[repr(C, align(8))]
+    pub struct QueryQp {
+        /// User address of the [`QueryQpResp`] buffer.
+        pub response: u64,
+        /// Handle of the QP.
+        pub qp_handle: u32,
+        /// `IB_QP_*` mask of attributes wanted.
+        pub attr_mask: u32,
+    }
+}
+const_assert_eq!(size_of::<QueryQp>(), 16);
+
+abi_struct! {
+    /// `struct ib_uverbs_query_qp_resp` (`driver_data[]` omitted).
+    #[repr(C, align(8))]
+    pub struct QueryQpResp {
+        /// Primary path.
+        pub dest: QpDest,
+        /// Alternate path.
+        pub alt_dest: QpDest,
+        /// Send queue depth.
+        pub max_send_wr: u32,
+        /// Receive queue depth.
+        pub max_recv_wr: u32,
+        /// SGEs per send WR.
+        pub max_send_sge: u32,
+        /// SGEs per receive WR.
+        pub max_recv_sge: u32,
+        /// Inline bytes per send WR.
+        pub max_inline_data: u32,
+        /// Q_Key.
+        pub qkey: u32,
+        /// Receive PSN.
+        pub rq_psn: u32,
+        /// Send PSN.
+        pub sq_psn: u32,
+        /// Destination QP number.
+        pub dest_qp_num: u32,
+        /// Remote access bits.
+        pub qp_access_flags: u32,
+        /// P_Key index.
+        pub pkey_index: u16,
+        /// Alternate P_Key index.
+        pub alt_pkey_index: u16,
+        /// QP state.
+        pub qp_state: u8,
+        /// Current QP state.
+        pub cur_qp_state: u8,
+        /// Path MTU.
+        pub path_mtu: u8,
+        /// Path migration state.
+        pub path_mig_state: u8,
+        /// SQ is draining.
+        pub sq_draining: u8,
+        /// Outstanding RDMA reads/atomics as initiator.
+        pub max_rd_atomic: u8,
+        /// Outstanding RDMA reads/atomics as target.
+        pub max_dest_rd_atomic: u8,
+        /// Minimum RNR NAK timer.
+        pub min_rnr_timer: u8,
+        /// Port number.
+        pub port_num: u8,
+        /// Local ack timeout.
+        pub timeout: u8,
+        /// Retry count.
+        pub retry_cnt: u8,
+        /// RNR retry count.
+        pub rnr_retry: u8,
+        /// Alternate port number.
+        pub alt_port_num: u8,
+        /// Alternate local ack timeout.
+        pub alt_timeout: u8,
+        /// Signal every send WR.
+        pub sq_sig_all: u8,
+        /// Reserved.
+        pub reserved: [u8; 5],
+    }
+}
+const_assert_eq!(size_of::<QueryQpResp>(), 128);
+const_assert_eq!(offset_of!(QueryQpResp, max_send_wr), 64);
+const_assert_eq!(offset_of!(QueryQpResp, pkey_index), 104);
+const_assert_eq!(offset_of!(QueryQpResp, qp_state), 108);
+const_assert_eq!(offset_of!(QueryQpResp, reserved), 123);
+
+abi_struct! {
+    /// `struct ib_uverbs_modify_qp` (`driver_data[0]` omitted).
+    #[repr(C, align(8))]
+    pub struct ModifyQp {
+        /// Primary path.
+        pub dest: QpDest,
+        /// Alternate path.
+        pub alt_dest: QpDest,
+        /// Handle of the QP.
+        pub qp_handle: u32,
+        /// `IB_QP_*` mask of attributes to change.
+        pub attr_mask: u32,
+        /// Q_Key.
+        pub qkey: u32,
+        /// Receive PSN.
+        pub rq_psn: u32,
+        /// Send PSN.
+        pub sq_psn: u32,
+        /// Destination QP number.
+        pub dest_qp_num: u32,
+        /// Remote access bits.
+        pub qp_access_flags: u32,
+        /// P_Key index.
+        pub pkey_index: u16,
+        /// Alternate P_Key index.
+        pub alt_pkey_index: u16,
+        /// New QP state.
+        pub qp_state: u8,
+        /// Current QP state (if `IB_QP_CUR_STATE`).
+        pub cur_qp_state: u8,
+        /// Path MTU.
+        pub path_mtu: u8,
+        /// Path migration state.
+        pub path_mig_state: u8,
+        /// Ask for an event when SQD drains.
+        pub en_sqd_async_notify: u8,
+        /// Outstanding RDMA reads/atomics as initiator.
+        pub max_rd_atomic: u8,
+        /// Outstanding RDMA reads/atomics as target.
+        pub max_dest_rd_atomic: u8,
+        /// Minimum RNR NAK timer.
+        pub min_rnr_timer: u8,
+        /// Port number.
+        pub port_num: u8,
+        /// Local ack timeout.
+        pub timeout: u8,
+        /// Retry count.
+        pub retry_cnt: u8,
+        /// RNR retry count.
+        pub rnr_retry: u8,
+        /// Alternate port number.
+        pub alt_port_num: u8,
+        /// Alternate local ack timeout.
+        pub alt_timeout: u8,
+        /// Reserved, must be zero.
+        pub reserved: [u8; 2],
+    }
+}
+const_assert_eq!(size_of::<ModifyQp>(), 112);
+const_assert_eq!(offset_of!(ModifyQp, qp_handle), 64);
+const_assert_eq!(offset_of!(ModifyQp, pkey_index), 92);
+const_assert_eq!(offset_of!(ModifyQp, qp_state), 96);
+const_assert_eq!(offset_of!(ModifyQp, reserved), 110);
+
+abi_struct! {
+    /// `struct ib_uverbs_ex_modify_qp`.
+    #[repr(C, align(8))]
+    pub struct ExModifyQp {
+        /// The legacy command.
+        pub base: ModifyQp,
+        /// Rate limit, kbps (`IB_QP_RATE_LIMIT`).
+        pub rate_limit: u32,
+        /// Reserved, must be zero.
+        pub reserved: u32,
+    }
+}
+const_assert_eq!(size_of::<ExModifyQp>(), 120);
+
+abi_struct! {
+    /// `struct ib_uverbs_ex_modify_qp_resp`.
+    #[repr(C)]
+    pub struct ExModifyQpResp {
+        /// Which optional fields are valid.
+        pub comp_mask: u32,
+        /// Number of bytes of this struct the kernel wrote.
+        pub response_length: u32,
+    }
+}
+const_assert_eq!(size_of::<ExModifyQpResp>(), 8);
+
+abi_struct! {
+    /// `struct ib_uverbs_destroy_qp`.
+    #[repr(C, align(8))]
+    pub struct DestroyQp {
+        /// User address of the [`DestroyQpResp`] buffer.
+        pub response: u64,
+        /// Handle of the QP.
+        pub qp_handle: u32,
+        /// Reserved, must be zero.
+        pub reserved: u32,
+    }
+}
+const_assert_eq!(size_of::<DestroyQp>(), 16);
+
+abi_struct! {
+    /// `struct ib_uverbs_destroy_qp_resp`.
+    #[repr(C)]
+    pub struct DestroyQpResp {
+        /// Async events delivered for this QP.
+        pub events_reported: u32,
+    }
+}
+const_assert_eq!(size_of::<DestroyQpResp>(), 4);
+
+write_cmd! {
+    CreateQp => CMD_CREATE_QP, false, CreateQpResp;
+    ExCreateQp => EX_CMD_CREATE_QP, true, ExCreateQpResp;
+    OpenQp => CMD_OPEN_QP, false, CreateQpResp;
+    QueryQp => CMD_QUERY_QP, false, QueryQpResp;
+    ModifyQp => CMD_MODIFY_QP, false, ();
+    ExModifyQp => EX_CMD_MODIFY_QP, true, ExModifyQpResp;
+    DestroyQp => CMD_DESTROY_QP, false, DestroyQpResp;
+}

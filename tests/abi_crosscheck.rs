@@ -1,0 +1,396 @@
+//! Cross-checks every transcribed kernel ABI struct and constant against
+//! the system's C headers (`/usr/include/rdma/*.h`, package
+//! `linux-libc-dev`).
+//!
+//! The test writes a C program that prints `sizeof`, `_Alignof` and
+//! `offsetof` for every struct and field in the table below plus the value
+//! of every constant, compiles it with `cc` from `PATH`, runs it, and
+//! compares each line with the value the Rust side computes
+//! (`size_of::<T>()`, `align_of::<T>()`, `offset_of!(T, f)`). All
+//! mismatches are listed. A missing compiler or missing headers is a
+//! failure, not a skip.
+//!
+//! `table_covers_every_transcribed_struct` reads the ABI source files and
+//! checks that every struct and every (non-padding) field in them appears
+//! in the table, so coverage is complete by construction.
+
+use std::collections::BTreeMap;
+use core::fmt::Write as _;
+use core::mem::{align_of, offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use verbs::abi::ioctl::*;
+use verbs::abi::ioctl_cmds;
+use verbs::abi::ioctl_verbs::*;
+use verbs::abi::uverbs::*;
+
+/// One field: Rust name, C member designator, Rust offset.
+struct Field {
+    rust: &'static str,
+    c: String,
+    off: usize,
+}
+
+/// One struct: Rust name, C type expression, Rust size and alignment.
+struct Entry {
+    rust: &'static str,
+    c_type: &'static str,
+    size: usize,
+    align: usize,
+    fields: Vec<Field>,
+}
+
+/// The C member name: the Rust field name (minus `r#`) unless overridden.
+fn c_member(rust: &'static str, over: &[&'static str]) -> String {
+    over.first().map_or_else(|| rust.trim_start_matches("r#").to_string(), |s| s.to_string())
+}
+
+/// `s!(RustType, "C type", [field, field = "c_member", ...])`
+macro_rules! s {
+    ($t:ty, $c:expr, [$($f:ident $(= $cf:literal)?),* $(,)?]) => {
+        Entry {
+            rust: stringify!($t),
+            c_type: $c,
+            size: size_of::<$t>(),
+            align: align_of::<$t>(),
+            fields: vec![$(Field {
+                rust: stringify!($f),
+                c: c_member(stringify!($f), &[$($cf)?]),
+                off: offset_of!($t, $f),
+            }),*],
+        }
+    };
+}
+
+/// C type of an anonymous member (`typeof(((struct S *)0)->member)`).
+macro_rules! anon {
+    ($s:literal, $m:literal) => {
+        concat!("__typeof__(((", $s, " *)0)->", $m, ")")
+    };
+}
+
+fn structs() -> Vec<Entry> {
+    #[allow(unused_mut)]
+    let mut v = vec![
+    s!(IoctlAttr, "struct ib_uverbs_attr", [attr_id, len, flags, attr_data, data]),
+    s!(IoctlHdr, "struct ib_uverbs_ioctl_hdr", [length, object_id, method_id, num_attrs, reserved1, driver_id, reserved2]),
+    s!(CmdHdr, "struct ib_uverbs_cmd_hdr", [command, in_words, out_words]),
+    s!(ExCmdHdr, "struct ib_uverbs_ex_cmd_hdr", [response, provider_in_words, provider_out_words, cmd_hdr_reserved]),
+    s!(OdpPerTransportCaps, anon!("struct ib_uverbs_odp_caps", "per_transport_caps"), [rc_odp_caps, uc_odp_caps, ud_odp_caps]),
+    s!(SendWrRdma, anon!("struct ib_uverbs_send_wr", "wr.rdma"), [remote_addr, rkey, reserved]),
+    s!(SendWrAtomic, anon!("struct ib_uverbs_send_wr", "wr.atomic"), [remote_addr, compare_add, swap, rkey, reserved]),
+    s!(SendWrUd, anon!("struct ib_uverbs_send_wr", "wr.ud"), [ah, remote_qpn, remote_qkey, reserved]),
+    s!(FlowActionEspKeymatAesGcm, "struct ib_uverbs_flow_action_esp_keymat_aes_gcm", [iv, iv_algo, salt, icv_len, key_len, aes_key]),
+    s!(FlowActionEspReplayBmp, "struct ib_uverbs_flow_action_esp_replay_bmp", [size]),
+    s!(FlowActionEspEncap, "struct ib_uverbs_flow_action_esp_encap", [val_ptr, next_ptr, len, r#type]),
+    s!(FlowActionEsp, "struct ib_uverbs_flow_action_esp", [spi, seq, tfc_pad, flags, hard_limit_pkts]),
+    s!(QueryPortRespEx, "struct ib_uverbs_query_port_resp_ex", [legacy_resp, port_cap_flags2, reserved, active_speed_ex = "reserved[2]"]),
+    s!(QpCap, "struct ib_uverbs_qp_cap", [max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data]),
+    s!(GidEntry, "struct ib_uverbs_gid_entry", [gid, gid_index, port_num, gid_type, netdev_ifindex]),
+    s!(CreateCq, "struct ib_uverbs_create_cq", [response, user_handle, cqe, comp_vector, comp_channel, reserved]),
+    s!(ExCreateCq, "struct ib_uverbs_ex_create_cq", [user_handle, cqe, comp_vector, comp_channel, comp_mask, flags, reserved]),
+    s!(CreateCqResp, "struct ib_uverbs_create_cq_resp", [cq_handle, cqe]),
+    s!(ExCreateCqResp, "struct ib_uverbs_ex_create_cq_resp", [base, comp_mask, response_length]),
+    s!(ResizeCq, "struct ib_uverbs_resize_cq", [response, cq_handle, cqe]),
+    s!(ResizeCqResp, "struct ib_uverbs_resize_cq_resp", [cqe, reserved]),
+    s!(PollCq, "struct ib_uverbs_poll_cq", [response, cq_handle, ne]),
+    s!(Wc, "struct ib_uverbs_wc", [wr_id, status, opcode, vendor_err, byte_len, ex, qp_num, src_qp, wc_flags, pkey_index, slid, sl, dlid_path_bits, port_num, reserved]),
+    s!(PollCqResp, "struct ib_uverbs_poll_cq_resp", [count, reserved]),
+    s!(ReqNotifyCq, "struct ib_uverbs_req_notify_cq", [cq_handle, solicited_only]),
+    s!(DestroyCq, "struct ib_uverbs_destroy_cq", [response, cq_handle, reserved]),
+    s!(DestroyCqResp, "struct ib_uverbs_destroy_cq_resp", [comp_events_reported, async_events_reported]),
+    s!(CqModeration, "struct ib_uverbs_cq_moderation", [cq_count, cq_period]),
+    s!(ExModifyCq, "struct ib_uverbs_ex_modify_cq", [cq_handle, attr_mask, attr, reserved]),
+    s!(GetContext, "struct ib_uverbs_get_context", [response]),
+    s!(GetContextResp, "struct ib_uverbs_get_context_resp", [async_fd, num_comp_vectors]),
+    s!(QueryDevice, "struct ib_uverbs_query_device", [response]),
+    s!(QueryDeviceResp, "struct ib_uverbs_query_device_resp", [fw_ver, node_guid, sys_image_guid, max_mr_size, page_size_cap, vendor_id, vendor_part_id, hw_ver, max_qp, max_qp_wr, device_cap_flags, max_sge, max_sge_rd, max_cq, max_cqe, max_mr, max_pd, max_qp_rd_atom, max_ee_rd_atom, max_res_rd_atom, max_qp_init_rd_atom, max_ee_init_rd_atom, atomic_cap, max_ee, max_rdd, max_mw, max_raw_ipv6_qp, max_raw_ethy_qp, max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach, max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr, max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt, reserved]),
+    s!(ExQueryDevice, "struct ib_uverbs_ex_query_device", [comp_mask, reserved]),
+    s!(OdpCaps, "struct ib_uverbs_odp_caps", [general_caps, per_transport_caps, reserved]),
+    s!(RssCaps, "struct ib_uverbs_rss_caps", [supported_qpts, max_rwq_indirection_tables, max_rwq_indirection_table_size, reserved]),
+    s!(TmCaps, "struct ib_uverbs_tm_caps", [max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge, reserved]),
+    s!(CqModerationCaps, "struct ib_uverbs_cq_moderation_caps", [max_cq_moderation_count, max_cq_moderation_period, reserved]),
+    s!(ExQueryDeviceResp, "struct ib_uverbs_ex_query_device_resp", [base, comp_mask, response_length, odp_caps, timestamp_mask, hca_core_clock, device_cap_flags_ex, rss_caps, max_wq_type_rq, raw_packet_caps, tm_caps, cq_moderation_caps, max_dm_size, xrc_odp_caps, reserved]),
+    s!(QueryPort, "struct ib_uverbs_query_port", [response, port_num, reserved]),
+    s!(QueryPortResp, "struct ib_uverbs_query_port_resp", [port_cap_flags, max_msg_sz, bad_pkey_cntr, qkey_viol_cntr, gid_tbl_len, pkey_tbl_len, lid, sm_lid, state, max_mtu, active_mtu, lmc, max_vl_num, sm_sl, subnet_timeout, init_type_reply, active_width, active_speed, phys_state, link_layer, flags, reserved]),
+    s!(CreateCompChannel, "struct ib_uverbs_create_comp_channel", [response]),
+    s!(CreateCompChannelResp, "struct ib_uverbs_create_comp_channel_resp", [fd]),
+    s!(AsyncEventDesc, "struct ib_uverbs_async_event_desc", [element, event_type, reserved]),
+    s!(CompEventDesc, "struct ib_uverbs_comp_event_desc", [cq_handle]),
+    s!(CreateAh, "struct ib_uverbs_create_ah", [response, user_handle, pd_handle, reserved, attr]),
+    s!(CreateAhResp, "struct ib_uverbs_create_ah_resp", [ah_handle]),
+    s!(DestroyAh, "struct ib_uverbs_destroy_ah", [ah_handle]),
+    s!(AttachMcast, "struct ib_uverbs_attach_mcast", [gid, qp_handle, mlid, reserved]),
+    s!(DetachMcast, "struct ib_uverbs_detach_mcast", [gid, qp_handle, mlid, reserved]),
+    s!(ExCreateWq, "struct ib_uverbs_ex_create_wq", [comp_mask, wq_type, user_handle, pd_handle, cq_handle, max_wr, max_sge, create_flags, reserved]),
+    s!(ExCreateWqResp, "struct ib_uverbs_ex_create_wq_resp", [comp_mask, response_length, wq_handle, max_wr, max_sge, wqn]),
+    s!(ExDestroyWq, "struct ib_uverbs_ex_destroy_wq", [comp_mask, wq_handle]),
+    s!(ExDestroyWqResp, "struct ib_uverbs_ex_destroy_wq_resp", [comp_mask, response_length, events_reported, reserved]),
+    s!(ExModifyWq, "struct ib_uverbs_ex_modify_wq", [attr_mask, wq_handle, wq_state, curr_wq_state, flags, flags_mask]),
+    s!(ExCreateRwqIndTable, "struct ib_uverbs_ex_create_rwq_ind_table", [comp_mask, log_ind_tbl_size]),
+    s!(ExCreateRwqIndTableResp, "struct ib_uverbs_ex_create_rwq_ind_table_resp", [comp_mask, response_length, ind_tbl_handle, ind_tbl_num]),
+    s!(ExDestroyRwqIndTable, "struct ib_uverbs_ex_destroy_rwq_ind_table", [comp_mask, ind_tbl_handle]),
+    s!(AllocPd, "struct ib_uverbs_alloc_pd", [response]),
+    s!(AllocPdResp, "struct ib_uverbs_alloc_pd_resp", [pd_handle]),
+    s!(DeallocPd, "struct ib_uverbs_dealloc_pd", [pd_handle]),
+    s!(OpenXrcd, "struct ib_uverbs_open_xrcd", [response, fd, oflags]),
+    s!(OpenXrcdResp, "struct ib_uverbs_open_xrcd_resp", [xrcd_handle]),
+    s!(CloseXrcd, "struct ib_uverbs_close_xrcd", [xrcd_handle]),
+    s!(RegMr, "struct ib_uverbs_reg_mr", [response, start, length, hca_va, pd_handle, access_flags]),
+    s!(RegMrResp, "struct ib_uverbs_reg_mr_resp", [mr_handle, lkey, rkey]),
+    s!(ReregMr, "struct ib_uverbs_rereg_mr", [response, mr_handle, flags, start, length, hca_va, pd_handle, access_flags]),
+    s!(ReregMrResp, "struct ib_uverbs_rereg_mr_resp", [lkey, rkey]),
+    s!(DeregMr, "struct ib_uverbs_dereg_mr", [mr_handle]),
+    s!(AllocMw, "struct ib_uverbs_alloc_mw", [response, pd_handle, mw_type, reserved]),
+    s!(AllocMwResp, "struct ib_uverbs_alloc_mw_resp", [mw_handle, rkey]),
+    s!(DeallocMw, "struct ib_uverbs_dealloc_mw", [mw_handle]),
+    s!(GlobalRoute, "struct ib_uverbs_global_route", [dgid, flow_label, sgid_index, hop_limit, traffic_class, reserved]),
+    s!(AhAttr, "struct ib_uverbs_ah_attr", [grh, dlid, sl, src_path_bits, static_rate, is_global, port_num, reserved]),
+    s!(QpAttr, "struct ib_uverbs_qp_attr", [qp_attr_mask, qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, ah_attr, alt_ah_attr, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, pkey_index, alt_pkey_index, en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved]),
+    s!(CreateQp, "struct ib_uverbs_create_qp", [response, user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved]),
+    s!(ExCreateQp, "struct ib_uverbs_ex_create_qp", [user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved, comp_mask, create_flags, rwq_ind_tbl_handle, source_qpn]),
+    s!(OpenQp, "struct ib_uverbs_open_qp", [response, user_handle, pd_handle, qpn, qp_type, reserved]),
+    s!(CreateQpResp, "struct ib_uverbs_create_qp_resp", [qp_handle, qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, reserved]),
+    s!(ExCreateQpResp, "struct ib_uverbs_ex_create_qp_resp", [base, comp_mask, response_length]),
+    s!(QpDest, "struct ib_uverbs_qp_dest", [dgid, flow_label, dlid, reserved, sgid_index, hop_limit, traffic_class, sl, src_path_bits, static_rate, is_global, port_num]),
+    s!(QueryQp, "struct ib_uverbs_query_qp", [response, qp_handle, attr_mask]),
+    s!(QueryQpResp, "struct ib_uverbs_query_qp_resp", [dest, alt_dest, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index, qp_state, cur_qp_state, path_mtu, path_mig_state, sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, sq_sig_all, reserved]),
+    s!(ModifyQp, "struct ib_uverbs_modify_qp", [dest, alt_dest, qp_handle, attr_mask, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index, qp_state, cur_qp_state, path_mtu, path_mig_state, en_sqd_async_notify, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved]),
+    s!(ExModifyQp, "struct ib_uverbs_ex_modify_qp", [base, rate_limit, reserved]),
+    s!(ExModifyQpResp, "struct ib_uverbs_ex_modify_qp_resp", [comp_mask, response_length]),
+    s!(DestroyQp, "struct ib_uverbs_destroy_qp", [response, qp_handle, reserved]),
+    s!(DestroyQpResp, "struct ib_uverbs_destroy_qp_resp", [events_reported]),
+    s!(CreateSrq, "struct ib_uverbs_create_srq", [response, user_handle, pd_handle, max_wr, max_sge, srq_limit]),
+    s!(CreateXsrq, "struct ib_uverbs_create_xsrq", [response, user_handle, srq_type, pd_handle, max_wr, max_sge, srq_limit, max_num_tags, xrcd_handle, cq_handle]),
+    s!(CreateSrqResp, "struct ib_uverbs_create_srq_resp", [srq_handle, max_wr, max_sge, srqn]),
+    s!(ModifySrq, "struct ib_uverbs_modify_srq", [srq_handle, attr_mask, max_wr, srq_limit]),
+    s!(QuerySrq, "struct ib_uverbs_query_srq", [response, srq_handle, reserved]),
+    s!(QuerySrqResp, "struct ib_uverbs_query_srq_resp", [max_wr, max_sge, srq_limit, reserved]),
+    s!(DestroySrq, "struct ib_uverbs_destroy_srq", [response, srq_handle, reserved]),
+    s!(DestroySrqResp, "struct ib_uverbs_destroy_srq_resp", [events_reported]),
+    s!(Sge, "struct ib_uverbs_sge", [addr, length, lkey]),
+    s!(SendWr, "struct ib_uverbs_send_wr", [wr_id, num_sge, opcode, send_flags, ex, wr]),
+    s!(PostSend, "struct ib_uverbs_post_send", [response, qp_handle, wr_count, sge_count, wqe_size]),
+    s!(PostSendResp, "struct ib_uverbs_post_send_resp", [bad_wr]),
+    s!(RecvWr, "struct ib_uverbs_recv_wr", [wr_id, num_sge, reserved]),
+    s!(PostRecv, "struct ib_uverbs_post_recv", [response, qp_handle, wr_count, sge_count, wqe_size]),
+    s!(PostRecvResp, "struct ib_uverbs_post_recv_resp", [bad_wr]),
+    s!(PostSrqRecv, "struct ib_uverbs_post_srq_recv", [response, srq_handle, wr_count, sge_count, wqe_size]),
+    s!(PostSrqRecvResp, "struct ib_uverbs_post_srq_recv_resp", [bad_wr]),
+    ];
+    //@RXE
+    //@SIW
+    v
+}
+
+/// Every constant checked: (C expression, Rust value).
+fn consts() -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = Vec::new();
+    let tables: &[&[(&str, u64)]] = &[
+        CMD_IDS,
+        EX_CMD_IDS,
+        CQ_FLAGS_IDS,
+        WC_OPCODE_IDS,
+        WR_OPCODE_IDS,
+        CREATE_QP_MASK_IDS,
+        DEVICE_CAP_IDS,
+        RAW_PACKET_CAP_IDS,
+        CORE_SUPPORT_IDS,
+        ACCESS_IDS,
+        SRQT_IDS,
+        WQ_IDS,
+        QPT_IDS,
+        QP_CREATE_IDS,
+        PCF_IDS,
+        QPF_IDS,
+        FLOW_ACTION_IDS,
+        MISC_IDS,
+        GID_TYPE_IDS,
+    ];
+    for t in tables.iter().chain(ioctl_cmds::ALL_IDS) {
+        v.extend(t.iter().map(|(n, x)| (n.to_string(), *x)));
+    }
+    for (id, name) in RdmaDriverId::ALL {
+        // RDMA_DRIVER_MANA (Linux 6.2) is newer than Debian 12's 6.1 headers;
+        // it is the enumerator after ERDMA.
+        let c = if *name == "RDMA_DRIVER_MANA" { "(RDMA_DRIVER_ERDMA + 1)" } else { name };
+        v.push((c.to_string(), u64::from(id.0)));
+    }
+    v.push(("RDMA_DRIVER_IRDMA".into(), u64::from(RdmaDriverId::IRDMA.0)));
+    let single: &[(&str, u64)] = &[
+        ("RDMA_IOCTL_MAGIC", u64::from(RDMA_IOCTL_MAGIC)),
+        ("RDMA_VERBS_IOCTL", u64::from(RDMA_VERBS_IOCTL)),
+        ("UVERBS_ATTR_F_MANDATORY", u64::from(UVERBS_ATTR_F_MANDATORY)),
+        ("UVERBS_ATTR_F_VALID_OUTPUT", u64::from(UVERBS_ATTR_F_VALID_OUTPUT)),
+        ("UVERBS_ID_NS_MASK", u64::from(UVERBS_ID_NS_MASK)),
+        ("UVERBS_ID_NS_SHIFT", u64::from(UVERBS_ID_NS_SHIFT)),
+        ("UVERBS_UDATA_DRIVER_DATA_NS", u64::from(UVERBS_UDATA_DRIVER_DATA_NS)),
+        ("UVERBS_UDATA_DRIVER_DATA_FLAG", u64::from(UVERBS_UDATA_DRIVER_DATA_FLAG)),
+        ("IB_USER_VERBS_ABI_VERSION", u64::from(IB_USER_VERBS_ABI_VERSION)),
+        ("IB_USER_VERBS_CMD_THRESHOLD", u64::from(IB_USER_VERBS_CMD_THRESHOLD)),
+        ("IB_USER_VERBS_CMD_COMMAND_MASK", u64::from(IB_USER_VERBS_CMD_COMMAND_MASK)),
+        ("IB_USER_VERBS_CMD_FLAG_EXTENDED", u64::from(IB_USER_VERBS_CMD_FLAG_EXTENDED)),
+        ("IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE", u64::from(IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)),
+        ("IB_DEVICE_NAME_MAX", IB_DEVICE_NAME_MAX as u64),
+        ("IB_UVERBS_ACCESS_OPTIONAL_FIRST", u64::from(ACCESS_OPTIONAL_FIRST)),
+        ("IB_UVERBS_ACCESS_OPTIONAL_LAST", u64::from(ACCESS_OPTIONAL_LAST)),
+    ];
+    v.extend(single.iter().map(|(n, x)| (n.to_string(), *x)));
+    //@RXE_CONSTS
+    //@SIW_CONSTS
+    v
+}
+
+/// The C program printing `key value` lines, and the Rust side's values
+/// for the same keys.
+fn program() -> (String, BTreeMap<String, u64>) {
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n\
+         #include <rdma/rdma_user_ioctl_cmds.h>\n#include <rdma/ib_user_verbs.h>\n\
+         #include <rdma/ib_user_ioctl_cmds.h>\n#include <rdma/ib_user_ioctl_verbs.h>\n\
+         #include <rdma/rdma_user_rxe.h>\n#include <rdma/siw-abi.h>\n\
+         #define P(k, v) printf(\"%s %llu\\n\", k, (unsigned long long)(v))\n\
+         int main(void) {\n",
+    );
+    let mut rust = BTreeMap::new();
+    let mut put = |c: &mut String, key: String, expr: String, val: u64| {
+        writeln!(c, "  P(\"{key}\", {expr});").unwrap();
+        assert!(rust.insert(key.clone(), val).is_none(), "duplicate table key {key}");
+    };
+    for e in structs() {
+        put(&mut c, format!("size:{}", e.rust), format!("sizeof({})", e.c_type), e.size as u64);
+        put(&mut c, format!("align:{}", e.rust), format!("_Alignof({})", e.c_type), e.align as u64);
+        for f in &e.fields {
+            put(
+                &mut c,
+                format!("offset:{}.{}", e.rust, f.rust),
+                format!("offsetof({}, {})", e.c_type, f.c),
+                f.off as u64,
+            );
+        }
+    }
+    for (name, val) in consts() {
+        put(&mut c, format!("const:{name}"), name.clone(), val);
+    }
+    c.push_str("  return 0;\n}\n");
+    (c, rust)
+}
+
+#[test]
+fn abi_matches_system_headers() {
+    let hdr = Path::new("/usr/include/rdma/ib_user_verbs.h");
+    assert!(
+        hdr.exists(),
+        "{} not found: install the kernel uAPI headers (Debian/Ubuntu: linux-libc-dev) to run the ABI cross-check",
+        hdr.display()
+    );
+    let (src, rust) = program();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("abi_crosscheck_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c_path = dir.join("abi.c");
+    let exe = dir.join("abi");
+    std::fs::write(&c_path, &src).unwrap();
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-I/usr/include", "-o"])
+        .arg(&exe)
+        .arg(&c_path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `cc` from PATH ({e}): install a C compiler (e.g. gcc) to run the ABI cross-check"));
+    assert!(
+        out.status.success(),
+        "cc failed on {}:\n{}",
+        c_path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().expect("run the compiled cross-check program");
+    assert!(run.status.success(), "cross-check program failed");
+    let stdout = String::from_utf8(run.stdout).unwrap();
+    let mut c_vals = BTreeMap::new();
+    for line in stdout.lines() {
+        let (k, v) = line.rsplit_once(" ").expect("`key value` line");
+        c_vals.insert(k.to_string(), v.parse::<u64>().expect("number"));
+    }
+    let mut bad = Vec::new();
+    for (k, r) in &rust {
+        match c_vals.get(k) {
+            Some(c) if c == r => {}
+            Some(c) => bad.push(format!("{k}: Rust {r}, C {c}")),
+            None => bad.push(format!("{k}: missing from C output")),
+        }
+    }
+    assert_eq!(c_vals.len(), rust.len(), "C printed a different number of lines");
+    assert!(bad.is_empty(), "{} ABI mismatch(es) against /usr/include/rdma:\n  {}", bad.len(), bad.join("\n  "));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The ABI sources whose structs must all be in the table.
+const SOURCES: &[(&str, &str)] = &[
+    ("src/abi/ioctl.rs", include_str!("../src/abi/ioctl.rs")),
+    ("src/abi/ioctl_verbs.rs", include_str!("../src/abi/ioctl_verbs.rs")),
+    ("src/abi/uverbs.rs", include_str!("../src/abi/uverbs.rs")),
+    ("src/abi/uverbs/cq.rs", include_str!("../src/abi/uverbs/cq.rs")),
+    ("src/abi/uverbs/device.rs", include_str!("../src/abi/uverbs/device.rs")),
+    ("src/abi/uverbs/misc.rs", include_str!("../src/abi/uverbs/misc.rs")),
+    ("src/abi/uverbs/pd_mr.rs", include_str!("../src/abi/uverbs/pd_mr.rs")),
+    ("src/abi/uverbs/qp.rs", include_str!("../src/abi/uverbs/qp.rs")),
+    ("src/abi/uverbs/srq.rs", include_str!("../src/abi/uverbs/srq.rs")),
+    ("src/abi/uverbs/wr.rs", include_str!("../src/abi/uverbs/wr.rs")),
+    //@SOURCES
+];
+
+/// Newtypes that are not C structs.
+const NOT_C_STRUCTS: &[&str] = &["RdmaDriverId"];
+
+/// `(struct name, its named fields)` for every `pub struct Name { ... }` in `src`.
+fn parse_structs(src: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find("pub struct ") {
+        rest = &rest[i + "pub struct ".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let after = rest[name.len()..].trim_start();
+        if !after.starts_with('{') {
+            out.push((name, Vec::new()));
+            continue;
+        }
+        let body_end = after.find('}').expect("struct body ends");
+        let fields = after[1..body_end]
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub "))
+            .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().trim_start_matches("r#").to_string()))
+            .filter(|n| !n.starts_with('_'))
+            .collect();
+        out.push((name, fields));
+    }
+    out
+}
+
+#[test]
+fn table_covers_every_transcribed_struct() {
+    let table = structs();
+    let by_name: BTreeMap<&str, &Entry> =
+        table.iter().map(|e| (e.rust.rsplit("::").next().unwrap().trim(), e)).collect();
+    assert_eq!(by_name.len(), table.len(), "a struct is listed twice");
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for (file, src) in SOURCES {
+        for (name, fields) in parse_structs(src) {
+            if NOT_C_STRUCTS.contains(&name.as_str()) {
+                continue;
+            }
+            seen += 1;
+            let Some(e) = by_name.get(name.as_str()) else {
+                missing.push(format!("{file}: struct {name} not in table"));
+                continue;
+            };
+            for f in fields {
+                if !e.fields.iter().any(|x| x.rust.trim_start_matches("r#") == f) {
+                    missing.push(format!("{file}: {name}.{f} not in table"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "cross-check table incomplete:\n  {}", missing.join("\n  "));
+    assert_eq!(seen, table.len(), "table lists structs that are not in the ABI sources");
+}

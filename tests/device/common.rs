@@ -1,0 +1,84 @@
+//! Helpers shared by the device tests: which devices to use and where they live in sysfs.
+//!
+//! Environment (set by the VM harness, or by the user in native mode):
+//! - `VERBS_TEST_RXE`: the RoCE device (default `rxe0`),
+//! - `VERBS_TEST_SIW`: the iWARP device (default `siw0`),
+//! - `VERBS_TEST_GID_INDEX`: index of the RoCE v2 IPv4 GID on the RoCE device
+//!   (default: `VM_RXE_GID_INDEX`, else 1).
+
+use std::path::PathBuf;
+
+/// `/sys/class/infiniband`: one directory per registered RDMA device.
+pub(crate) const SYS_INFINIBAND: &str = "/sys/class/infiniband";
+/// `/sys/class/infiniband_verbs`: one `uverbsN` directory per uverbs character device.
+pub(crate) const SYS_INFINIBAND_VERBS: &str = "/sys/class/infiniband_verbs";
+
+fn env_or(var: &str, default: &str) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => v,
+        _ => default.to_owned(),
+    }
+}
+
+/// Name of the RoCE test device: `$VERBS_TEST_RXE`, default `rxe0`.
+pub(crate) fn rxe_name() -> String {
+    env_or("VERBS_TEST_RXE", "rxe0")
+}
+
+/// Name of the iWARP test device: `$VERBS_TEST_SIW`, default `siw0`.
+pub(crate) fn siw_name() -> String {
+    env_or("VERBS_TEST_SIW", "siw0")
+}
+
+/// RoCE v2 GID index on the RoCE device: `$VERBS_TEST_GID_INDEX`, else `$VM_RXE_GID_INDEX`,
+/// else 1 (what the VM's rxe0 on an IPv4 netdev gets).
+pub(crate) fn gid_index() -> u32 {
+    for var in ["VERBS_TEST_GID_INDEX", "VM_RXE_GID_INDEX"] {
+        if let Ok(v) = std::env::var(var) {
+            if !v.is_empty() {
+                return v
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{var}={v:?} is not a GID index"));
+            }
+        }
+    }
+    1
+}
+
+/// `/sys/class/infiniband/<dev>`; panics with a clear message if the device is not there,
+/// so a missing device is a test failure, never a silent pass.
+pub(crate) fn sysfs_dev(dev: &str) -> PathBuf {
+    let p = PathBuf::from(SYS_INFINIBAND).join(dev);
+    assert!(
+        p.is_dir(),
+        "RDMA device {dev} not found: {} does not exist (set VERBS_TEST_RXE / VERBS_TEST_SIW \
+         or run scripts/test.sh)",
+        p.display()
+    );
+    p
+}
+
+/// Reads a sysfs attribute and strips the trailing newline.
+pub(crate) fn read_attr(path: impl Into<PathBuf>) -> String {
+    let path = path.into();
+    let s = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    s.trim_end_matches('\n').to_owned()
+}
+
+/// The `uverbsN` name of a device's uverbs character device, found through
+/// `/sys/class/infiniband_verbs/uverbsN/ibdev`.
+pub(crate) fn uverbs_of(dev: &str) -> String {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(SYS_INFINIBAND_VERBS)
+        .unwrap_or_else(|e| panic!("reading {SYS_INFINIBAND_VERBS}: {e}"))
+    {
+        let entry = entry.expect("readdir entry");
+        let ibdev = entry.path().join("ibdev");
+        if ibdev.exists() && read_attr(&ibdev) == dev {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    assert_eq!(found.len(), 1, "uverbs devices for {dev}: {found:?}");
+    found.pop().unwrap()
+}

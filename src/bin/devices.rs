@@ -3,14 +3,12 @@
 
 #[path = "common/devlist.rs"]
 mod devlist;
-#[path = "common/standin.rs"]
-mod standin;
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let list = match standin::devices() {
+    let list = match verbs::discovery::devices() {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{}", devlist::list_error_message(&e));

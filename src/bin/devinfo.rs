@@ -8,8 +8,10 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use common::args::{self, Command};
+use common::devlist;
 use common::hca::{self, HcaId};
-use common::{devlist, standin};
+use verbs::discovery::{self, Device};
+use verbs::Context;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -35,7 +37,7 @@ fn out(s: &str) {
 
 /// `-l`: `N HCAs found:` and a name per line.
 fn list() -> i32 {
-    let devs = match standin::devices() {
+    let devs = match discovery::devices() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("{}", devlist::list_error_message(&e));
@@ -54,14 +56,14 @@ fn list() -> i32 {
 
 /// The attributes of one device (`-d`) or all; returns the exit status.
 fn show(name: Option<&str>, port: u8, verbose: bool) -> i32 {
-    let devs = match standin::devices() {
+    let devs = match discovery::devices() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("{}", devlist::list_error_message(&e));
             return -1;
         }
     };
-    let chosen: Vec<&standin::Device> = match name {
+    let chosen: Vec<&Device> = match name {
         Some(n) => match devs.iter().find(|d| d.name() == n) {
             Some(d) => vec![d],
             None => {
@@ -82,8 +84,8 @@ fn show(name: Option<&str>, port: u8, verbose: bool) -> i32 {
     ret
 }
 
-fn show_one(dev: &standin::Device, port: u8, verbose: bool) -> i32 {
-    let Ok(ctx) = standin::open(dev) else {
+fn show_one(dev: &Device, port: u8, verbose: bool) -> i32 {
+    let Ok(ctx) = Context::open(dev) else {
         eprintln!("Failed to open device");
         return 1;
     };

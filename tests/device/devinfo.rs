@@ -5,15 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
+use super::common::{rxe_name, siw_name};
+
 const DEVINFO: &str = env!("CARGO_BIN_EXE_verbs-devinfo");
 const DEVICES: &str = env!("CARGO_BIN_EXE_verbs-devices");
-
-fn env_or(var: &str, default: &str) -> String {
-    std::env::var(var)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_owned())
-}
 
 /// Runs `prog args`, asserts it succeeded, returns its stdout.
 fn run(prog: &str, args: &[&str]) -> String {
@@ -140,22 +135,19 @@ fn compare_devinfo(dev: &str) {
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_verbose_matches_rdma_core_rxe() {
-    compare_devinfo(&env_or("VERBS_TEST_RXE", "rxe0"));
+    compare_devinfo(&rxe_name());
 }
 
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_verbose_matches_rdma_core_siw() {
-    compare_devinfo(&env_or("VERBS_TEST_SIW", "siw0"));
+    compare_devinfo(&siw_name());
 }
 
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_port_selection_matches_rdma_core() {
-    for dev in [
-        env_or("VERBS_TEST_RXE", "rxe0"),
-        env_or("VERBS_TEST_SIW", "siw0"),
-    ] {
+    for dev in [rxe_name(), siw_name()] {
         let theirs = run("ibv_devinfo", &["-d", &dev, "-i", "1"]);
         let ours = run(DEVINFO, &["--ib-dev", &dev, "--ib-port=1"]);
         assert_eq!(parse(&ours), parse(&theirs), "{dev} port 1");
@@ -190,10 +182,7 @@ fn devices_and_list_match_rdma_core() {
         "the `N HCAs found:` line"
     );
     assert_eq!(line_set(&ours), line_set(&theirs));
-    for dev in [
-        env_or("VERBS_TEST_RXE", "rxe0"),
-        env_or("VERBS_TEST_SIW", "siw0"),
-    ] {
+    for dev in [rxe_name(), siw_name()] {
         assert!(
             ours.lines().any(|l| l == format!("\t{dev}")),
             "{dev} missing from -l:\n{ours}"
@@ -204,7 +193,7 @@ fn devices_and_list_match_rdma_core() {
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn devinfo_errors_match_rdma_core() {
-    let rxe = env_or("VERBS_TEST_RXE", "rxe0");
+    let rxe = rxe_name();
     for args in [
         &["-d", "no-such-dev0"][..],
         &["-d", &rxe, "-i", "9"],

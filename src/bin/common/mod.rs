@@ -4,5 +4,4 @@ pub(crate) mod args;
 pub(crate) mod devlist;
 pub(crate) mod flags;
 pub(crate) mod hca;
-pub(crate) mod standin;
 pub(crate) mod strings;

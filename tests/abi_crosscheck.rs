@@ -13,6 +13,11 @@
 //! `table_covers_every_transcribed_struct` reads the ABI source files and
 //! checks that every struct and every (non-padding) field in them appears
 //! in the table, so coverage is complete by construction.
+//!
+//! Rust names that differ from the C member are mapped explicitly
+//! (`field = "c_member"`); anonymous C structs inside unions are checked
+//! through `__typeof__` of the member; where a flexible array member was
+//! left out, its C offset is checked against the Rust struct's size.
 
 use std::collections::BTreeMap;
 use core::fmt::Write as _;
@@ -24,6 +29,10 @@ use verbs::abi::ioctl::*;
 use verbs::abi::ioctl_cmds;
 use verbs::abi::ioctl_verbs::*;
 use verbs::abi::uverbs::*;
+#[cfg(feature = "rxe")]
+use verbs::providers::rxe::abi as rxe;
+#[cfg(feature = "siw")]
+use verbs::providers::siw::abi as siw;
 
 /// One field: Rust name, C member designator, Rust offset.
 struct Field {
@@ -179,8 +188,43 @@ fn structs() -> Vec<Entry> {
     s!(PostSrqRecv, "struct ib_uverbs_post_srq_recv", [response, srq_handle, wr_count, sge_count, wqe_size]),
     s!(PostSrqRecvResp, "struct ib_uverbs_post_srq_recv_resp", [bad_wr]),
     ];
-    //@RXE
-    //@SIW
+    #[cfg(feature = "rxe")]
+    v.extend([
+        s!(rxe::RxeGid, "union rxe_gid", [raw]),
+        s!(rxe::RxeGlobalRoute, "struct rxe_global_route", [dgid, flow_label, sgid_index, hop_limit, traffic_class]),
+        s!(rxe::RxeAv, "struct rxe_av", [port_num, network_type, dmac, grh, sgid_addr, dgid_addr]),
+        s!(rxe::RxeSendWrRdma, anon!("struct rxe_send_wr", "wr.rdma"), [remote_addr, rkey, reserved]),
+        s!(rxe::RxeSendWrAtomic, anon!("struct rxe_send_wr", "wr.atomic"), [remote_addr, compare_add, swap, rkey, reserved]),
+        s!(rxe::RxeSendWrUd, anon!("struct rxe_send_wr", "wr.ud"), [remote_qpn, remote_qkey, pkey_index, reserved, ah_num, pad, av]),
+        s!(rxe::RxeSendWrMw, anon!("struct rxe_send_wr", "wr.mw"), [addr, length, mr_lkey, mw_rkey, rkey, access]),
+        s!(rxe::RxeSendWr, "struct rxe_send_wr", [wr_id, reserved, opcode, send_flags, ex, wr]),
+        s!(rxe::RxeSge, "struct rxe_sge", [addr, length, lkey]),
+        s!(rxe::Mminfo, "struct mminfo", [offset, size, pad]),
+        s!(rxe::RxeDmaInfo, "struct rxe_dma_info", [length, resid, cur_sge, num_sge, sge_offset, reserved]),
+        s!(rxe::RxeSendWqe, "struct rxe_send_wqe", [wr, status, state, iova, mask, first_psn, last_psn, ack_length, ssn, has_rd_atomic, dma]),
+        s!(rxe::RxeRecvWqe, "struct rxe_recv_wqe", [wr_id, reserved, padding, dma]),
+        s!(rxe::RxeCreateAhResp, "struct rxe_create_ah_resp", [ah_num, reserved]),
+        s!(rxe::RxeCreateCqResp, "struct rxe_create_cq_resp", [mi]),
+        s!(rxe::RxeResizeCqResp, "struct rxe_resize_cq_resp", [mi]),
+        s!(rxe::RxeCreateQpResp, "struct rxe_create_qp_resp", [rq_mi, sq_mi]),
+        s!(rxe::RxeCreateSrqResp, "struct rxe_create_srq_resp", [mi, srq_num, reserved]),
+        s!(rxe::RxeModifySrqCmd, "struct rxe_modify_srq_cmd", [mmap_info_addr]),
+        s!(rxe::RxeQueueBuf, "struct rxe_queue_buf", [log2_elem_size, index_mask, pad_1, producer_index, pad_2, consumer_index, pad_3]),
+    ]);
+    #[cfg(feature = "siw")]
+    v.extend([
+        s!(siw::SiwUrespCreateCq, "struct siw_uresp_create_cq", [cq_id, num_cqe, cq_key]),
+        s!(siw::SiwUrespCreateQp, "struct siw_uresp_create_qp", [qp_id, num_sqe, num_rqe, pad, sq_key, rq_key]),
+        s!(siw::SiwUreqRegMr, "struct siw_ureq_reg_mr", [stag_key, reserved, pad]),
+        s!(siw::SiwUrespRegMr, "struct siw_uresp_reg_mr", [stag, pad]),
+        s!(siw::SiwUrespCreateSrq, "struct siw_uresp_create_srq", [num_rqe, pad, srq_key]),
+        s!(siw::SiwUrespAllocCtx, "struct siw_uresp_alloc_ctx", [dev_id, pad]),
+        s!(siw::SiwSge, "struct siw_sge", [laddr, length, lkey]),
+        s!(siw::SiwSqe, "struct siw_sqe", [id, flags, num_sge, opcode, rkey, raddr, sge]),
+        s!(siw::SiwRqe, "struct siw_rqe", [id, flags, num_sge, opcode, unused, sge]),
+        s!(siw::SiwCqe, "struct siw_cqe", [id, flags, opcode, status, bytes, imm_data, qp_id]),
+        s!(siw::SiwCqCtrl, "struct siw_cq_ctrl", [flags, pad]),
+    ]);
     v
 }
 
@@ -237,8 +281,57 @@ fn consts() -> Vec<(String, u64)> {
         ("IB_UVERBS_ACCESS_OPTIONAL_LAST", u64::from(ACCESS_OPTIONAL_LAST)),
     ];
     v.extend(single.iter().map(|(n, x)| (n.to_string(), *x)));
-    //@RXE_CONSTS
-    //@SIW_CONSTS
+    // Omitted flexible array members start where the Rust struct ends;
+    // other union members alias the field the Rust struct names.
+    let layout: &[(&str, usize)] = &[
+        ("offsetof(struct ib_uverbs_ioctl_hdr, attrs)", size_of::<IoctlHdr>()),
+        ("offsetof(struct ib_uverbs_get_context_resp, driver_data)", size_of::<GetContextResp>()),
+        ("offsetof(struct ib_uverbs_create_cq_resp, driver_data)", size_of::<CreateCqResp>()),
+        ("offsetof(struct ib_uverbs_create_qp_resp, driver_data)", size_of::<CreateQpResp>()),
+        ("offsetof(struct ib_uverbs_modify_qp, driver_data)", size_of::<ModifyQp>()),
+        ("offsetof(struct ib_uverbs_query_qp_resp, driver_data)", size_of::<QueryQpResp>()),
+        ("offsetof(struct ib_uverbs_poll_cq_resp, wc)", size_of::<PollCqResp>()),
+        ("offsetof(struct ib_uverbs_post_send, send_wr)", size_of::<PostSend>()),
+        ("offsetof(struct ib_uverbs_post_recv, recv_wr)", size_of::<PostRecv>()),
+        ("offsetof(struct ib_uverbs_post_srq_recv, recv)", size_of::<PostSrqRecv>()),
+        ("offsetof(struct ib_uverbs_ex_create_rwq_ind_table, wq_handles)", size_of::<ExCreateRwqIndTable>()),
+        ("offsetof(struct ib_uverbs_attr, attr_data.enum_data.elem_id)", offset_of!(IoctlAttr, attr_data)),
+        ("offsetof(struct ib_uverbs_attr, data_s64)", offset_of!(IoctlAttr, data)),
+        ("offsetof(struct ib_uverbs_wc, ex.invalidate_rkey)", offset_of!(Wc, ex)),
+        ("offsetof(struct ib_uverbs_send_wr, ex.imm_data)", offset_of!(SendWr, ex)),
+        ("sizeof(((struct ib_uverbs_send_wr *)0)->wr)", size_of::<[u8; 32]>()),
+    ];
+    v.extend(layout.iter().map(|(n, x)| (n.to_string(), *x as u64)));
+    #[cfg(feature = "rxe")]
+    {
+        v.extend(rxe::NETWORK_TYPE_IDS.iter().map(|(n, x)| (n.to_string(), *x)));
+        let layout: &[(&str, usize)] = &[
+            ("offsetof(struct rxe_dma_info, sge)", size_of::<rxe::RxeDmaInfo>()),
+            ("offsetof(struct rxe_dma_info, inline_data)", size_of::<rxe::RxeDmaInfo>()),
+            ("offsetof(struct rxe_queue_buf, data)", rxe::RXE_QUEUE_BUF_DATA_OFFSET),
+            ("offsetof(struct rxe_queue_buf, producer_index)", rxe::RXE_QUEUE_BUF_PRODUCER_OFFSET),
+            ("offsetof(struct rxe_queue_buf, consumer_index)", rxe::RXE_QUEUE_BUF_CONSUMER_OFFSET),
+            ("offsetof(struct rxe_queue_buf, index_mask)", rxe::RXE_QUEUE_BUF_INDEX_MASK_OFFSET),
+            ("offsetof(struct rxe_queue_buf, log2_elem_size)", rxe::RXE_QUEUE_BUF_LOG2_ELEM_SIZE_OFFSET),
+            ("sizeof(((struct rxe_send_wr *)0)->wr)", size_of::<[u8; 120]>()),
+            ("sizeof(((struct rxe_av *)0)->sgid_addr)", 28),
+        ];
+        v.extend(layout.iter().map(|(n, x)| (n.to_string(), *x as u64)));
+    }
+    #[cfg(feature = "siw")]
+    {
+        for t in [siw::LIMIT_IDS, siw::OPCODE_IDS, siw::WQE_FLAG_IDS, siw::NOTIFY_IDS, siw::WC_STATUS_IDS] {
+            v.extend(t.iter().map(|(n, x)| (n.to_string(), *x)));
+        }
+        let layout: &[(&str, usize)] = &[
+            ("offsetof(struct siw_sqe, base_mr)", offset_of!(siw::SiwSqe, raddr)),
+            ("offsetof(struct siw_sqe, access)", offset_of!(siw::SiwSqe, sge)),
+            ("offsetof(struct siw_cqe, inval_stag)", offset_of!(siw::SiwCqe, imm_data)),
+            ("offsetof(struct siw_cqe, base_qp)", offset_of!(siw::SiwCqe, qp_id)),
+            ("sizeof(SIW_NODE_DESC_COMMON) - 1", siw::SIW_NODE_DESC_COMMON.len()),
+        ];
+        v.extend(layout.iter().map(|(n, x)| (n.to_string(), *x as u64)));
+    }
     v
 }
 
@@ -336,7 +429,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("src/abi/uverbs/qp.rs", include_str!("../src/abi/uverbs/qp.rs")),
     ("src/abi/uverbs/srq.rs", include_str!("../src/abi/uverbs/srq.rs")),
     ("src/abi/uverbs/wr.rs", include_str!("../src/abi/uverbs/wr.rs")),
-    //@SOURCES
+    #[cfg(feature = "rxe")]
+    ("providers/rxe/abi.rs", include_str!("../providers/rxe/abi.rs")),
+    #[cfg(feature = "siw")]
+    ("providers/siw/abi.rs", include_str!("../providers/siw/abi.rs")),
 ];
 
 /// Newtypes that are not C structs.

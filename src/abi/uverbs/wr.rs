@@ -30,6 +30,13 @@ c_consts! {
     WR_MASKED_ATOMIC_FETCH_AND_ADD = 13;
 }
 
+/// `IB_UVERBS_WR_FLUSH` (Linux 6.2+; newer than the 6.1 headers the
+/// cross-check compiles against).
+pub const WR_FLUSH: u32 = 14;
+/// `IB_UVERBS_WR_ATOMIC_WRITE` (Linux 6.2+; newer than the 6.1 headers the
+/// cross-check compiles against).
+pub const WR_ATOMIC_WRITE: u32 = 15;
+
 abi_struct! {
     /// `struct ib_uverbs_sge`: a scatter/gather element (same layout as
     /// `struct ibv_sge`).

@@ -461,7 +461,12 @@ mod tests {
 
     #[test]
     fn ud_union_places_av_at_c_offset() {
-        let mut ud = RxeSendWrUd { remote_qpn: 0x11, remote_qkey: 0x22, ah_num: 5, ..Default::default() };
+        let mut ud = RxeSendWrUd {
+            remote_qpn: 0x11,
+            remote_qkey: 0x22,
+            ah_num: 5,
+            ..Default::default()
+        };
         ud.av.port_num = 1;
         ud.av.network_type = RXE_NETWORK_TYPE_IPV6;
         let mut wr = RxeSendWr::default();

@@ -151,6 +151,10 @@ pub trait WriteCommand: IntoBytes + Immutable {
 macro_rules! write_cmd {
     ($( $cmd:ty => $num:expr, $ext:expr, $resp:ty; )*) => {
         $(
+            #[doc = concat!(
+                "`", stringify!($cmd), "` is sent as command `", stringify!($num),
+                "`; the kernel answers with `", stringify!($resp), "`."
+            )]
             impl $crate::abi::uverbs::WriteCommand for $cmd {
                 const COMMAND: u32 = $num;
                 const EXTENDED: bool = $ext;

@@ -2,7 +2,7 @@
 //! control path sends, and of decoding kernel replies. Prints ns/op; this is
 //! a measurement, not a test. Run with `cargo bench --bench cmd_frames`.
 
-use std::hint::black_box;
+use core::hint::black_box;
 use std::time::Instant;
 
 use verbs::abi::ioctl_cmds::{device, OBJECT_DEVICE};

@@ -28,6 +28,8 @@ pub mod abi;
 pub mod cmd;
 pub mod context;
 pub mod error;
+pub mod fork;
+pub mod mr;
 pub mod pd;
 pub mod query;
 #[path = "../providers/mod.rs"]
@@ -39,6 +41,7 @@ pub mod discovery;
 pub mod log;
 
 pub use context::Context;
+pub use mr::{AccessFlags, Mr};
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

@@ -15,6 +15,7 @@ mod device {
 
     mod discovery;
     mod harness;
+    mod mr;
     mod pd;
     mod query;
 }

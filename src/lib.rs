@@ -25,7 +25,9 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod async_event;
 pub mod cmd;
+pub mod comp_channel;
 pub mod context;
 pub mod error;
 pub mod fork;
@@ -40,6 +42,8 @@ pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
 
+pub use async_event::{AsyncElement, AsyncEvent, EventType};
+pub use comp_channel::CompChannel;
 pub use context::Context;
 pub use mr::{AccessFlags, Mr};
 pub use pd::{DestroyError, Pd};

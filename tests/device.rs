@@ -13,6 +13,9 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod async_event;
+    mod comp_channel;
+
     mod discovery;
     mod harness;
     mod mr;

@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod ah;
 pub mod async_event;
 pub mod cmd;
 pub mod comp_channel;
@@ -42,6 +43,7 @@ pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
 
+pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use async_event::{AsyncElement, AsyncEvent, EventType};
 pub use comp_channel::CompChannel;
 pub use context::Context;

@@ -13,6 +13,7 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod ah;
     mod async_event;
     mod comp_channel;
 

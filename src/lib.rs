@@ -25,9 +25,14 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod ah;
+pub mod async_event;
 pub mod cmd;
+pub mod comp_channel;
 pub mod context;
 pub mod error;
+pub mod fork;
+pub mod mr;
 pub mod pd;
 pub mod query;
 #[path = "../providers/mod.rs"]
@@ -38,7 +43,11 @@ pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
 
+pub use ah::{Ah, AhAttr, GlobalRoute};
+pub use async_event::{AsyncElement, AsyncEvent, EventType};
+pub use comp_channel::CompChannel;
 pub use context::Context;
+pub use mr::{AccessFlags, Mr};
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

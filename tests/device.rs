@@ -13,9 +13,13 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod ah;
+    mod async_event;
+    mod comp_channel;
     mod devinfo;
     mod discovery;
     mod harness;
+    mod mr;
     mod pd;
     mod query;
 }

@@ -1,3 +1,5 @@
+//! placeholder: filled in by the ABI transcription
 //! The rxe provider.
 
 pub mod abi;
+pub mod ah;

@@ -27,9 +27,12 @@
 pub mod abi;
 pub mod cmd;
 pub mod context;
+pub mod cq;
 pub mod error;
+pub mod mmap;
 pub mod pd;
 pub mod query;
+mod user_handle;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 
@@ -39,6 +42,7 @@ pub mod discovery;
 pub mod log;
 
 pub use context::Context;
+pub use cq::Cq;
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

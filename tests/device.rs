@@ -13,6 +13,7 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod cq;
     mod discovery;
     mod harness;
     mod pd;

@@ -1,3 +1,5 @@
 //! The rxe provider.
 
 pub mod abi;
+pub mod cq;
+pub mod queue;

@@ -1,3 +1,4 @@
 //! The siw provider.
 
 pub mod abi;
+pub mod cq;

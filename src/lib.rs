@@ -32,6 +32,7 @@ pub mod error;
 pub mod mmap;
 pub mod pd;
 pub mod query;
+pub mod srq;
 mod user_handle;
 #[path = "../providers/mod.rs"]
 pub mod providers;
@@ -46,3 +47,4 @@ pub use cq::Cq;
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};
+pub use srq::Srq;

@@ -18,4 +18,5 @@ mod device {
     mod harness;
     mod pd;
     mod query;
+    mod srq;
 }

@@ -3,3 +3,4 @@
 pub mod abi;
 pub mod cq;
 pub mod queue;
+pub mod srq;

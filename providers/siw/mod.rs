@@ -2,3 +2,4 @@
 
 pub mod abi;
 pub mod cq;
+pub mod srq;

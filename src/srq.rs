@@ -18,6 +18,7 @@
         unreachable_code,
         unused_variables,
         unused_mut,
+        unused_assignments,
         dead_code
     )
 )]

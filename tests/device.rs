@@ -16,10 +16,12 @@ mod device {
     mod ah;
     mod async_event;
     mod comp_channel;
+    mod cq;
     mod devinfo;
     mod discovery;
     mod harness;
     mod mr;
     mod pd;
     mod query;
+    mod srq;
 }

@@ -33,6 +33,7 @@ pub mod context;
 pub mod error;
 pub mod fork;
 pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod query;
 #[path = "../providers/mod.rs"]
@@ -48,6 +49,7 @@ pub use async_event::{AsyncElement, AsyncEvent, EventType};
 pub use comp_channel::CompChannel;
 pub use context::Context;
 pub use mr::{AccessFlags, Mr};
+pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

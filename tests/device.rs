@@ -20,6 +20,7 @@ mod device {
     mod discovery;
     mod harness;
     mod mr;
+    mod mw;
     mod pd;
     mod query;
 }

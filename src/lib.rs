@@ -36,6 +36,7 @@ pub mod mr;
 pub mod mw;
 pub mod pd;
 pub mod query;
+pub mod strings;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 

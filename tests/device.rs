@@ -18,6 +18,7 @@ mod device {
     mod comp_channel;
 
     mod discovery;
+    mod fork;
     mod harness;
     mod mr;
     mod mw;

@@ -114,7 +114,12 @@ pub fn fork_init() -> Result<()> {
     if STATE.load(Ordering::Acquire) != OFF {
         return Ok(());
     }
-    if kernel_copies_on_fork() {
+    fork_init_with(kernel_copies_on_fork())
+}
+
+/// [`fork_init`] once the kernel was asked whether it copies on fork.
+fn fork_init_with(copy_on_fork: bool) -> Result<()> {
+    if copy_on_fork {
         STATE.store(UNNEEDED, Ordering::Release);
         return Ok(());
     }
@@ -267,7 +272,7 @@ fn free_slot_locked(i: usize) {
     }
 }
 
-/// Pages of `[start, end)` tracked right now (for tests).
+/// Whether the page-rounded range `[start, end)` is tracked (for tests).
 #[cfg(test)]
 fn tracked(start: usize, end: usize) -> bool {
     let _l = Locked::acquire();
@@ -286,15 +291,84 @@ mod tests {
         assert_eq!(page_round(p - 1, 2), (0, 2 * p));
     }
 
+    /// Whether the page at `addr` is marked "do not copy on fork" (`dc` in
+    /// the `VmFlags` of its mapping in /proc/self/smaps). The mapping is
+    /// split per flag set by the kernel, so each page range is its own entry.
+    fn dontfork(addr: usize) -> bool {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((s, e)) = range.split_once('-') {
+                    if let (Ok(s), Ok(e)) = (usize::from_str_radix(s, 16), usize::from_str_radix(e, 16)) {
+                        inside = s <= addr && addr < e;
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.split_whitespace().any(|f| f == "dc");
+                }
+            }
+        }
+        panic!("{addr:#x} not mapped");
+    }
+
+    /// One test for all global-state behaviour (tests run concurrently).
     #[test]
-    fn protect_is_off_by_default_and_marks_too_late() {
-        // This test process never calls fork_init, so protection is off (or
-        // unneeded on kernels with copy-on-fork): nothing is tracked.
-        let mut buf = [0u8; 64];
-        let addr = buf.as_mut_ptr() as usize;
-        let r = ForkRange::protect("ibv_reg_mr", addr, 64, AccessFlags::LOCAL_WRITE).unwrap();
+    fn protection_off_then_on_with_overlapping_ranges() {
+        let page = rustix::param::page_size();
+        // SAFETY: a fresh private anonymous mapping of 4 pages; only this
+        // test uses it, and it is unmapped at the end.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                core::ptr::null_mut(),
+                4 * page,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE,
+            )
+        }
+        .unwrap() as usize;
+        let lw = AccessFlags::LOCAL_WRITE;
+
+        // Off (the default): nothing is tracked, and later fork_init would
+        // be refused ("too late").
+        let r = ForkRange::protect("ibv_reg_mr", base, page, lw).unwrap();
         assert!(r.slot.is_none());
-        let (s, e) = page_round(addr, 64);
-        assert!(!tracked(s, e));
+        assert!(!dontfork(base));
+        drop(r);
+        assert!(TOO_LATE.load(Ordering::Relaxed));
+        let e = fork_init_with(false).unwrap_err();
+        assert_eq!((e.verb(), e.kind()), ("ibv_fork_init", ErrorKind::InvalidArgument));
+        assert_eq!(STATE.load(Ordering::Acquire), OFF);
+
+        // On: two overlapping registrations (pages 0-1 and 1-2), one
+        // inside a page (page 3, ODP, not pinned so not protected).
+        STATE.store(ON, Ordering::Release);
+        let a = ForkRange::protect("ibv_reg_mr", base + 10, 2 * page - 20, lw).unwrap();
+        a.keep();
+        let b = ForkRange::protect("ibv_reg_mr", base + page, 2 * page, lw).unwrap();
+        b.keep();
+        let odp = ForkRange::protect("ibv_reg_mr", base + 3 * page, 8, lw | AccessFlags::ON_DEMAND).unwrap();
+        assert!(odp.slot.is_none());
+        assert_eq!((0..4).map(|i| dontfork(base + i * page)).collect::<Vec<_>>(), [true, true, true, false]);
+
+        // Deregistering the first keeps page 1 protected for the second.
+        ForkRange::release(base + 10, 2 * page - 20, lw);
+        assert_eq!((0..4).map(|i| dontfork(base + i * page)).collect::<Vec<_>>(), [false, true, true, false]);
+        ForkRange::release(base + page, 2 * page, lw);
+        assert_eq!((0..4).map(|i| dontfork(base + i * page)).collect::<Vec<_>>(), [false; 4]);
+        assert!(!tracked(base, base + 2 * page) && !tracked(base + page, base + 3 * page));
+
+        // A failed registration (guard dropped without keep) unprotects.
+        let g = ForkRange::protect("ibv_reg_mr", base, page, lw).unwrap();
+        assert!(dontfork(base));
+        drop(g);
+        assert!(!dontfork(base));
+
+        STATE.store(OFF, Ordering::Release);
+        // SAFETY: the mapping made above; nothing references it any more.
+        unsafe { rustix::mm::munmap(base as *mut core::ffi::c_void, 4 * page) }.unwrap();
     }
 }

@@ -35,10 +35,12 @@ pub mod error;
 pub mod fork;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod query;
-pub mod srq;
 mod user_handle;
+pub mod srq;
+pub mod strings;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 
@@ -53,6 +55,7 @@ pub use comp_channel::CompChannel;
 pub use context::Context;
 pub use cq::Cq;
 pub use mr::{AccessFlags, Mr};
+pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

@@ -19,8 +19,10 @@ mod device {
     mod cq;
     mod devinfo;
     mod discovery;
+    mod fork;
     mod harness;
     mod mr;
+    mod mw;
     mod pd;
     mod query;
     mod srq;

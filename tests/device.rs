@@ -17,6 +17,7 @@ mod device {
     mod discovery;
     mod harness;
     mod pd;
+    mod qp;
     mod query;
     mod srq;
 }

@@ -2,5 +2,6 @@
 
 pub mod abi;
 pub mod cq;
+pub mod qp;
 pub mod queue;
 pub mod srq;

@@ -2,4 +2,5 @@
 
 pub mod abi;
 pub mod cq;
+pub mod qp;
 pub mod srq;

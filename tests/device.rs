@@ -24,6 +24,7 @@ mod device {
     mod mr;
     mod mw;
     mod pd;
+    mod qp;
     mod query;
     mod srq;
 }

@@ -4,5 +4,6 @@
 pub mod abi;
 pub mod ah;
 pub mod cq;
+pub mod qp;
 pub mod queue;
 pub mod srq;

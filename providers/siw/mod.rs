@@ -4,4 +4,5 @@
 pub mod abi;
 pub mod cq;
 pub mod mr;
+pub mod qp;
 pub mod srq;

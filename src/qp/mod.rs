@@ -1,0 +1,415 @@
+//! Queue pairs (`struct ibv_qp`) with the state in the type.
+//!
+//! A [`QueuePair<'a, T, S>`] is a QP of transport `T` ([`Rc`], [`Uc`],
+//! [`Ud`]) known to be in state `S` ([`Reset`], [`Init`], [`Rtr`], [`Rts`],
+//! [`Sqd`], [`Error`]). Transitions consume the QP and return it in the
+//! new state, or — if the kernel refuses — hand it back unchanged in a
+//! [`TransitionError`]:
+//!
+//! ```text
+//! create ─▶ Reset ─into_init─▶ Init ─into_rtr─▶ Rtr ─into_rts─▶ Rts ⇄ Sqd
+//!            ▲                                                   │
+//!            └──── into_reset (any state) ◀── into_error (any) ◀─┘
+//! ```
+//!
+//! `post_send` exists only where [`CanPostSend`] holds (RTS, SQD),
+//! `post_recv` only where [`CanPostRecv`] holds (INIT and later); calling
+//! them elsewhere does not compile (see `tests/ui/`). [`AnyQp`] is the
+//! runtime-state form for code that keeps QPs in tables.
+//!
+//! The QP borrows its PD, CQs and SRQ, so none of them can be destroyed
+//! while it exists; its rings are mapped from the kernel and unmapped only
+//! after the kernel destroyed the QP.
+
+// Failed transitions and destroys hand the QP back by value: no heap to
+// box it in, and giving it back is the point.
+#![allow(clippy::result_large_err)]
+// With no provider compiled in, the provider matches have no arms.
+#![cfg_attr(
+    not(any(feature = "rxe", feature = "siw")),
+    allow(
+        unused_imports,
+        unreachable_code,
+        unused_variables,
+        unused_mut,
+        unused_assignments,
+        dead_code
+    )
+)]
+
+pub mod attr;
+mod dynamic;
+pub mod state;
+mod transition;
+
+use core::marker::PhantomData;
+
+use zerocopy::FromZeros;
+
+use crate::abi::uverbs::{CreateQp, DestroyQp, QueryQp};
+use crate::context::Context;
+use crate::cq::Cq;
+use crate::error::{ErrorKind, Result};
+use crate::pd::{DestroyError, Pd};
+use crate::providers::ProviderKind;
+use crate::srq::Srq;
+
+#[cfg(feature = "rxe")]
+use crate::providers::rxe::qp::RxeQp;
+#[cfg(feature = "siw")]
+use crate::providers::siw::qp::SiwQp;
+
+pub use attr::{
+    AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpAttr, QpCap, RcRtrAttr, RcRtsAttr,
+    SqPsnAttr, TransitionAttr, UcRtrAttr, UdInitAttr, UdRtrAttr,
+};
+pub use dynamic::AnyQp;
+pub use state::{
+    CanPostRecv, CanPostSend, Error, Init, QpState, QpStateKind, QpType, Rc, Reset, Rtr, Rts, Sqd,
+    Transport, Uc, Ud,
+};
+pub use transition::Transition;
+
+/// An RC queue pair in state `S` (default: just created).
+pub type RcQp<'a, S = Reset> = QueuePair<'a, Rc, S>;
+/// A UC queue pair in state `S`.
+pub type UcQp<'a, S = Reset> = QueuePair<'a, Uc, S>;
+/// A UD queue pair in state `S`.
+pub type UdQp<'a, S = Reset> = QueuePair<'a, Ud, S>;
+
+/// What a QP is created with (`struct ibv_qp_init_attr`; the QP type is
+/// the transport type parameter).
+#[doc(alias = "ibv_qp_init_attr")]
+#[derive(Clone, Copy, Debug)]
+pub struct QpInitAttr<'a> {
+    /// CQ for send completions.
+    pub send_cq: &'a Cq<'a>,
+    /// CQ for receive completions.
+    pub recv_cq: &'a Cq<'a>,
+    /// Shared receive queue; the QP then has no receive queue of its own.
+    pub srq: Option<&'a Srq<'a>>,
+    /// Requested capacities (the kernel may grant more).
+    pub cap: QpCap,
+    /// Generate a completion for every send request.
+    pub sq_sig_all: bool,
+}
+
+/// A transition the kernel refused: the error and the QP, unchanged.
+#[derive(Debug)]
+pub struct TransitionError<Q> {
+    /// Why (usually `InvalidArgument`, naming `ibv_modify_qp`).
+    pub error: crate::Error,
+    /// The QP, still in its previous state.
+    pub qp: Q,
+}
+
+/// A scatter/gather element (`struct ibv_sge`).
+#[doc(alias = "ibv_sge")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Start address in a registered region.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The region's local key.
+    pub lkey: u32,
+}
+
+/// A send work request (`struct ibv_send_wr`), minimal until the data path
+/// lands (it will grow opcode-specific fields).
+#[doc(alias = "ibv_send_wr")]
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'w> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The gather list.
+    pub sg_list: &'w [Sge],
+}
+
+/// A receive work request (`struct ibv_recv_wr`).
+#[doc(alias = "ibv_recv_wr")]
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'w> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The scatter list.
+    pub sg_list: &'w [Sge],
+}
+
+#[derive(Debug)]
+enum Ring {
+    #[cfg(feature = "rxe")]
+    Rxe(RxeQp),
+    #[cfg(feature = "siw")]
+    Siw(SiwQp),
+}
+
+/// The state-independent part of a QP; owns the kernel object.
+#[derive(Debug)]
+struct QpInner<'a> {
+    pd: &'a Pd<'a>,
+    send_cq: &'a Cq<'a>,
+    recv_cq: &'a Cq<'a>,
+    srq: Option<&'a Srq<'a>>,
+    handle: u32,
+    qp_num: u32,
+    user_handle: u64,
+    cap: QpCap,
+    sq_sig_all: bool,
+    ring: Ring,
+    live: bool,
+}
+
+/// A queue pair of transport `T` in state `S` (`struct ibv_qp`).
+#[doc(alias = "ibv_qp")]
+#[derive(Debug)]
+pub struct QueuePair<'a, T: Transport, S: QpState> {
+    inner: QpInner<'a>,
+    _state: PhantomData<(T, S)>,
+}
+
+impl<'a, T: Transport> QueuePair<'a, T, Reset> {
+    /// `ibv_create_qp`: creates a QP of transport `T` in `pd`, in RESET.
+    ///
+    /// Capacities above the device's limits are refused by the kernel
+    /// (`InvalidArgument`); a transport the device lacks (UC/UD on siw) is
+    /// an `Unsupported` error naming `ibv_create_qp`.
+    #[doc(alias = "ibv_create_qp")]
+    pub fn create(pd: &'a Pd<'a>, init: QpInitAttr<'a>) -> Result<Self> {
+        const VERB: &str = "ibv_create_qp";
+        let ctx = pd.context();
+        let limit = i32::MAX as u32;
+        let c = init.cap;
+        if [
+            c.max_send_wr,
+            c.max_recv_wr,
+            c.max_send_sge,
+            c.max_recv_sge,
+            c.max_inline_data,
+        ]
+        .iter()
+        .any(|&v| v > limit)
+        {
+            return Err(crate::Error::new(VERB, ErrorKind::InvalidArgument));
+        }
+        let user_handle = crate::user_handle::next();
+        let mut cmd = CreateQp::new_zeroed();
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = pd.handle();
+        cmd.send_cq_handle = init.send_cq.handle();
+        cmd.recv_cq_handle = init.recv_cq.handle();
+        if let Some(srq) = init.srq {
+            cmd.srq_handle = srq.handle();
+            cmd.is_srq = 1;
+        }
+        cmd.max_send_wr = c.max_send_wr;
+        cmd.max_recv_wr = c.max_recv_wr;
+        cmd.max_send_sge = c.max_send_sge;
+        cmd.max_recv_sge = c.max_recv_sge;
+        cmd.max_inline_data = c.max_inline_data;
+        cmd.sq_sig_all = u8::from(init.sq_sig_all);
+        cmd.qp_type = T::QP_TYPE as u8;
+        // rxe_create_qp_resp and siw_uresp_create_qp are both 32 bytes.
+        let mut drv_out = [0u8; 32];
+        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
+        let has_srq = init.srq.is_some();
+        let ring = match ctx.provider() {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => RxeQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Rxe),
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Siw),
+        };
+        let ring = match ring {
+            Ok(r) => r,
+            Err(e) => {
+                if let Err(d) = destroy_cmd(ctx, resp.qp_handle) {
+                    crate::error::report_drop_failure(d);
+                }
+                return Err(e);
+            }
+        };
+        let cap = QpCap {
+            max_send_wr: resp.max_send_wr,
+            max_recv_wr: resp.max_recv_wr,
+            max_send_sge: resp.max_send_sge,
+            max_recv_sge: resp.max_recv_sge,
+            max_inline_data: resp.max_inline_data,
+        };
+        let inner = QpInner {
+            pd,
+            send_cq: init.send_cq,
+            recv_cq: init.recv_cq,
+            srq: init.srq,
+            handle: resp.qp_handle,
+            qp_num: resp.qpn,
+            user_handle,
+            cap,
+            sq_sig_all: init.sq_sig_all,
+            ring,
+            live: true,
+        };
+        Ok(Self {
+            inner,
+            _state: PhantomData,
+        })
+    }
+}
+
+impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
+    fn from_inner(inner: QpInner<'a>) -> Self {
+        Self {
+            inner,
+            _state: PhantomData,
+        }
+    }
+
+    /// The QP number (`ibv_qp.qp_num`).
+    pub fn qp_num(&self) -> u32 {
+        self.inner.qp_num
+    }
+
+    /// The kernel's handle for this QP.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// The value the kernel reports in this QP's async events.
+    pub fn user_handle(&self) -> u64 {
+        self.inner.user_handle
+    }
+
+    /// The state this QP is in, as far as the type system knows.
+    pub fn state(&self) -> QpStateKind {
+        S::KIND
+    }
+
+    /// The transport type.
+    pub fn qp_type(&self) -> QpType {
+        T::QP_TYPE
+    }
+
+    /// The capacities the kernel granted at creation.
+    pub fn cap(&self) -> QpCap {
+        self.inner.cap
+    }
+
+    /// Whether every send request generates a completion.
+    pub fn sq_sig_all(&self) -> bool {
+        self.inner.sq_sig_all
+    }
+
+    /// The PD the QP belongs to.
+    pub fn pd(&self) -> &'a Pd<'a> {
+        self.inner.pd
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> &'a Cq<'a> {
+        self.inner.send_cq
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> &'a Cq<'a> {
+        self.inner.recv_cq
+    }
+
+    /// The SRQ, if the QP uses one.
+    pub fn srq(&self) -> Option<&'a Srq<'a>> {
+        self.inner.srq
+    }
+
+    fn ctx(&self) -> &'a Context {
+        self.inner.pd.context()
+    }
+
+    /// The sizes of the rings mapped from the kernel, in slots: the send
+    /// queue's and the receive queue's (`None` with an SRQ). rxe counts
+    /// ring slots (`index_mask + 1`, one always kept free), siw array
+    /// entries (`num_sqe`, `num_rqe`).
+    pub fn mapped_queue_slots(&self) -> (u32, Option<u32>) {
+        match self.inner.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => (r.sq().slots(), r.rq().map(|q| q.slots())),
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref r) => (r.num_sqe(), r.rq().map(|_| r.num_rqe())),
+        }
+    }
+
+    /// `ibv_query_qp`: the QP's attributes as the kernel reports them (its
+    /// real state included, which may be ERROR even if the type says
+    /// otherwise: the device can fail a QP at any time).
+    #[doc(alias = "ibv_query_qp")]
+    pub fn query(&self) -> Result<QpAttr> {
+        let mut cmd = QueryQp::new_zeroed();
+        cmd.qp_handle = self.inner.handle;
+        cmd.attr_mask = attr::IBV_QP_ALL;
+        let r = self
+            .ctx()
+            .channel()
+            .exec("ibv_query_qp", &cmd, &[], &mut [])?;
+        Ok(QpAttr::from_kernel(&r))
+    }
+
+    /// `ibv_destroy_qp`, in any state: destroys the QP, then unmaps its
+    /// rings. On failure the QP comes back with the error. On success
+    /// returns the number of async events the kernel delivered for it.
+    #[doc(alias = "ibv_destroy_qp")]
+    pub fn destroy(mut self) -> core::result::Result<u32, DestroyError<Self>> {
+        match destroy_cmd(self.ctx(), self.inner.handle) {
+            Ok(n) => {
+                self.inner.live = false;
+                Ok(n)
+            }
+            Err(error) => Err(DestroyError {
+                error,
+                object: self,
+            }),
+        }
+    }
+}
+
+impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
+    /// `ibv_post_send`: queues send work requests.
+    ///
+    /// Not implemented yet: the data path (writing the provider's send ring
+    /// and ringing the doorbell) is a later issue; until then this returns
+    /// an `Unsupported` error naming `ibv_post_send` and touches nothing.
+    /// The method exists only in the states that allow sending.
+    #[doc(alias = "ibv_post_send")]
+    pub fn post_send(&mut self, wr: &SendWr<'_>) -> Result<()> {
+        let _ = wr; // TODO(data path): fill the SQ ring and ring the doorbell.
+        Err(crate::Error::new("ibv_post_send", ErrorKind::Unsupported))
+    }
+}
+
+impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
+    /// `ibv_post_recv`: queues receive work requests.
+    ///
+    /// Not implemented yet (data path issue): returns an `Unsupported`
+    /// error naming `ibv_post_recv`. The method exists only in the states
+    /// that allow posting receives.
+    #[doc(alias = "ibv_post_recv")]
+    pub fn post_recv(&mut self, wr: &RecvWr<'_>) -> Result<()> {
+        let _ = wr; // TODO(data path): fill the RQ ring.
+        Err(crate::Error::new("ibv_post_recv", ErrorKind::Unsupported))
+    }
+}
+
+fn destroy_cmd(ctx: &Context, handle: u32) -> Result<u32> {
+    let mut cmd = DestroyQp::new_zeroed();
+    cmd.qp_handle = handle;
+    ctx.channel()
+        .exec("ibv_destroy_qp", &cmd, &[], &mut [])
+        .map(|r| r.events_reported)
+}
+
+impl Drop for QpInner<'_> {
+    fn drop(&mut self) {
+        // The rings are a field: unmapped after the destroy below.
+        if self.live {
+            if let Err(e) = destroy_cmd(self.pd.context(), self.handle) {
+                crate::error::report_drop_failure(e);
+            }
+        }
+    }
+}

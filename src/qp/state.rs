@@ -1,0 +1,161 @@
+//! The QP states as types (for [`QueuePair`](super::QueuePair)'s
+//! typestate) and as a runtime value ([`QpStateKind`]), the QP transport
+//! types ([`Rc`], [`Uc`], [`Ud`]), and the capability markers that decide
+//! where posting work requests is allowed.
+//!
+//! Typestate documents and enforces the *legal call sequence*; it is not a
+//! soundness argument: the device may move a QP to the error state at any
+//! time, after which its work requests complete with flush errors.
+
+use super::attr::{
+    ConnInitAttr, RcRtrAttr, RcRtsAttr, SqPsnAttr, TransitionAttr, UcRtrAttr, UdInitAttr, UdRtrAttr,
+};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A QP state as a runtime value (`enum ibv_qp_state`).
+#[doc(alias = "ibv_qp_state")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpStateKind {
+    /// `IBV_QPS_RESET`.
+    Reset = 0,
+    /// `IBV_QPS_INIT`.
+    Init = 1,
+    /// `IBV_QPS_RTR`: ready to receive.
+    Rtr = 2,
+    /// `IBV_QPS_RTS`: ready to send.
+    Rts = 3,
+    /// `IBV_QPS_SQD`: send queue drained.
+    Sqd = 4,
+    /// `IBV_QPS_SQE`: send queue error.
+    Sqe = 5,
+    /// `IBV_QPS_ERR`.
+    Error = 6,
+}
+
+impl QpStateKind {
+    /// Converts the kernel's `qp_state` value.
+    pub fn from_raw(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => Self::Reset,
+            1 => Self::Init,
+            2 => Self::Rtr,
+            3 => Self::Rts,
+            4 => Self::Sqd,
+            5 => Self::Sqe,
+            6 => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// A QP state at the type level. Sealed: only the six states below.
+pub trait QpState: sealed::Sealed {
+    /// The runtime value of this state.
+    const KIND: QpStateKind;
+}
+
+/// States in which `ibv_post_send` is allowed (RTS, and SQD where the
+/// posted requests wait until the QP is back in RTS).
+pub trait CanPostSend: QpState {}
+
+/// States in which `ibv_post_recv` is allowed (every state from INIT on;
+/// receives posted in ERROR complete with a flush error).
+pub trait CanPostRecv: QpState {}
+
+macro_rules! states {
+    ($($(#[$m:meta])* $name:ident = $kind:ident;)*) => {$(
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name;
+        impl sealed::Sealed for $name {}
+        impl QpState for $name {
+            const KIND: QpStateKind = QpStateKind::$kind;
+        }
+    )*};
+}
+
+states! {
+    /// `IBV_QPS_RESET`: just created or reset; nothing can be posted.
+    Reset = Reset;
+    /// `IBV_QPS_INIT`: receives can be posted, nothing is processed.
+    Init = Init;
+    /// `IBV_QPS_RTR`: ready to receive.
+    Rtr = Rtr;
+    /// `IBV_QPS_RTS`: ready to send.
+    Rts = Rts;
+    /// `IBV_QPS_SQD`: send queue drained.
+    Sqd = Sqd;
+    /// `IBV_QPS_ERR`: in error; outstanding work completes flushed.
+    Error = Error;
+}
+
+impl CanPostSend for Rts {}
+impl CanPostSend for Sqd {}
+impl CanPostRecv for Init {}
+impl CanPostRecv for Rtr {}
+impl CanPostRecv for Rts {}
+impl CanPostRecv for Sqd {}
+impl CanPostRecv for Error {}
+
+/// `enum ibv_qp_type` for the QP types this crate creates.
+#[doc(alias = "ibv_qp_type")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// `IBV_QPT_RC`: reliable connected.
+    Rc = 2,
+    /// `IBV_QPT_UC`: unreliable connected.
+    Uc = 3,
+    /// `IBV_QPT_UD`: unreliable datagram.
+    Ud = 4,
+}
+
+/// A QP transport type at the type level: which attribute struct each
+/// transition takes. Sealed: [`Rc`], [`Uc`], [`Ud`].
+pub trait Transport: sealed::Sealed {
+    /// The runtime value.
+    const QP_TYPE: QpType;
+    /// What RESET → INIT needs.
+    type InitAttr: TransitionAttr;
+    /// What INIT → RTR needs.
+    type RtrAttr: TransitionAttr;
+    /// What RTR → RTS needs.
+    type RtsAttr: TransitionAttr;
+}
+
+/// Reliable connected (`IBV_QPT_RC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rc;
+/// Unreliable connected (`IBV_QPT_UC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uc;
+/// Unreliable datagram (`IBV_QPT_UD`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ud;
+
+impl sealed::Sealed for Rc {}
+impl sealed::Sealed for Uc {}
+impl sealed::Sealed for Ud {}
+
+impl Transport for Rc {
+    const QP_TYPE: QpType = QpType::Rc;
+    type InitAttr = ConnInitAttr;
+    type RtrAttr = RcRtrAttr;
+    type RtsAttr = RcRtsAttr;
+}
+
+impl Transport for Uc {
+    const QP_TYPE: QpType = QpType::Uc;
+    type InitAttr = ConnInitAttr;
+    type RtrAttr = UcRtrAttr;
+    type RtsAttr = SqPsnAttr;
+}
+
+impl Transport for Ud {
+    const QP_TYPE: QpType = QpType::Ud;
+    type InitAttr = UdInitAttr;
+    type RtrAttr = UdRtrAttr;
+    type RtsAttr = SqPsnAttr;
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE test command of the project (README, CI).  On a machine without RDMA hardware:
 #   1. scripts/setup.sh (installs/caches qemu, RDMA userland, pinned kernel, siw.ko)
-#   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features
+#   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features,
+#      cargo clippy -D warnings, and a short fuzz run of every fuzz target (scripts/fuzz.sh)
 #      (the device tests show up there as "ignored, device test: ...")
 #   3. builds the device test binary (test target `device`, tests/device.rs) on the host
 #   4. boots the VM once (rxe0 + siw0) and runs there: the harness self-test
@@ -21,6 +22,7 @@
 #   --device-only     skip the host tests (steps 2)
 #   --no-device       skip the device suite (prints "device: skipped"; fails when CI=true)
 #   --no-selftest     do not run vm/selftest.sh before the device suite
+#   --no-fuzz         skip the fuzz smoke run (scripts/fuzz.sh, FUZZ_SECONDS per target, default 10)
 #   --no-setup        do not run scripts/setup.sh
 #   DEVICE-TEST-ARGS  extra libtest arguments for the device binary, e.g. a name filter
 # Environment: VERBS_DEVICE_TIMEOUT (s, default 2400) limits the VM run; the vm/run-in-vm.sh
@@ -29,7 +31,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-NATIVE=${VERBS_NATIVE:-0} HOST_TESTS=1 DEVICE=1 SELFTEST=1 SETUP=1
+NATIVE=${VERBS_NATIVE:-0} HOST_TESTS=1 DEVICE=1 SELFTEST=1 SETUP=1 FUZZ=1
 [ "$NATIVE" = 1 ] || NATIVE=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
         --device-only) HOST_TESTS=0; shift ;;
         --no-device) DEVICE=0; shift ;;
         --no-selftest) SELFTEST=0; shift ;;
+        --no-fuzz) FUZZ=0; shift ;;
         --no-setup) SETUP=0; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
@@ -103,10 +106,16 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets || FAILS+=("cargo test --all-targets")
     banner "doc tests (cargo test --doc)"
     timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
-    read -r hp hf hi hn < <(libtest_sum "$LOGDIR/host.log")
+    read -r hp hf hi hn <<< "$(libtest_sum "$LOGDIR/host.log")"
     HOST_SUMMARY="$hp passed, $hf failed, $hi ignored ($hn test binaries)"
     banner "cargo build --no-default-features"
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
+    banner "clippy (cargo clippy --all-targets -- -D warnings)"
+    timed "clippy" - cargo clippy --all-targets -- -D warnings || FAILS+=("cargo clippy")
+    if [ "$FUZZ" = 1 ]; then
+        banner "fuzz smoke run (scripts/fuzz.sh ${FUZZ_SECONDS:-10} s per target)"
+        timed "fuzz" - "$ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}" || FAILS+=("fuzz")
+    fi
 fi
 
 # --- 3. device suite --------------------------------------------------------------------------
@@ -171,7 +180,7 @@ else
     fi
 fi
 
-read -r dp df di dn < <(libtest_sum "$LOGDIR/device.log")
+read -r dp df di dn <<< "$(libtest_sum "$LOGDIR/device.log")"
 if [ "$dn" = 0 ]; then
     DEVICE_LINE="device: 0 passed, 0 failed (no libtest summary: the suite did not run to the end)"
     FAILS+=("device suite produced no 'test result:' line (exit $DRC)")

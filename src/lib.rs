@@ -30,13 +30,17 @@ pub mod async_event;
 pub mod cmd;
 pub mod comp_channel;
 pub mod context;
+pub mod cq;
 pub mod error;
 pub mod fork;
+pub mod mmap;
 pub mod mr;
 pub mod mw;
 pub mod pd;
 pub mod query;
+pub mod srq;
 pub mod strings;
+mod user_handle;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 
@@ -49,8 +53,10 @@ pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use async_event::{AsyncElement, AsyncEvent, EventType};
 pub use comp_channel::CompChannel;
 pub use context::Context;
+pub use cq::Cq;
 pub use mr::{AccessFlags, Mr};
 pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};
+pub use srq::Srq;

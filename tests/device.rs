@@ -16,7 +16,8 @@ mod device {
     mod ah;
     mod async_event;
     mod comp_channel;
-
+    mod cq;
+    mod devinfo;
     mod discovery;
     mod fork;
     mod harness;
@@ -24,4 +25,5 @@ mod device {
     mod mw;
     mod pd;
     mod query;
+    mod srq;
 }

@@ -45,6 +45,9 @@ done
 T_START=$(date +%s.%N)
 step() { echo "== vm-setup [$(elapsed "$T_START")s] $*"; }
 mkdir -p "$CACHE/deb" "$CACHE/kernel" "$CACHE/runs"
+# one setup at a time per cache (clones on one machine share it)
+exec 9> "$CACHE/setup.lock"
+flock 9 2>/dev/null || true
 export DEBIAN_FRONTEND=noninteractive
 SUDO=()
 [ "$(id -u)" = 0 ] || SUDO=(sudo -n)

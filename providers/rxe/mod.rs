@@ -3,3 +3,6 @@
 
 pub mod abi;
 pub mod ah;
+pub mod cq;
+pub mod queue;
+pub mod srq;

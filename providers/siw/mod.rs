@@ -2,4 +2,6 @@
 //! The siw provider.
 
 pub mod abi;
+pub mod cq;
 pub mod mr;
+pub mod srq;

@@ -52,7 +52,9 @@ pub const UVERBS_UDATA_DRIVER_DATA_FLAG: u16 = 1 << UVERBS_ID_NS_SHIFT;
 /// (see [`IoctlAttr::elem_id`]); `data` holds
 /// `union { __aligned_u64 data; __s64 data_s64; }` (see
 /// [`IoctlAttr::data_s64`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 #[repr(C, align(8))]
 pub struct IoctlAttr {
     /// Command-specific attribute id (`UVERBS_ATTR_*`).
@@ -97,7 +99,9 @@ impl IoctlAttr {
 
 /// `struct ib_uverbs_ioctl_hdr`, without its flexible array
 /// `struct ib_uverbs_attr attrs[]`, which follows it in memory.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 #[repr(C, align(8))]
 pub struct IoctlHdr {
     /// Total length in bytes of the header and all attributes.

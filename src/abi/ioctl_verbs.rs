@@ -16,7 +16,9 @@ use super::uverbs::QueryPortResp;
 /// `enum rdma_driver_id`: which kernel driver backs a device (reported
 /// over RDMA netlink and required in the ioctl header for driver-namespace
 /// attributes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 #[repr(transparent)]
 pub struct RdmaDriverId(pub u32);
 
@@ -96,7 +98,10 @@ impl RdmaDriverId {
     /// The C enumerator name (`"RDMA_DRIVER_RXE"`), or `None` for an id
     /// this crate does not know.
     pub fn name(self) -> Option<&'static str> {
-        Self::ALL.iter().find(|(id, _)| *id == self).map(|(_, n)| *n)
+        Self::ALL
+            .iter()
+            .find(|(id, _)| *id == self)
+            .map(|(_, n)| *n)
     }
 }
 

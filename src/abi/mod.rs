@@ -44,17 +44,25 @@ macro_rules! c_consts {
 pub(crate) use c_consts;
 
 /// Declares an ABI struct with the derive list every transcription uses:
-/// the usual value traits plus zerocopy's `FromBytes`, `IntoBytes`,
-/// `Immutable` and `KnownLayout` (`IntoBytes` fails to compile if the
-/// layout has implicit padding).
+/// the usual value traits plus zerocopy's `FromBytes` (which brings
+/// `FromZeros`), `IntoBytes`, `Immutable` and `KnownLayout` (`IntoBytes`
+/// fails to compile if the layout has implicit padding). `Default` is the
+/// all-zero value (also for arrays longer than 32, where it cannot be
+/// derived).
 macro_rules! abi_struct {
     ($(#[$m:meta])* pub struct $name:ident $body:tt) => {
         $(#[$m])*
         #[derive(
-            Clone, Copy, Debug, Default, PartialEq, Eq, Hash,
+            Clone, Copy, Debug, PartialEq, Eq, Hash,
             zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::Immutable, zerocopy::KnownLayout,
         )]
         pub struct $name $body
+
+        impl Default for $name {
+            fn default() -> Self {
+                <Self as zerocopy::FromZeros>::new_zeroed()
+            }
+        }
     };
 }
 #[allow(unused_imports)]

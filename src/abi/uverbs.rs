@@ -31,16 +31,20 @@ use core::mem::{offset_of, size_of};
 use static_assertions::const_assert_eq;
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
+mod addr;
 mod cq;
 mod device;
+mod flow;
 mod misc;
 mod pd_mr;
 mod qp;
 mod srq;
 mod wr;
 
+pub use addr::*;
 pub use cq::*;
 pub use device::*;
+pub use flow::*;
 pub use misc::*;
 pub use pd_mr::*;
 pub use qp::*;
@@ -147,6 +151,10 @@ pub trait WriteCommand: IntoBytes + Immutable {
 macro_rules! write_cmd {
     ($( $cmd:ty => $num:expr, $ext:expr, $resp:ty; )*) => {
         $(
+            #[doc = concat!(
+                "`", stringify!($cmd), "` is sent as command `", stringify!($num),
+                "`; the kernel answers with `", stringify!($resp), "`."
+            )]
             impl $crate::abi::uverbs::WriteCommand for $cmd {
                 const COMMAND: u32 = $num;
                 const EXTENDED: bool = $ext;
@@ -174,7 +182,6 @@ pub(crate) fn union_set<T: IntoBytes + Immutable, const N: usize>(bytes: &mut [u
     *bytes = [0; N];
     bytes[..core::mem::size_of::<T>()].copy_from_slice(v.as_bytes());
 }
-
 
 abi_struct! {
     /// `struct ib_uverbs_cmd_hdr`: starts every write-format command.

@@ -4,7 +4,10 @@
 use core::mem::{offset_of, size_of};
 use static_assertions::const_assert_eq;
 
-use super::{write_cmd, CMD_CREATE_COMP_CHANNEL, CMD_GET_CONTEXT, CMD_QUERY_DEVICE, CMD_QUERY_PORT, EX_CMD_QUERY_DEVICE};
+use super::{
+    write_cmd, CMD_CREATE_COMP_CHANNEL, CMD_GET_CONTEXT, CMD_QUERY_DEVICE, CMD_QUERY_PORT,
+    EX_CMD_QUERY_DEVICE,
+};
 
 abi_struct! {
     /// `struct ib_uverbs_get_context` (`driver_data[]` omitted).

@@ -42,6 +42,13 @@ c_consts! {
     DEVICE_PCI_WRITE_END_PADDING = 1 << 36;
 }
 
+/// `IB_UVERBS_DEVICE_FLUSH_GLOBAL` (Linux 6.2+, not in the 6.1 headers).
+pub const DEVICE_FLUSH_GLOBAL: u64 = 1 << 38;
+/// `IB_UVERBS_DEVICE_FLUSH_PERSISTENT` (Linux 6.2+, not in the 6.1 headers).
+pub const DEVICE_FLUSH_PERSISTENT: u64 = 1 << 39;
+/// `IB_UVERBS_DEVICE_ATOMIC_WRITE` (Linux 6.2+, not in the 6.1 headers).
+pub const DEVICE_ATOMIC_WRITE: u64 = 1 << 40;
+
 c_consts! {
     /// `enum ib_uverbs_raw_packet_caps`.
     RAW_PACKET_CAP_IDS: u32, prefix "IB_UVERBS_";

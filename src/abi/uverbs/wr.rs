@@ -30,6 +30,13 @@ c_consts! {
     WR_MASKED_ATOMIC_FETCH_AND_ADD = 13;
 }
 
+/// `IB_UVERBS_WR_FLUSH` (Linux 6.2+; newer than the 6.1 headers the
+/// cross-check compiles against).
+pub const WR_FLUSH: u32 = 14;
+/// `IB_UVERBS_WR_ATOMIC_WRITE` (Linux 6.2+; newer than the 6.1 headers the
+/// cross-check compiles against).
+pub const WR_ATOMIC_WRITE: u32 = 15;
+
 abi_struct! {
     /// `struct ib_uverbs_sge`: a scatter/gather element (same layout as
     /// `struct ibv_sge`).
@@ -260,12 +267,23 @@ mod tests {
     #[test]
     fn send_wr_union_accessors_place_fields_like_c() {
         let mut wr = SendWr::default();
-        wr.set_atomic(SendWrAtomic { remote_addr: 1, compare_add: 2, swap: 3, rkey: 4, reserved: 0 });
+        wr.set_atomic(SendWrAtomic {
+            remote_addr: 1,
+            compare_add: 2,
+            swap: 3,
+            rkey: 4,
+            reserved: 0,
+        });
         // wr.atomic.swap sits at 24 + 16, rkey at 24 + 24.
         assert_eq!(wr.as_bytes()[40], 3);
         assert_eq!(wr.as_bytes()[48], 4);
         assert_eq!(wr.atomic().compare_add, 2);
-        wr.set_ud(SendWrUd { ah: 9, remote_qpn: 10, remote_qkey: 11, reserved: 0 });
+        wr.set_ud(SendWrUd {
+            ah: 9,
+            remote_qpn: 10,
+            remote_qkey: 11,
+            reserved: 0,
+        });
         assert_eq!(wr.ud().remote_qkey, 11);
         // set_ud zeroes the bytes the atomic variant left behind.
         assert!(wr.as_bytes()[40..].iter().all(|&x| x == 0));

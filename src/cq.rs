@@ -1,0 +1,324 @@
+//! Completion queues (`struct ibv_cq`): create, resize, arm for an event,
+//! count and acknowledge events, destroy.
+//!
+//! A CQ's ring lives in kernel memory mapped into the process (rxe: a
+//! `rxe_queue_buf` of `ib_uverbs_wc`; siw: an array of `siw_cqe` plus a
+//! control word). The mapping is owned by the [`Cq`] and released only
+//! after the kernel destroyed the CQ.
+//!
+//! # Events and destroy
+//!
+//! rdma-core's `ibv_destroy_cq` blocks until the application acknowledged
+//! (`ibv_ack_cq_events`) as many events as the kernel reports having
+//! delivered, so that no thread still handling an event can touch a freed
+//! `ibv_cq`. Here that situation cannot arise: an event is handed out as a
+//! borrow of the `Cq`, and `destroy(self)`/drop need the `Cq` by value, so
+//! the borrow checker has already ended every such use. We therefore never
+//! wait; the kernel's count is returned by [`Cq::destroy`] for callers that
+//! want to check it against their acknowledgements.
+
+// With no provider compiled in, the provider matches have no arms.
+#![cfg_attr(
+    not(any(feature = "rxe", feature = "siw")),
+    allow(
+        unused_imports,
+        unreachable_code,
+        unused_variables,
+        unused_mut,
+        unused_assignments,
+        dead_code
+    )
+)]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use zerocopy::FromZeros;
+
+use crate::abi::uverbs::{CreateCq, DestroyCq};
+#[cfg(feature = "rxe")]
+use crate::abi::uverbs::{ReqNotifyCq, ResizeCq};
+use crate::context::Context;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pd::DestroyError;
+use crate::providers::ProviderKind;
+
+#[cfg(feature = "rxe")]
+use crate::providers::rxe::cq::{RxeCq, CQ_RESP_LEN as RXE_CQ_RESP_LEN};
+#[cfg(feature = "siw")]
+use crate::providers::siw::cq::SiwCq;
+
+/// Largest `cqe` the C API can express (`int cqe`).
+const MAX_CQE_ARG: u32 = i32::MAX as u32;
+
+/// The provider's user-space side of a CQ: its mapped ring.
+#[derive(Debug)]
+enum Ring {
+    #[cfg(feature = "rxe")]
+    Rxe(RxeCq),
+    #[cfg(feature = "siw")]
+    Siw(SiwCq),
+}
+
+/// What the kernel reported when it destroyed a CQ
+/// (`struct ib_uverbs_destroy_cq_resp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqDestroyed {
+    /// Completion events the kernel delivered for this CQ.
+    pub comp_events_reported: u32,
+    /// Async events the kernel delivered for this CQ.
+    pub async_events_reported: u32,
+}
+
+/// A completion queue (`struct ibv_cq`).
+#[doc(alias = "ibv_cq")]
+#[derive(Debug)]
+pub struct Cq<'ctx> {
+    ctx: &'ctx Context,
+    handle: u32,
+    cqe: u32,
+    user_handle: u64,
+    ring: Ring,
+    events: AtomicU32,
+    acked: AtomicU32,
+    /// `false` once the kernel object is gone (then `Drop` does nothing
+    /// but release the mapping).
+    live: bool,
+}
+
+impl<'ctx> Cq<'ctx> {
+    /// `ibv_create_cq` without a completion channel: a CQ with at least
+    /// `cqe` entries whose completion events (if armed) go to vector
+    /// `comp_vector`.
+    ///
+    /// `cqe` must be in `1..=max_cqe` of the device and `comp_vector` below
+    /// [`Context::num_comp_vectors`]; both are errors of kind
+    /// `InvalidArgument` naming `ibv_create_cq`.
+    #[doc(alias = "ibv_create_cq")]
+    pub fn create(ctx: &'ctx Context, cqe: u32, comp_vector: u32) -> Result<Self> {
+        Self::create_raw(ctx, cqe, -1, comp_vector)
+    }
+
+    /// `ibv_create_cq` with the raw fd of a completion channel (`-1` for
+    /// none). The fd must stay open while the CQ exists.
+    pub(crate) fn create_raw(
+        ctx: &'ctx Context,
+        cqe: u32,
+        comp_channel: i32,
+        comp_vector: u32,
+    ) -> Result<Self> {
+        const VERB: &str = "ibv_create_cq";
+        if cqe == 0 || cqe > MAX_CQE_ARG || comp_vector >= ctx.num_comp_vectors() {
+            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+        }
+        let user_handle = crate::user_handle::next();
+        let mut cmd = CreateCq::new_zeroed();
+        cmd.user_handle = user_handle;
+        cmd.cqe = cqe;
+        cmd.comp_vector = comp_vector;
+        cmd.comp_channel = comp_channel;
+        let mut drv_out = [0u8; 16];
+        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
+        let ring = match ctx.provider() {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => {
+                RxeCq::map(VERB, ctx.channel(), &drv_out[..RXE_CQ_RESP_LEN]).map(Ring::Rxe)
+            }
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => SiwCq::map(VERB, ctx.channel(), &drv_out).map(Ring::Siw),
+        };
+        match ring {
+            Ok(ring) => Ok(Self {
+                ctx,
+                handle: resp.cq_handle,
+                cqe: resp.cqe,
+                user_handle,
+                ring,
+                events: AtomicU32::new(0),
+                acked: AtomicU32::new(0),
+                live: true,
+            }),
+            Err(e) => {
+                // Nothing was mapped: undo the kernel object, report the
+                // mapping error (a failure to destroy is only logged).
+                if let Err(d) = destroy_cmd(ctx, resp.cq_handle) {
+                    crate::error::report_drop_failure(d);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The kernel's handle for this CQ.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The number of entries the CQ actually has (`ibv_cq.cqe`), at least
+    /// what was asked for.
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// The value the kernel reports in this CQ's completion and async
+    /// events (`ibv_cq.cq_context`'s role; unique per CQ in the process).
+    pub fn user_handle(&self) -> u64 {
+        self.user_handle
+    }
+
+    /// The context this CQ belongs to.
+    pub fn context(&self) -> &'ctx Context {
+        self.ctx
+    }
+
+    /// `ibv_resize_cq`: changes the CQ to hold at least `cqe` entries.
+    ///
+    /// rxe: the kernel moves the ring and returns the new mapping, which
+    /// replaces the old one. siw has no resize (rdma-core's siw provider
+    /// leaves the op out): an `Unsupported` error, nothing sent.
+    /// `cqe` of 0 or above `max_cqe` (or below the number of completions
+    /// currently queued, for rxe) is `InvalidArgument`.
+    #[doc(alias = "ibv_resize_cq")]
+    pub fn resize(&mut self, cqe: u32) -> Result<()> {
+        const VERB: &str = "ibv_resize_cq";
+        if cqe == 0 || cqe > MAX_CQE_ARG {
+            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+        }
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref mut ring) => {
+                let mut cmd = ResizeCq::new_zeroed();
+                cmd.cq_handle = self.handle;
+                cmd.cqe = cqe;
+                let mut drv_out = [0u8; RXE_CQ_RESP_LEN];
+                let resp = self.ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
+                // The kernel already switched rings. If mapping the new one
+                // fails the old mapping is kept (still valid memory, no
+                // longer used by the kernel) and the error returned.
+                *ring = RxeCq::map(VERB, self.ctx.channel(), &drv_out)?;
+                self.cqe = resp.cqe;
+                Ok(())
+            }
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(Error::new(VERB, ErrorKind::Unsupported)),
+        }
+    }
+
+    /// `ibv_req_notify_cq`: arms the CQ so that the next completion (or, if
+    /// `solicited_only`, the next solicited one) raises an event on its
+    /// completion channel.
+    ///
+    /// rxe: one `REQ_NOTIFY_CQ` command. siw: a store into the mapped
+    /// control word, no system call.
+    #[doc(alias = "ibv_req_notify_cq")]
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(_) => {
+                let cmd = ReqNotifyCq {
+                    cq_handle: self.handle,
+                    solicited_only: u32::from(solicited_only),
+                };
+                self.ctx
+                    .channel()
+                    .exec("ibv_req_notify_cq", &cmd, &[], &mut [])
+            }
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref ring) => {
+                ring.arm(solicited_only);
+                Ok(())
+            }
+        }
+    }
+
+    /// siw only: the CQ's mapped notification flags (`siw_cq_ctrl.flags`,
+    /// `SIW_NOTIFY_*`); `None` on other providers.
+    pub fn siw_notify_flags(&self) -> Option<u32> {
+        match self.ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref ring) => Some(ring.notify_flags()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// rxe only: the number of slots of the mapped ring (`index_mask + 1`,
+    /// one more than the entries it can hold); `None` on other providers.
+    pub fn rxe_ring_slots(&self) -> Option<u32> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref ring) => Some(ring.queue().slots()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// Records one completion event read from this CQ's channel (what
+    /// `ibv_get_cq_event` does after reading the event).
+    #[allow(dead_code)] // TODO(comp_channel): called by get_cq_event once CompChannel lands
+    pub(crate) fn note_event(&self) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Events received and not yet acknowledged.
+    pub fn unacked_events(&self) -> u32 {
+        self.events
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.acked.load(Ordering::Relaxed))
+    }
+
+    /// `ibv_ack_cq_events`: acknowledges `n` completion events received
+    /// for this CQ. Acknowledging more than were received is an
+    /// `InvalidArgument` error (nothing is counted).
+    #[doc(alias = "ibv_ack_cq_events")]
+    pub fn ack_events(&self, n: u32) -> Result<()> {
+        let r = self
+            .acked
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |acked| {
+                let received = self.events.load(Ordering::Relaxed);
+                let pending = received.wrapping_sub(acked);
+                (n <= pending).then(|| acked.wrapping_add(n))
+            });
+        r.map(|_| ())
+            .map_err(|_| Error::new("ibv_ack_cq_events", ErrorKind::InvalidArgument))
+    }
+
+    /// `ibv_destroy_cq`: destroys the CQ and then unmaps its ring. On
+    /// failure (`EBUSY` while a QP or SRQ still uses it) the CQ comes back
+    /// with the error. On success returns the kernel's event counts (see
+    /// the module docs: we never wait for acknowledgements).
+    #[doc(alias = "ibv_destroy_cq")]
+    pub fn destroy(mut self) -> core::result::Result<CqDestroyed, DestroyError<Self>> {
+        match destroy_cmd(self.ctx, self.handle) {
+            Ok(d) => {
+                self.live = false;
+                Ok(d)
+            }
+            Err(error) => Err(DestroyError {
+                error,
+                object: self,
+            }),
+        }
+    }
+}
+
+fn destroy_cmd(ctx: &Context, handle: u32) -> Result<CqDestroyed> {
+    let mut cmd = DestroyCq::new_zeroed();
+    cmd.cq_handle = handle;
+    let r = ctx.channel().exec("ibv_destroy_cq", &cmd, &[], &mut [])?;
+    Ok(CqDestroyed {
+        comp_events_reported: r.comp_events_reported,
+        async_events_reported: r.async_events_reported,
+    })
+}
+
+impl Drop for Cq<'_> {
+    fn drop(&mut self) {
+        // The ring mapping is a field, so it is unmapped after this body
+        // ran the destroy command.
+        if self.live {
+            if let Err(e) = destroy_cmd(self.ctx, self.handle) {
+                crate::error::report_drop_failure(e);
+            }
+        }
+    }
+}

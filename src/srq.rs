@@ -1,0 +1,317 @@
+//! Shared receive queues (`struct ibv_srq`): create, modify (resize,
+//! limit), query, destroy.
+//!
+//! The receive ring is kernel memory mapped into the process and owned by
+//! the [`Srq`]; it is unmapped only after the kernel destroyed the SRQ (or,
+//! on an rxe resize, after the kernel switched to the new ring).
+//!
+//! The SRQ limit: after [`Srq::modify`] sets a nonzero `srq_limit`, the
+//! device raises one `IBV_EVENT_SRQ_LIMIT_REACHED` async event when the
+//! number of posted receives drops below it, and disarms (the limit reads
+//! back as 0). Observing that needs posted receives, i.e. the data path.
+
+// With no provider compiled in, the provider matches have no arms.
+#![cfg_attr(
+    not(any(feature = "rxe", feature = "siw")),
+    allow(
+        unused_imports,
+        unreachable_code,
+        unused_variables,
+        unused_mut,
+        unused_assignments,
+        dead_code
+    )
+)]
+
+use zerocopy::FromZeros;
+
+use crate::abi::uverbs::{CreateSrq, DestroySrq, ModifySrq, QuerySrq};
+use crate::context::Context;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pd::{DestroyError, Pd};
+use crate::providers::ProviderKind;
+
+#[cfg(feature = "rxe")]
+use crate::providers::rxe::{
+    queue::Mminfo,
+    srq::{ModifySrqCmd, RxeSrq},
+};
+#[cfg(feature = "siw")]
+use crate::providers::siw::srq::SiwSrq;
+
+/// `IBV_SRQ_MAX_WR`: resize the SRQ.
+const IBV_SRQ_MAX_WR: u32 = 1 << 0;
+/// `IBV_SRQ_LIMIT`: set (arm) the limit.
+const IBV_SRQ_LIMIT: u32 = 1 << 1;
+
+/// What to ask for when creating an SRQ (`struct ibv_srq_init_attr`'s
+/// `attr`).
+#[doc(alias = "ibv_srq_init_attr")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqInitAttr {
+    /// Receive work requests the SRQ must hold (at least 1).
+    pub max_wr: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_sge: u32,
+    /// Limit threshold; 0 = not armed.
+    pub srq_limit: u32,
+}
+
+/// An SRQ's attributes (`struct ibv_srq_attr`).
+#[doc(alias = "ibv_srq_attr")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Receive work requests the SRQ holds.
+    pub max_wr: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_sge: u32,
+    /// Limit threshold (0 = not armed).
+    pub srq_limit: u32,
+}
+
+/// What [`Srq::modify`] changes (`ibv_modify_srq`'s `attr_mask`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqModify {
+    /// `IBV_SRQ_MAX_WR`: resize to hold at least this many requests.
+    pub max_wr: Option<u32>,
+    /// `IBV_SRQ_LIMIT`: arm the limit event at this level (0 disarms).
+    pub srq_limit: Option<u32>,
+}
+
+#[derive(Debug)]
+enum Ring {
+    #[cfg(feature = "rxe")]
+    Rxe(RxeSrq),
+    #[cfg(feature = "siw")]
+    Siw(SiwSrq),
+}
+
+/// A shared receive queue (`struct ibv_srq`).
+#[doc(alias = "ibv_srq")]
+#[derive(Debug)]
+pub struct Srq<'a> {
+    pd: &'a Pd<'a>,
+    handle: u32,
+    user_handle: u64,
+    max_wr: u32,
+    max_sge: u32,
+    ring: Ring,
+    live: bool,
+}
+
+impl<'a> Srq<'a> {
+    /// `ibv_create_srq`: creates an SRQ in `pd`. The kernel may round
+    /// `max_wr`/`max_sge` up; [`Srq::max_wr`] and [`Srq::max_sge`] tell
+    /// the actual values. `max_wr` of 0 is `InvalidArgument` (before the
+    /// kernel); values above the device limits are refused by the kernel.
+    #[doc(alias = "ibv_create_srq")]
+    pub fn create(pd: &'a Pd<'a>, attr: SrqInitAttr) -> Result<Self> {
+        const VERB: &str = "ibv_create_srq";
+        if attr.max_wr == 0 || attr.max_wr > i32::MAX as u32 || attr.max_sge > i32::MAX as u32 {
+            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+        }
+        let ctx = pd.context();
+        let user_handle = crate::user_handle::next();
+        let mut cmd = CreateSrq::new_zeroed();
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = pd.handle();
+        cmd.max_wr = attr.max_wr;
+        cmd.max_sge = attr.max_sge;
+        cmd.srq_limit = attr.srq_limit;
+        let mut drv_out = [0u8; 24];
+        let drv_len = match ctx.provider() {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => 24,
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => 16,
+        };
+        let drv_out = &mut drv_out[..drv_len];
+        let resp = ctx.channel().exec(VERB, &cmd, &[], drv_out)?;
+        let ring = match ctx.provider() {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => RxeSrq::map(VERB, ctx.channel(), drv_out).map(Ring::Rxe),
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => SiwSrq::map(VERB, ctx.channel(), drv_out).map(Ring::Siw),
+        };
+        match ring {
+            Ok(ring) => Ok(Self {
+                pd,
+                handle: resp.srq_handle,
+                user_handle,
+                max_wr: resp.max_wr,
+                max_sge: resp.max_sge,
+                ring,
+                live: true,
+            }),
+            Err(e) => {
+                if let Err(d) = destroy_cmd(ctx, resp.srq_handle) {
+                    crate::error::report_drop_failure(d);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The kernel's handle for this SRQ.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The value the kernel reports in this SRQ's async events.
+    pub fn user_handle(&self) -> u64 {
+        self.user_handle
+    }
+
+    /// The PD this SRQ belongs to.
+    pub fn pd(&self) -> &'a Pd<'a> {
+        self.pd
+    }
+
+    /// Receive work requests the SRQ holds (as the kernel granted, updated
+    /// by a resize).
+    pub fn max_wr(&self) -> u32 {
+        self.max_wr
+    }
+
+    /// Scatter/gather entries per receive work request (as granted).
+    pub fn max_sge(&self) -> u32 {
+        self.max_sge
+    }
+
+    /// rxe only: the SRQ number (`rxe_create_srq_resp.srq_num`).
+    pub fn rxe_srq_num(&self) -> Option<u32> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => Some(r.srq_num()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// rxe only: slots of the mapped receive ring (`index_mask + 1`).
+    pub fn rxe_ring_slots(&self) -> Option<u32> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => Some(r.queue().slots()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// siw only: RQEs in the mapped array (`siw_uresp_create_srq.num_rqe`).
+    pub fn siw_num_rqe(&self) -> Option<u32> {
+        match self.ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref r) => Some(r.num_rqe()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    fn ctx(&self) -> &'a Context {
+        self.pd.context()
+    }
+
+    /// `ibv_modify_srq`: resizes the SRQ (`max_wr`, rxe only: siw answers
+    /// `EOPNOTSUPP`, an `Unsupported` error) and/or arms the limit event
+    /// (`srq_limit`). On rxe a resize moves the ring: the kernel writes the
+    /// new mapping through the address passed in `rxe_modify_srq_cmd`, and
+    /// the new ring replaces the old one.
+    #[doc(alias = "ibv_modify_srq")]
+    pub fn modify(&mut self, change: SrqModify) -> Result<()> {
+        const VERB: &str = "ibv_modify_srq";
+        let mut cmd = ModifySrq::new_zeroed();
+        cmd.srq_handle = self.handle;
+        if let Some(max_wr) = change.max_wr {
+            if max_wr == 0 || max_wr > i32::MAX as u32 {
+                return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+            }
+            cmd.attr_mask |= IBV_SRQ_MAX_WR;
+            cmd.max_wr = max_wr;
+        }
+        if let Some(limit) = change.srq_limit {
+            cmd.attr_mask |= IBV_SRQ_LIMIT;
+            cmd.srq_limit = limit;
+        }
+        let ctx = self.ctx();
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref mut ring) => {
+                let mut mi = Mminfo::default();
+                let mi_out: &mut Mminfo = &mut mi;
+                // The kernel writes the new `struct mminfo` to this address
+                // during the command; `mi_out` stays borrowed until after it
+                // (the channel's invariant on addresses given to the kernel).
+                let ucmd = ModifySrqCmd {
+                    mmap_info_addr: core::ptr::from_mut(mi_out).expose_provenance() as u64,
+                };
+                ctx.channel()
+                    .exec(VERB, &cmd, zerocopy::IntoBytes::as_bytes(&ucmd), &mut [])?;
+                let new_mi = *mi_out;
+                if change.max_wr.is_some() {
+                    ring.remap(VERB, ctx.channel(), new_mi)?;
+                }
+            }
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut [])?,
+        }
+        if change.max_wr.is_some() {
+            // The granted size (the kernel may round up).
+            self.max_wr = self.query()?.max_wr;
+        }
+        Ok(())
+    }
+
+    /// `ibv_query_srq`: the SRQ's current attributes.
+    #[doc(alias = "ibv_query_srq")]
+    pub fn query(&self) -> Result<SrqAttr> {
+        let mut cmd = QuerySrq::new_zeroed();
+        cmd.srq_handle = self.handle;
+        let r = self
+            .ctx()
+            .channel()
+            .exec("ibv_query_srq", &cmd, &[], &mut [])?;
+        Ok(SrqAttr {
+            max_wr: r.max_wr,
+            max_sge: r.max_sge,
+            srq_limit: r.srq_limit,
+        })
+    }
+
+    /// `ibv_destroy_srq`: destroys the SRQ, then unmaps its ring. On
+    /// failure (`EBUSY` while a QP uses it) the SRQ comes back with the
+    /// error. On success returns the number of async events the kernel
+    /// delivered for it.
+    #[doc(alias = "ibv_destroy_srq")]
+    pub fn destroy(mut self) -> core::result::Result<u32, DestroyError<Self>> {
+        match destroy_cmd(self.ctx(), self.handle) {
+            Ok(n) => {
+                self.live = false;
+                Ok(n)
+            }
+            Err(error) => Err(DestroyError {
+                error,
+                object: self,
+            }),
+        }
+    }
+}
+
+fn destroy_cmd(ctx: &Context, handle: u32) -> Result<u32> {
+    let mut cmd = DestroySrq::new_zeroed();
+    cmd.srq_handle = handle;
+    ctx.channel()
+        .exec("ibv_destroy_srq", &cmd, &[], &mut [])
+        .map(|r| r.events_reported)
+}
+
+impl Drop for Srq<'_> {
+    fn drop(&mut self) {
+        // The ring mapping is a field: unmapped after the destroy below.
+        if self.live {
+            if let Err(e) = destroy_cmd(self.ctx(), self.handle) {
+                crate::error::report_drop_failure(e);
+            }
+        }
+    }
+}

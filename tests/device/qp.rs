@@ -90,6 +90,13 @@ fn rxe_rc_every_transition_reads_back() {
 
     let qp = qp.into_sqd().expect("RTS->SQD");
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Sqd));
+    // rxe drains asynchronously (its requester task clears sq_draining) and
+    // refuses SQD->RTS until then, as IB allows: wait for the drain, bounded.
+    let deadline = std::time::Instant::now() + core::time::Duration::from_secs(10);
+    while qp.query().unwrap().sq_draining {
+        assert!(std::time::Instant::now() < deadline, "SQ never finished draining");
+        std::thread::sleep(core::time::Duration::from_millis(10));
+    }
     let qp = qp.resume().expect("SQD->RTS");
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Rts));
 

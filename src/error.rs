@@ -41,6 +41,13 @@ pub enum ErrorKind {
     /// An argument was rejected before reaching the kernel, or the kernel
     /// answered `EINVAL`.
     InvalidArgument,
+    /// The memory given to the kernel is not mapped in this process (the
+    /// kernel answered `EFAULT` while pinning it, e.g. in `ibv_reg_mr`).
+    BadAddress,
+    /// Nothing to read yet on a non-blocking event file (async events,
+    /// completion channel): the kernel answered `EAGAIN`. Wait with
+    /// poll/epoll and try again.
+    WouldBlock,
     /// The object is still in use (the kernel answered `EBUSY`).
     Busy,
     /// The operation is not valid in the object's current state.
@@ -127,6 +134,8 @@ impl Error {
                 Errno::NOMEM
             }
             ErrorKind::Busy => Errno::BUSY,
+            ErrorKind::BadAddress => Errno::FAULT,
+            ErrorKind::WouldBlock => Errno::AGAIN,
             ErrorKind::Malformed => Errno::PROTO,
             ErrorKind::InvalidArgument
             | ErrorKind::WrongState
@@ -177,6 +186,12 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::Unsupported => f.write_str("operation not supported by this device or provider"),
             ErrorKind::InvalidArgument => f.write_str("invalid argument"),
+            ErrorKind::BadAddress => f.write_str(
+                "bad address: the memory range is not (fully) mapped in this process, so the kernel cannot pin it",
+            ),
+            ErrorKind::WouldBlock => {
+                f.write_str("no event pending on the non-blocking event file (wait with poll/epoll)")
+            }
             ErrorKind::Busy => f.write_str("resource busy (a dependent object is still alive)"),
             ErrorKind::WrongState => f.write_str("not valid in the object's current state"),
             ErrorKind::QueueFull => f.write_str("work queue full"),

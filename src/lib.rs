@@ -25,16 +25,23 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod ah;
+pub mod async_event;
 pub mod cmd;
+pub mod comp_channel;
 pub mod context;
 pub mod cq;
 pub mod error;
 pub mod mmap;
+pub mod fork;
+pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod qp;
 pub mod query;
 pub mod srq;
 mod user_handle;
+pub mod strings;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 
@@ -43,8 +50,13 @@ pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
 
+pub use ah::{Ah, AhAttr, GlobalRoute};
+pub use async_event::{AsyncElement, AsyncEvent, EventType};
+pub use comp_channel::CompChannel;
 pub use context::Context;
 pub use cq::Cq;
+pub use mr::{AccessFlags, Mr};
+pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
 pub use qp::{AnyQp, QueuePair};
 pub use error::{Error, ErrorKind, Result};

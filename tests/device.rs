@@ -13,9 +13,15 @@ mod device {
     #[allow(dead_code)]
     mod common;
 
+    mod ah;
+    mod async_event;
+    mod comp_channel;
     mod cq;
     mod discovery;
+    mod fork;
     mod harness;
+    mod mr;
+    mod mw;
     mod pd;
     mod qp;
     mod query;

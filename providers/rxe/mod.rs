@@ -1,6 +1,8 @@
+//! placeholder: filled in by the ABI transcription
 //! The rxe provider.
 
 pub mod abi;
+pub mod ah;
 pub mod cq;
 pub mod qp;
 pub mod queue;

@@ -1,0 +1,222 @@
+//! Address handles (`struct ibv_ah`): `ibv_create_ah`, `ibv_destroy_ah`,
+//! and building one from a received completion ([`from_wc`]).
+//!
+//! An AH names a UD destination: on RoCE (rxe) it must be global — the
+//! [`GlobalRoute`] carries the destination GID, the index of the local
+//! source GID (whose type, RoCE v1 or v2, picks the packet format), hop
+//! limit and traffic class. siw (iWARP) has no AHs: the kernel refuses the
+//! command and the error is [`ErrorKind::Unsupported`](crate::ErrorKind).
+
+pub mod from_wc;
+
+use zerocopy::FromZeros;
+
+use crate::abi::uverbs::{self, CreateAh, DestroyAh};
+use crate::error::Result;
+use crate::pd::{DestroyError, Pd};
+
+pub use from_wc::{init_ah_from_wc, GidKind, WcInfo, GRH_LEN};
+
+/// `struct ibv_global_route`: the GRH part of an address.
+#[doc(alias = "ibv_global_route")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GlobalRoute {
+    /// Destination GID (network byte order, as on the wire).
+    pub dgid: [u8; 16],
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Index of the local source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// Hop limit (IPv4 TTL for RoCE v2 over IPv4).
+    pub hop_limit: u8,
+    /// Traffic class (IPv4 TOS for RoCE v2 over IPv4).
+    pub traffic_class: u8,
+}
+
+/// `struct ibv_ah_attr`: an address vector.
+#[doc(alias = "ibv_ah_attr")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AhAttr {
+    /// The global route; `Some` means `is_global = 1` (required on RoCE).
+    pub grh: Option<GlobalRoute>,
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits.
+    pub src_path_bits: u8,
+    /// `enum ibv_rate` value (0 = port's rate), see [`crate::strings`].
+    pub static_rate: u8,
+    /// Local port number (from 1).
+    pub port_num: u8,
+}
+
+impl AhAttr {
+    /// The kernel's `struct ib_uverbs_ah_attr` for this address.
+    pub fn to_abi(&self) -> uverbs::AhAttr {
+        let g = self.grh.unwrap_or_default();
+        uverbs::AhAttr {
+            grh: uverbs::GlobalRoute {
+                dgid: g.dgid,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+                reserved: 0,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: u8::from(self.grh.is_some()),
+            port_num: self.port_num,
+            reserved: 0,
+        }
+    }
+
+    /// From the kernel's `struct ib_uverbs_ah_attr` (e.g. a QP query).
+    pub fn from_abi(a: &uverbs::AhAttr) -> Self {
+        let grh = (a.is_global != 0).then_some(GlobalRoute {
+            dgid: a.grh.dgid,
+            flow_label: a.grh.flow_label,
+            sgid_index: a.grh.sgid_index,
+            hop_limit: a.grh.hop_limit,
+            traffic_class: a.grh.traffic_class,
+        });
+        Self {
+            grh,
+            dlid: a.dlid,
+            sl: a.sl,
+            src_path_bits: a.src_path_bits,
+            static_rate: a.static_rate,
+            port_num: a.port_num,
+        }
+    }
+}
+
+/// An address handle (`struct ibv_ah`).
+#[doc(alias = "ibv_ah")]
+#[derive(Debug)]
+pub struct Ah<'a> {
+    pd: &'a Pd<'a>,
+    handle: u32,
+    ah_num: u32,
+    attr: AhAttr,
+}
+
+impl<'a> Ah<'a> {
+    /// `ibv_create_ah`: creates an address handle in `pd`.
+    #[doc(alias = "ibv_create_ah")]
+    pub fn create(pd: &'a Pd<'a>, attr: &AhAttr) -> Result<Self> {
+        const VERB: &str = "ibv_create_ah";
+        let mut cmd = CreateAh::new_zeroed();
+        cmd.pd_handle = pd.handle();
+        cmd.attr = attr.to_abi();
+        let (handle, ah_num) = exec_create_ah(pd.context(), VERB, &cmd)?;
+        Ok(Self { pd, handle, ah_num, attr: *attr })
+    }
+
+    /// `ibv_create_ah_from_wc`: [`crate::Context::init_ah_from_wc`] then
+    /// [`Ah::create`] — an AH that answers the sender of a received
+    /// datagram.
+    #[doc(alias = "ibv_create_ah_from_wc")]
+    pub fn create_from_wc(pd: &'a Pd<'a>, wc: &WcInfo, grh: Option<&[u8; GRH_LEN]>, port_num: u8) -> Result<Self> {
+        let attr = pd.context().init_ah_from_wc(port_num, wc, grh)?;
+        Self::create(pd, &attr)
+    }
+
+    /// The kernel's handle for this AH.
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// rxe's `ah_num` (the AH's index for UD send WQEs; 0 on providers or
+    /// kernels that do not have one).
+    pub fn ah_num(&self) -> u32 {
+        self.ah_num
+    }
+
+    /// The address the AH was created with.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// The protection domain the AH belongs to.
+    pub fn pd(&self) -> &'a Pd<'a> {
+        self.pd
+    }
+
+    /// `ibv_destroy_ah`: destroys the AH, returning it with the error if the
+    /// kernel refuses.
+    #[doc(alias = "ibv_destroy_ah")]
+    pub fn destroy(self) -> core::result::Result<(), DestroyError<Self>> {
+        match self.destroy_in_kernel() {
+            Ok(()) => {
+                core::mem::forget(self);
+                Ok(())
+            }
+            Err(error) => Err(DestroyError { error, object: self }),
+        }
+    }
+
+    fn destroy_in_kernel(&self) -> Result<()> {
+        let mut cmd = DestroyAh::new_zeroed();
+        cmd.ah_handle = self.handle;
+        self.pd.context().channel().exec("ibv_destroy_ah", &cmd, &[], &mut [])
+    }
+}
+
+impl Drop for Ah<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.destroy_in_kernel() {
+            crate::error::report_drop_failure(e);
+        }
+    }
+}
+
+/// Sends `IB_USER_VERBS_CMD_CREATE_AH`; returns (handle, rxe `ah_num`).
+/// rxe answers `rxe_create_ah_resp` in the driver data; siw has no AH
+/// support and the kernel refuses the command.
+#[cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unreachable_code, unused_imports))]
+fn exec_create_ah(ctx: &crate::Context, verb: &'static str, cmd: &CreateAh) -> Result<(u32, u32)> {
+    use crate::providers::ProviderKind;
+    let _ = (verb, cmd);
+    match ctx.provider() {
+        #[cfg(feature = "rxe")]
+        ProviderKind::Rxe => {
+            use zerocopy::IntoBytes;
+            let mut out = crate::providers::rxe::ah::RxeCreateAhResp::new_zeroed();
+            let resp = ctx.channel().exec(verb, cmd, &[], out.as_mut_bytes())?;
+            Ok((resp.ah_handle, out.ah_num))
+        }
+        #[cfg(feature = "siw")]
+        ProviderKind::Siw => {
+            let resp = ctx.channel().exec(verb, cmd, &[], &mut [])?;
+            Ok((resp.ah_handle, 0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abi_round_trip_and_is_global() {
+        let a = AhAttr {
+            grh: Some(GlobalRoute { dgid: [7; 16], flow_label: 0xabcde, sgid_index: 3, hop_limit: 64, traffic_class: 9 }),
+            dlid: 0,
+            sl: 2,
+            src_path_bits: 0,
+            static_rate: 3,
+            port_num: 1,
+        };
+        let k = a.to_abi();
+        assert_eq!((k.is_global, k.grh.sgid_index, k.grh.flow_label, k.port_num), (1, 3, 0xabcde, 1));
+        assert_eq!(AhAttr::from_abi(&k), a);
+        let local = AhAttr { grh: None, dlid: 5, port_num: 1, ..Default::default() };
+        let k = local.to_abi();
+        assert_eq!((k.is_global, k.dlid, k.grh), (0, 5, uverbs::GlobalRoute::default()));
+        assert_eq!(AhAttr::from_abi(&k), local);
+    }
+}

@@ -1,0 +1,105 @@
+//! Completion channels (`struct ibv_comp_channel`): a file descriptor on
+//! which the kernel reports "this CQ has a new completion" events.
+//!
+//! A CQ created with a channel (and armed with `ibv_req_notify_cq`) queues
+//! one `struct ib_uverbs_comp_event_desc` record on the channel when a
+//! completion arrives. The fd works with poll/epoll (readable = an event is
+//! queued); [`CompChannel::read_event`] takes one record off, which is what
+//! `ibv_get_cq_event` builds on.
+//!
+//! # Lifetime
+//!
+//! libibverbs counts the CQs using a channel and makes
+//! `ibv_destroy_comp_channel` fail with `EBUSY` while any exist. Here a CQ
+//! created on a channel borrows it (`&'ch CompChannel`), so destroying a
+//! channel under its CQs does not compile; destroying it is closing the fd,
+//! which cannot fail.
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::abi::uverbs::{CompEventDesc, CreateCompChannel};
+use crate::context::Context;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A completion event channel (`struct ibv_comp_channel`).
+#[doc(alias = "ibv_comp_channel")]
+#[derive(Debug)]
+pub struct CompChannel<'ctx> {
+    ctx: &'ctx Context,
+    fd: OwnedFd,
+}
+
+impl<'ctx> CompChannel<'ctx> {
+    /// `ibv_create_comp_channel`: creates a completion channel (a new fd,
+    /// close-on-exec, blocking).
+    #[doc(alias = "ibv_create_comp_channel")]
+    pub fn create(ctx: &'ctx Context) -> Result<Self> {
+        const VERB: &str = "ibv_create_comp_channel";
+        let cmd = CreateCompChannel::new_zeroed();
+        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut [])?;
+        let fd = crate::cmd::channel::adopt_fd(VERB, resp.fd)?;
+        Ok(Self { ctx, fd })
+    }
+
+    /// The context the channel belongs to.
+    pub fn context(&self) -> &'ctx Context {
+        self.ctx
+    }
+
+    /// Reads one completion event: the `user_handle` of the CQ that had a
+    /// completion (the value its creator gave the kernel). Blocks unless
+    /// the channel is non-blocking, in which case an empty channel gives
+    /// [`ErrorKind::WouldBlock`].
+    ///
+    /// This is the read half of `ibv_get_cq_event`; the CQ layer maps the
+    /// handle back to its CQ and counts events for `ibv_ack_cq_events`.
+    #[doc(alias = "ibv_get_cq_event")]
+    pub fn read_event(&self) -> Result<u64> {
+        let mut ev = CompEventDesc::new_zeroed();
+        read_record("ibv_get_cq_event", self.fd.as_fd(), ev.as_mut_bytes())?;
+        Ok(ev.cq_handle)
+    }
+
+    /// Switches the channel between blocking and non-blocking reads
+    /// (`O_NONBLOCK`, as `fcntl(channel->fd, F_SETFL, O_NONBLOCK)` does in C).
+    pub fn set_nonblocking(&self, nonblocking: bool) -> Result<()> {
+        set_nonblocking("ibv_comp_channel", self.fd.as_fd(), nonblocking)
+    }
+
+    /// `ibv_destroy_comp_channel`: closes the channel. CQs using it borrow
+    /// it, so none can still exist (libibverbs' `EBUSY` case cannot arise).
+    #[doc(alias = "ibv_destroy_comp_channel")]
+    pub fn destroy(self) {
+        drop(self);
+    }
+}
+
+impl AsFd for CompChannel<'_> {
+    /// The channel's fd (`ibv_comp_channel.fd`), for poll/epoll.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Reads exactly one fixed-size event record from an event file. `EAGAIN`
+/// (non-blocking, nothing queued) becomes [`ErrorKind::WouldBlock`]; a
+/// short read is [`ErrorKind::Malformed`]; `EINTR` is retried.
+pub(crate) fn read_record(verb: &'static str, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<()> {
+    loop {
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(n) if n == buf.len() => return Ok(()),
+            Ok(_) => return Err(Error::new(verb, ErrorKind::Malformed)),
+            Err(e) if e == rustix::io::Errno::INTR => continue,
+            Err(e) if e == rustix::io::Errno::AGAIN => {
+                return Err(Error::with_errno(verb, ErrorKind::WouldBlock, e))
+            }
+            Err(e) => return Err(Error::from_errno(verb, e)),
+        }
+    }
+}
+
+/// Sets or clears `O_NONBLOCK` on an event file.
+pub(crate) fn set_nonblocking(verb: &'static str, fd: BorrowedFd<'_>, on: bool) -> Result<()> {
+    rustix::io::ioctl_fionbio(fd, on).map_err(|e| Error::from_errno(verb, e))
+}

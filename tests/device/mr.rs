@@ -1,0 +1,186 @@
+//! ibv_reg_mr / ibv_rereg_mr / ibv_dereg_mr on both soft devices, checked
+//! against what the kernel reports (`rdma resource show mr`, iproute2).
+#![allow(unsafe_code)]
+
+use super::common::{rxe_name, siw_name};
+use verbs::mr::{AccessFlags, Mr, Rereg};
+use verbs::{discovery::devices, Context, ErrorKind, Pd};
+
+const RW: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ);
+
+fn open(name: &str) -> Context {
+    let list = devices().expect("ibv_get_device_list");
+    Context::open(list.by_name(name).unwrap()).unwrap()
+}
+
+/// The kernel's view of the MR with `lkey` on `dev`: (mrlen, pdn), from
+/// `rdma -d resource show mr`; `None` if the kernel lists no such MR.
+fn kernel_mr(dev: &str, lkey: u32) -> Option<(u64, u32)> {
+    let out = std::process::Command::new("rdma")
+        .args(["-d", "resource", "show", "mr"])
+        .output()
+        .expect("running `rdma resource show mr` (iproute2)");
+    assert!(out.status.success(), "rdma: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = format!("lkey {lkey:#x}");
+    let line = text.lines().find(|l| l.starts_with(&format!("dev {dev} ")) && l.contains(&format!("{want} ")))?;
+    let field = |name: &str| -> String {
+        let mut it = line.split_whitespace();
+        it.find(|w| *w == name).and_then(|_| it.next()).unwrap_or_else(|| panic!("no {name} in {line:?}")).to_owned()
+    };
+    Some((field("mrlen").parse().unwrap(), field("pdn").parse().unwrap()))
+}
+
+fn reg_dereg(name: &str, access: AccessFlags) {
+    let ctx = open(name);
+    let pd = Pd::alloc(&ctx).unwrap();
+    let mut buf = vec![7u8; 3 * 4096 + 100];
+    let (addr, len) = (buf.as_ptr() as u64, buf.len());
+    let mr = Mr::reg(&pd, &mut buf, access).expect("ibv_reg_mr");
+    assert_eq!((mr.addr(), mr.len(), mr.iova(), mr.access()), (addr, len, addr, access));
+    let (mrlen, _) = kernel_mr(name, mr.lkey()).expect("the kernel lists the new MR");
+    assert_eq!(mrlen, len as u64);
+    let lkey = mr.lkey();
+    mr.destroy().expect("ibv_dereg_mr");
+    assert_eq!(kernel_mr(name, lkey), None, "deregistered MR still listed");
+    // The buffer is ours again once the region is gone.
+    buf[0] = 1;
+
+    // Dropping deregisters too; a second region on the same memory works.
+    let mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).expect("ibv_reg_mr again");
+    let lkey = mr.lkey();
+    assert!(kernel_mr(name, lkey).is_some());
+    drop(mr);
+    assert_eq!(kernel_mr(name, lkey), None, "dropped MR still listed");
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_reg_mr_dereg_mr() {
+    reg_dereg(&rxe_name(), RW | AccessFlags::REMOTE_ATOMIC | AccessFlags::MW_BIND);
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn siw_reg_mr_dereg_mr() {
+    reg_dereg(&siw_name(), RW);
+}
+
+fn bad_args(name: &str) {
+    let ctx = open(name);
+    let pd = Pd::alloc(&ctx).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for access in [
+        AccessFlags::REMOTE_WRITE,
+        AccessFlags::REMOTE_ATOMIC,
+        AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+    ] {
+        let e = Mr::reg(&pd, &mut buf, access).unwrap_err();
+        assert_eq!((e.verb(), e.kind(), e.errno()), ("ibv_reg_mr", ErrorKind::InvalidArgument, None), "{access:?}");
+    }
+    let e = Mr::reg(&pd, &mut buf[..0], AccessFlags::LOCAL_WRITE).unwrap_err();
+    assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None), "zero length");
+    let iova = buf.as_ptr() as u64 + 1;
+    let e = Mr::reg_iova(&pd, &mut buf, iova, AccessFlags::LOCAL_WRITE).unwrap_err();
+    assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None), "iova page offset");
+
+    // Memory that is not mapped: the kernel cannot pin it (EFAULT).
+    let len = 2 * 4096;
+    // SAFETY: a fresh anonymous private mapping at a kernel-chosen address
+    // replaces nothing of ours.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    // SAFETY: `p..p+len` is the mapping made above, referenced by nothing;
+    // afterwards only its (dangling) address is used, never dereferenced.
+    assert_eq!(unsafe { libc::munmap(p, len) }, 0);
+    let p = p.cast::<u8>();
+    // SAFETY: nothing references the range (it is not even mapped); the
+    // registration is expected to fail.
+    let e = unsafe { Mr::reg_raw(&pd, p, len, p as u64, AccessFlags::LOCAL_WRITE) }.unwrap_err();
+    assert_eq!(e.verb(), "ibv_reg_mr");
+    assert_eq!(e.kind(), ErrorKind::BadAddress);
+    assert_eq!(e.raw_os_error(), libc::EFAULT);
+    assert!(e.to_string().contains("not (fully) mapped"), "{e}");
+
+    // On-demand paging is not offered by the soft devices in the test VM:
+    // the kernel's ib_check_mr_access refuses it (EOPNOTSUPP).
+    let e = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE | AccessFlags::ON_DEMAND).unwrap_err();
+    assert_eq!((e.verb(), e.kind()), ("ibv_reg_mr", ErrorKind::Unsupported));
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_reg_mr_bad_args() {
+    bad_args(&rxe_name());
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn siw_reg_mr_bad_args() {
+    bad_args(&siw_name());
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_rereg_mr() {
+    let name = rxe_name();
+    let ctx = open(&name);
+    let pd = Pd::alloc(&ctx).unwrap();
+    let pd2 = Pd::alloc(&ctx).unwrap();
+    let mut buf = vec![0u8; 8192];
+    let mut other = vec![0u8; 4096];
+    let mut mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let (_, pdn1) = kernel_mr(&name, mr.lkey()).unwrap();
+
+    // Access change (rxe implements IB_MR_REREG_ACCESS).
+    mr.rereg(Rereg { access: Some(RW), ..Default::default() }).expect("rereg access");
+    assert_eq!(mr.access(), RW);
+
+    // PD change: the kernel now counts the MR in the other PD.
+    mr.rereg(Rereg { pd: Some(&pd2), ..Default::default() }).expect("rereg pd");
+    assert_eq!(mr.pd().handle(), pd2.handle());
+    let (mrlen, pdn2) = kernel_mr(&name, mr.lkey()).expect("MR still listed after rereg");
+    assert_ne!(pdn2, pdn1, "the kernel's MR did not move to the new PD");
+    assert_eq!(mrlen, 8192);
+
+    // Bad arguments are refused before the kernel is asked.
+    let e = mr.rereg(Rereg::default()).unwrap_err();
+    assert_eq!((e.verb(), e.kind(), e.errno()), ("ibv_rereg_mr", ErrorKind::InvalidArgument, None));
+    let e = mr.rereg(Rereg { access: Some(AccessFlags::REMOTE_WRITE), ..Default::default() }).unwrap_err();
+    assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None));
+    assert_eq!(mr.access(), RW, "a refused rereg changes nothing");
+
+    // rxe's rereg_user_mr refuses translation changes (EOPNOTSUPP); the
+    // region stays as it was.
+    let e = mr.rereg(Rereg { buf: Some(&mut other), ..Default::default() }).unwrap_err();
+    assert_eq!((e.verb(), e.kind()), ("ibv_rereg_mr", ErrorKind::Unsupported));
+    assert_eq!(mr.len(), 8192);
+    assert_eq!(kernel_mr(&name, mr.lkey()), Some((8192, pdn2)));
+    mr.destroy().expect("ibv_dereg_mr after rereg");
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn siw_rereg_mr_unsupported() {
+    let name = siw_name();
+    let ctx = open(&name);
+    let pd = Pd::alloc(&ctx).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let e = mr.rereg(Rereg { access: Some(RW), ..Default::default() }).unwrap_err();
+    assert_eq!((e.verb(), e.kind()), ("ibv_rereg_mr", ErrorKind::Unsupported));
+    assert_eq!(e.raw_os_error(), libc::EOPNOTSUPP);
+    assert_eq!(mr.access(), AccessFlags::LOCAL_WRITE);
+    assert!(kernel_mr(&name, mr.lkey()).is_some());
+}

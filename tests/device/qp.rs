@@ -49,7 +49,7 @@ const RTS: RcRtsAttr =
 fn rxe_rc_every_transition_reads_back() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 64, 0).unwrap();
+    let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let qp = RcQp::create(&pd, init(&cq)).expect("ibv_create_qp");
     let peer = RcQp::create(&pd, init(&cq)).unwrap();
     assert_ne!(qp.qp_num(), peer.qp_num());
@@ -108,7 +108,7 @@ fn rxe_rc_every_transition_reads_back() {
 fn rxe_failed_transition_hands_the_qp_back() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let qp = RcQp::create(&pd, init(&cq)).unwrap();
     // Port 9 does not exist: RESET->INIT fails, the QP is still in RESET.
     let bad = ConnInitAttr { port_num: 9, ..INIT };
@@ -136,7 +136,7 @@ fn rxe_failed_transition_hands_the_qp_back() {
 fn rxe_ud_and_uc_transitions() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let ud = UdQp::create(&pd, init(&cq)).expect("ibv_create_qp UD");
     let ud = ud.into_init(UdInitAttr { pkey_index: 0, port_num: 1, qkey: 0x1111_1111 }).expect("UD INIT");
     assert_eq!(ud.query().unwrap().qkey, 0x1111_1111);
@@ -162,7 +162,7 @@ fn rxe_qp_bad_caps_and_srq() {
     let ctx = open(&rxe_name());
     let dev = ctx.query_device().unwrap();
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let mut attr = init(&cq);
     attr.cap.max_send_wr = dev.base().max_qp_wr + 1;
     let e = RcQp::create(&pd, attr).unwrap_err();
@@ -183,7 +183,7 @@ fn rxe_qp_bad_caps_and_srq() {
 fn rxe_post_stubs_report_unsupported() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let mut qp = RcQp::create(&pd, init(&cq)).unwrap().into_init(INIT).unwrap();
     let e = qp.post_recv(&RecvWr { wr_id: 1, sg_list: &[] }).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_post_recv", ErrorKind::Unsupported));
@@ -199,7 +199,7 @@ fn rxe_post_stubs_report_unsupported() {
 fn rxe_any_qp_table() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let mut table: Vec<AnyQp<'_, verbs::qp::Rc>> = Vec::new();
     table.push(RcQp::create(&pd, init(&cq)).unwrap().into());
     table.push(RcQp::create(&pd, init(&cq)).unwrap().into_init(INIT).unwrap().into());
@@ -227,7 +227,7 @@ fn rxe_any_qp_table() {
 fn siw_rc_create_init_query_destroy() {
     let ctx = open(&siw_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let qp = RcQp::create(&pd, init(&cq)).expect("ibv_create_qp on siw");
     let cap = qp.cap();
     let (sq, rq) = qp.mapped_queue_slots();
@@ -248,7 +248,7 @@ fn siw_ud_uc_unsupported_and_bad_caps() {
     let ctx = open(&siw_name());
     let dev = ctx.query_device().unwrap();
     let pd = Pd::alloc(&ctx).unwrap();
-    let cq = Cq::create(&ctx, 16, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let e = UdQp::create(&pd, init(&cq)).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_create_qp", ErrorKind::Unsupported), "{e}");
     let e = UcQp::create(&pd, init(&cq)).unwrap_err();

@@ -32,16 +32,17 @@ pub mod comp_channel;
 pub mod context;
 pub mod cq;
 pub mod error;
-pub mod mmap;
 pub mod fork;
+pub mod mmap;
 pub mod mr;
 pub mod mw;
 pub mod pd;
 pub mod qp;
 pub mod query;
 pub mod srq;
-mod user_handle;
 pub mod strings;
+mod user_handle;
+pub mod xrc;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 

@@ -26,4 +26,5 @@ mod device {
     mod qp;
     mod query;
     mod srq;
+    mod xrc;
 }

@@ -67,7 +67,7 @@ pub use attr::{
 pub use dynamic::AnyQp;
 pub use state::{
     CanPostRecv, CanPostSend, Error, Init, QpState, QpStateKind, QpType, Rc, Reset, Rtr, Rts, Sqd,
-    Transport, Uc, Ud,
+    Transport, Uc, Ud, XrcSend,
 };
 pub use transition::Transition;
 

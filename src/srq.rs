@@ -331,6 +331,7 @@ impl<'a> Srq<'a> {
     /// error. On success returns the number of async events the kernel
     /// delivered for it.
     #[doc(alias = "ibv_destroy_srq")]
+    #[allow(clippy::result_large_err)] // the SRQ comes back by value; no heap
     pub fn destroy(mut self) -> core::result::Result<u32, DestroyError<Self>> {
         match destroy_cmd(self.ctx(), self.handle) {
             Ok(n) => {

@@ -33,6 +33,7 @@ pub mod context;
 pub mod cq;
 pub mod error;
 pub mod fork;
+pub mod mcast;
 pub mod mmap;
 pub mod mr;
 pub mod mw;

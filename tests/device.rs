@@ -20,6 +20,7 @@ mod device {
     mod discovery;
     mod fork;
     mod harness;
+    mod mcast;
     mod mr;
     mod mw;
     mod pd;

@@ -22,6 +22,7 @@ mod device {
     mod harness;
     mod mcast;
     mod mr;
+    mod no_alloc;
     mod mw;
     mod pd;
     mod qp;

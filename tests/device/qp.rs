@@ -90,6 +90,15 @@ fn rxe_rc_every_transition_reads_back() {
 
     let qp = qp.into_sqd().expect("RTS->SQD");
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Sqd));
+    // SQD -> RTS is refused while the send queue is still draining (rxe's
+    // send task clears sq_draining asynchronously, and IBV_EVENT_SQ_DRAINED
+    // reports it); wait for the drain, as an application would.
+    let mut tries = 0;
+    while qp.query().unwrap().sq_draining {
+        tries += 1;
+        assert!(tries < 500, "SQ never drained");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let qp = qp.resume().expect("SQD->RTS");
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Rts));
 

@@ -5,9 +5,10 @@
 // The counting allocator implements the unsafe `GlobalAlloc` trait.
 #![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use core::alloc::{GlobalAlloc, Layout};
+use std::alloc::System;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::common::{gid_index, rxe_name};
 use verbs::qp::{
@@ -110,7 +111,7 @@ fn rxe_control_path_allocates_nothing() {
     // The counter works: a Vec made while counting is seen.
     COUNTING.with(|c| c.set(true));
     ALLOCS.store(0, Ordering::Relaxed);
-    drop(std::hint::black_box(vec![1u8; 10]));
+    drop(core::hint::black_box(vec![1u8; 10]));
     COUNTING.with(|c| c.set(false));
     assert_eq!(ALLOCS.load(Ordering::Relaxed), 1, "the counting allocator counts");
     let n = control_path(&ctx, &mut buf, sgid);

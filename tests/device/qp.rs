@@ -97,7 +97,7 @@ fn rxe_rc_every_transition_reads_back() {
     while qp.query().unwrap().sq_draining {
         tries += 1;
         assert!(tries < 500, "SQ never drained");
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(core::time::Duration::from_millis(10));
     }
     let qp = qp.resume().expect("SQD->RTS");
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Rts));

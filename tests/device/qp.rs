@@ -267,3 +267,33 @@ fn siw_ud_uc_unsupported_and_bad_caps() {
     let e = RcQp::create(&pd, attr).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_create_qp", ErrorKind::InvalidArgument), "{e}");
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn siw_failed_transition_hands_the_qp_back() {
+    // iWARP QPs reach RTS through a connection (rdma_cm/iw_cm), not through
+    // an address vector: siw refuses RTS without its socket, and the QP
+    // comes back in the state it was in.
+    let ctx = open(&siw_name());
+    let pd = Pd::alloc(&ctx).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
+    let qp = RcQp::create(&pd, init(&cq)).unwrap().into_init(INIT).unwrap();
+    let me = qp.qp_num();
+    let attr = RcRtrAttr {
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: me,
+        rq_psn: 0,
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+        ah_attr: AhAttr { grh: None, port_num: 1, ..Default::default() },
+    };
+    // siw accepts RTR but keeps the QP idle (it reports INIT).
+    let qp = qp.into_rtr(attr).expect("siw INIT->RTR");
+    let before = qp.query().unwrap();
+    assert_eq!(before.qp_state, Some(QpStateKind::Init));
+    let e = qp.into_rts(RTS).unwrap_err();
+    assert_eq!((e.error.verb(), e.error.kind()), ("ibv_modify_qp", ErrorKind::InvalidArgument));
+    let qp = e.qp;
+    assert_eq!(qp.query().unwrap(), before, "the failed RTS changed nothing");
+    qp.destroy().expect("destroy the handed-back QP");
+}

@@ -32,11 +32,13 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use rustix::fd::{AsFd, AsRawFd};
 use zerocopy::FromZeros;
 
 use crate::abi::uverbs::{CreateCq, DestroyCq};
 #[cfg(feature = "rxe")]
 use crate::abi::uverbs::{ReqNotifyCq, ResizeCq};
+use crate::comp_channel::CompChannel;
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::DestroyError;
@@ -74,6 +76,7 @@ pub struct CqDestroyed {
 #[derive(Debug)]
 pub struct Cq<'ctx> {
     ctx: &'ctx Context,
+    channel: Option<&'ctx CompChannel<'ctx>>,
     handle: u32,
     cqe: u32,
     user_handle: u64,
@@ -86,24 +89,20 @@ pub struct Cq<'ctx> {
 }
 
 impl<'ctx> Cq<'ctx> {
-    /// `ibv_create_cq` without a completion channel: a CQ with at least
-    /// `cqe` entries whose completion events (if armed) go to vector
-    /// `comp_vector`.
+    /// `ibv_create_cq`: a CQ with at least `cqe` entries. If `channel` is
+    /// given, armed completions ([`Cq::req_notify`]) raise events on it,
+    /// delivered through vector `comp_vector`; the CQ borrows the channel,
+    /// so the channel outlives it.
     ///
     /// `cqe` must be in `1..=max_cqe` of the device and `comp_vector` below
     /// [`Context::num_comp_vectors`]; both are errors of kind
-    /// `InvalidArgument` naming `ibv_create_cq`.
+    /// `InvalidArgument` naming `ibv_create_cq` (a zero `cqe` and a bad
+    /// vector are caught before the kernel, `cqe > max_cqe` by the kernel).
     #[doc(alias = "ibv_create_cq")]
-    pub fn create(ctx: &'ctx Context, cqe: u32, comp_vector: u32) -> Result<Self> {
-        Self::create_raw(ctx, cqe, -1, comp_vector)
-    }
-
-    /// `ibv_create_cq` with the raw fd of a completion channel (`-1` for
-    /// none). The fd must stay open while the CQ exists.
-    pub(crate) fn create_raw(
+    pub fn create(
         ctx: &'ctx Context,
         cqe: u32,
-        comp_channel: i32,
+        channel: Option<&'ctx CompChannel<'ctx>>,
         comp_vector: u32,
     ) -> Result<Self> {
         const VERB: &str = "ibv_create_cq";
@@ -115,7 +114,7 @@ impl<'ctx> Cq<'ctx> {
         cmd.user_handle = user_handle;
         cmd.cqe = cqe;
         cmd.comp_vector = comp_vector;
-        cmd.comp_channel = comp_channel;
+        cmd.comp_channel = channel.map_or(-1, |c| c.as_fd().as_raw_fd());
         let mut drv_out = [0u8; 16];
         let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
         let ring = match ctx.provider() {
@@ -129,6 +128,7 @@ impl<'ctx> Cq<'ctx> {
         match ring {
             Ok(ring) => Ok(Self {
                 ctx,
+                channel,
                 handle: resp.cq_handle,
                 cqe: resp.cqe,
                 user_handle,
@@ -168,6 +168,11 @@ impl<'ctx> Cq<'ctx> {
     /// The context this CQ belongs to.
     pub fn context(&self) -> &'ctx Context {
         self.ctx
+    }
+
+    /// The completion channel the CQ reports events on, if any.
+    pub fn channel(&self) -> Option<&'ctx CompChannel<'ctx>> {
+        self.channel
     }
 
     /// `ibv_resize_cq`: changes the CQ to hold at least `cqe` entries.
@@ -254,8 +259,7 @@ impl<'ctx> Cq<'ctx> {
 
     /// Records one completion event read from this CQ's channel (what
     /// `ibv_get_cq_event` does after reading the event).
-    #[allow(dead_code)] // TODO(comp_channel): called by get_cq_event once CompChannel lands
-    pub(crate) fn note_event(&self) {
+    fn note_event(&self) {
         self.events.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -287,6 +291,7 @@ impl<'ctx> Cq<'ctx> {
     /// with the error. On success returns the kernel's event counts (see
     /// the module docs: we never wait for acknowledgements).
     #[doc(alias = "ibv_destroy_cq")]
+    #[allow(clippy::result_large_err)] // the CQ comes back by value; no heap
     pub fn destroy(mut self) -> core::result::Result<CqDestroyed, DestroyError<Self>> {
         match destroy_cmd(self.ctx, self.handle) {
             Ok(d) => {
@@ -299,6 +304,33 @@ impl<'ctx> Cq<'ctx> {
             }),
         }
     }
+}
+
+/// `ibv_get_cq_event`: waits for (or, on a non-blocking channel, takes)
+/// the next completion event on `channel` and returns which of `cqs` it is
+/// for, counting it for [`Cq::ack_events`].
+///
+/// The CQs that may report on the channel are passed in because events
+/// name a CQ by its user handle, and a `Cq` cannot be found from a number
+/// without a registry (which would need allocation or a global table). An
+/// event for a CQ not in `cqs` (or not created on `channel`) is consumed
+/// and reported as `InvalidArgument`; an empty non-blocking channel gives
+/// `WouldBlock`.
+#[doc(alias = "ibv_get_cq_event")]
+pub fn get_cq_event<'c, 'ctx>(
+    channel: &CompChannel<'ctx>,
+    cqs: &[&'c Cq<'ctx>],
+) -> Result<&'c Cq<'ctx>> {
+    let handle = channel.read_event()?;
+    let cq = cqs
+        .iter()
+        .copied()
+        .find(|cq| {
+            cq.user_handle == handle && cq.channel.is_some_and(|c| core::ptr::eq(c, channel))
+        })
+        .ok_or(Error::new("ibv_get_cq_event", ErrorKind::InvalidArgument))?;
+    cq.note_event();
+    Ok(cq)
 }
 
 fn destroy_cmd(ctx: &Context, handle: u32) -> Result<CqDestroyed> {

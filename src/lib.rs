@@ -33,6 +33,7 @@ pub mod context;
 pub mod cq;
 pub mod error;
 pub mod fork;
+pub mod mcast;
 pub mod mmap;
 pub mod mr;
 pub mod mw;
@@ -42,6 +43,7 @@ pub mod query;
 mod user_handle;
 pub mod srq;
 pub mod strings;
+pub mod xrc;
 #[path = "../providers/mod.rs"]
 pub mod providers;
 

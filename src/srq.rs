@@ -25,11 +25,14 @@
 
 use zerocopy::FromZeros;
 
-use crate::abi::uverbs::{CreateSrq, DestroySrq, ModifySrq, QuerySrq};
+use crate::abi::ioctl_verbs::SRQT_XRC;
+use crate::abi::uverbs::{CreateSrq, CreateXsrq, DestroySrq, ModifySrq, QuerySrq};
 use crate::context::Context;
+use crate::cq::Cq;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
 use crate::providers::ProviderKind;
+use crate::xrc::Xrcd;
 
 #[cfg(feature = "rxe")]
 use crate::providers::rxe::{
@@ -91,6 +94,8 @@ enum Ring {
 #[derive(Debug)]
 pub struct Srq<'a> {
     pd: &'a Pd<'a>,
+    /// XRC SRQs borrow their domain and CQ.
+    xrc: Option<(&'a Xrcd<'a>, &'a Cq<'a>)>,
     handle: u32,
     user_handle: u64,
     max_wr: u32,
@@ -106,18 +111,33 @@ impl<'a> Srq<'a> {
     /// kernel); values above the device limits are refused by the kernel.
     #[doc(alias = "ibv_create_srq")]
     pub fn create(pd: &'a Pd<'a>, attr: SrqInitAttr) -> Result<Self> {
-        const VERB: &str = "ibv_create_srq";
+        Self::create_inner("ibv_create_srq", pd, attr, None)
+    }
+
+    /// `ibv_create_srq_ex` with `IBV_SRQT_XRC`: an SRQ in XRC domain `xrcd`
+    /// whose completions go to `cq`. Reachable only where
+    /// [`Xrcd::open`] works (not on rxe or siw).
+    #[doc(alias = "ibv_create_srq_ex")]
+    pub fn create_xrc(
+        pd: &'a Pd<'a>,
+        xrcd: &'a Xrcd<'a>,
+        cq: &'a Cq<'a>,
+        attr: SrqInitAttr,
+    ) -> Result<Self> {
+        Self::create_inner("ibv_create_srq_ex", pd, attr, Some((xrcd, cq)))
+    }
+
+    fn create_inner(
+        verb: &'static str,
+        pd: &'a Pd<'a>,
+        attr: SrqInitAttr,
+        xrc: Option<(&'a Xrcd<'a>, &'a Cq<'a>)>,
+    ) -> Result<Self> {
         if attr.max_wr == 0 || attr.max_wr > i32::MAX as u32 || attr.max_sge > i32::MAX as u32 {
-            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
         }
         let ctx = pd.context();
         let user_handle = crate::user_handle::next();
-        let mut cmd = CreateSrq::new_zeroed();
-        cmd.user_handle = user_handle;
-        cmd.pd_handle = pd.handle();
-        cmd.max_wr = attr.max_wr;
-        cmd.max_sge = attr.max_sge;
-        cmd.srq_limit = attr.srq_limit;
         let mut drv_out = [0u8; 24];
         let drv_len = match ctx.provider() {
             #[cfg(feature = "rxe")]
@@ -126,16 +146,39 @@ impl<'a> Srq<'a> {
             ProviderKind::Siw => 16,
         };
         let drv_out = &mut drv_out[..drv_len];
-        let resp = ctx.channel().exec(VERB, &cmd, &[], drv_out)?;
+        let resp = match xrc {
+            None => {
+                let mut cmd = CreateSrq::new_zeroed();
+                cmd.user_handle = user_handle;
+                cmd.pd_handle = pd.handle();
+                cmd.max_wr = attr.max_wr;
+                cmd.max_sge = attr.max_sge;
+                cmd.srq_limit = attr.srq_limit;
+                ctx.channel().exec(verb, &cmd, &[], drv_out)?
+            }
+            Some((xrcd, cq)) => {
+                let mut cmd = CreateXsrq::new_zeroed();
+                cmd.user_handle = user_handle;
+                cmd.srq_type = SRQT_XRC;
+                cmd.pd_handle = pd.handle();
+                cmd.max_wr = attr.max_wr;
+                cmd.max_sge = attr.max_sge;
+                cmd.srq_limit = attr.srq_limit;
+                cmd.xrcd_handle = xrcd.handle();
+                cmd.cq_handle = cq.handle();
+                ctx.channel().exec(verb, &cmd, &[], drv_out)?
+            }
+        };
         let ring = match ctx.provider() {
             #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => RxeSrq::map(VERB, ctx.channel(), drv_out).map(Ring::Rxe),
+            ProviderKind::Rxe => RxeSrq::map(verb, ctx.channel(), drv_out).map(Ring::Rxe),
             #[cfg(feature = "siw")]
-            ProviderKind::Siw => SiwSrq::map(VERB, ctx.channel(), drv_out).map(Ring::Siw),
+            ProviderKind::Siw => SiwSrq::map(verb, ctx.channel(), drv_out).map(Ring::Siw),
         };
         match ring {
             Ok(ring) => Ok(Self {
                 pd,
+                xrc,
                 handle: resp.srq_handle,
                 user_handle,
                 max_wr: resp.max_wr,
@@ -160,6 +203,11 @@ impl<'a> Srq<'a> {
     /// The value the kernel reports in this SRQ's async events.
     pub fn user_handle(&self) -> u64 {
         self.user_handle
+    }
+
+    /// The XRC domain, for an XRC SRQ.
+    pub fn xrcd(&self) -> Option<&'a Xrcd<'a>> {
+        self.xrc.map(|(x, _)| x)
     }
 
     /// The PD this SRQ belongs to.
@@ -283,6 +331,7 @@ impl<'a> Srq<'a> {
     /// error. On success returns the number of async events the kernel
     /// delivered for it.
     #[doc(alias = "ibv_destroy_srq")]
+    #[allow(clippy::result_large_err)] // the SRQ comes back by value; no heap
     pub fn destroy(mut self) -> core::result::Result<u32, DestroyError<Self>> {
         match destroy_cmd(self.ctx(), self.handle) {
             Ok(n) => {

@@ -21,10 +21,13 @@ mod device {
     mod discovery;
     mod fork;
     mod harness;
+    mod mcast;
     mod mr;
+    mod no_alloc;
     mod mw;
     mod pd;
     mod qp;
     mod query;
     mod srq;
+    mod xrc;
 }

@@ -5,9 +5,8 @@
 //! The attribute masks sent with each transition are the ones rdma-core's
 //! `ibv_rc_pingpong` / `ibv_uc_pingpong` / `ibv_ud_pingpong` use.
 
-use bitflags::bitflags;
-
 use crate::abi::uverbs::{ModifyQp, QpDest, QueryQpResp};
+use crate::ah::{AhAttr, GlobalRoute};
 
 use super::state::QpStateKind;
 
@@ -76,88 +75,45 @@ impl Mtu {
     }
 }
 
-bitflags! {
-    /// `qp_access_flags`: what the remote side may do (`enum ibv_access_flags`).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct QpAccess: u32 {
-        /// `IBV_ACCESS_REMOTE_WRITE`.
-        const REMOTE_WRITE = 1 << 1;
-        /// `IBV_ACCESS_REMOTE_READ`.
-        const REMOTE_READ = 1 << 2;
-        /// `IBV_ACCESS_REMOTE_ATOMIC`.
-        const REMOTE_ATOMIC = 1 << 3;
+/// `qp_access_flags`: what the remote side may do — the same
+/// `enum ibv_access_flags` as memory regions use (the remote bits matter).
+pub type QpAccess = crate::mr::AccessFlags;
+
+/// The modify/query form of an address (`struct ib_uverbs_qp_dest`).
+pub(crate) fn ah_to_dest(ah: &AhAttr) -> QpDest {
+    let g = ah.grh.unwrap_or_default();
+    QpDest {
+        dgid: g.dgid,
+        flow_label: g.flow_label,
+        dlid: ah.dlid,
+        reserved: 0,
+        sgid_index: g.sgid_index,
+        hop_limit: g.hop_limit,
+        traffic_class: g.traffic_class,
+        sl: ah.sl,
+        src_path_bits: ah.src_path_bits,
+        static_rate: ah.static_rate,
+        is_global: u8::from(ah.grh.is_some()),
+        port_num: ah.port_num,
     }
 }
 
-/// The global route header of an address (`struct ibv_global_route`).
-#[doc(alias = "ibv_global_route")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GlobalRoute {
-    /// Destination GID.
-    pub dgid: [u8; 16],
-    /// Flow label.
-    pub flow_label: u32,
-    /// Index of the source GID in the local port's GID table.
-    pub sgid_index: u8,
-    /// Hop limit.
-    pub hop_limit: u8,
-    /// Traffic class.
-    pub traffic_class: u8,
-}
-
-/// An address vector (`struct ibv_ah_attr`). RoCE needs `grh`.
-#[doc(alias = "ibv_ah_attr")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AhAttr {
-    /// The GRH (`is_global`); required on RoCE.
-    pub grh: Option<GlobalRoute>,
-    /// Destination LID (InfiniBand; 0 on RoCE).
-    pub dlid: u16,
-    /// Service level.
-    pub sl: u8,
-    /// Source path bits.
-    pub src_path_bits: u8,
-    /// Static rate (`enum ibv_rate`).
-    pub static_rate: u8,
-    /// Local port number (from 1).
-    pub port_num: u8,
-}
-
-impl AhAttr {
-    pub(crate) fn to_dest(self) -> QpDest {
-        let g = self.grh.unwrap_or_default();
-        QpDest {
-            dgid: g.dgid,
-            flow_label: g.flow_label,
-            dlid: self.dlid,
-            reserved: 0,
-            sgid_index: g.sgid_index,
-            hop_limit: g.hop_limit,
-            traffic_class: g.traffic_class,
-            sl: self.sl,
-            src_path_bits: self.src_path_bits,
-            static_rate: self.static_rate,
-            is_global: u8::from(self.grh.is_some()),
-            port_num: self.port_num,
-        }
-    }
-
-    pub(crate) fn from_dest(d: &QpDest) -> Self {
-        let grh = (d.is_global != 0).then_some(GlobalRoute {
-            dgid: d.dgid,
-            flow_label: d.flow_label,
-            sgid_index: d.sgid_index,
-            hop_limit: d.hop_limit,
-            traffic_class: d.traffic_class,
-        });
-        Self {
-            grh,
-            dlid: d.dlid,
-            sl: d.sl,
-            src_path_bits: d.src_path_bits,
-            static_rate: d.static_rate,
-            port_num: d.port_num,
-        }
+/// The address in a query reply.
+pub(crate) fn ah_from_dest(d: &QpDest) -> AhAttr {
+    let grh = (d.is_global != 0).then_some(GlobalRoute {
+        dgid: d.dgid,
+        flow_label: d.flow_label,
+        sgid_index: d.sgid_index,
+        hop_limit: d.hop_limit,
+        traffic_class: d.traffic_class,
+    });
+    AhAttr {
+        grh,
+        dlid: d.dlid,
+        sl: d.sl,
+        src_path_bits: d.src_path_bits,
+        static_rate: d.static_rate,
+        port_num: d.port_num,
     }
 }
 
@@ -282,7 +238,7 @@ impl TransitionAttr for UcRtrAttr {
         cmd.path_mtu = self.path_mtu as u8;
         cmd.dest_qp_num = self.dest_qp_num;
         cmd.rq_psn = self.rq_psn;
-        cmd.dest = self.ah_attr.to_dest();
+        cmd.dest = ah_to_dest(&self.ah_attr);
         IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
     }
 }
@@ -400,7 +356,7 @@ impl QpAttr {
             sq_psn: r.sq_psn,
             dest_qp_num: r.dest_qp_num,
             qp_access_flags: QpAccess::from_bits_retain(r.qp_access_flags),
-            ah_attr: AhAttr::from_dest(&r.dest),
+            ah_attr: ah_from_dest(&r.dest),
             pkey_index: r.pkey_index,
             port_num: r.port_num,
             max_rd_atomic: r.max_rd_atomic,

@@ -59,14 +59,15 @@ use crate::providers::rxe::qp::RxeQp;
 #[cfg(feature = "siw")]
 use crate::providers::siw::qp::SiwQp;
 
+pub use crate::ah::{AhAttr, GlobalRoute};
 pub use attr::{
-    AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpAttr, QpCap, RcRtrAttr, RcRtsAttr,
-    SqPsnAttr, TransitionAttr, UcRtrAttr, UdInitAttr, UdRtrAttr,
+    ConnInitAttr, Mtu, QpAccess, QpAttr, QpCap, RcRtrAttr, RcRtsAttr, SqPsnAttr, TransitionAttr,
+    UcRtrAttr, UdInitAttr, UdRtrAttr,
 };
 pub use dynamic::AnyQp;
 pub use state::{
     CanPostRecv, CanPostSend, Error, Init, QpState, QpStateKind, QpType, Rc, Reset, Rtr, Rts, Sqd,
-    Transport, Uc, Ud,
+    Transport, Uc, Ud, XrcSend,
 };
 pub use transition::Transition;
 

@@ -110,6 +110,11 @@ pub enum QpType {
     Uc = 3,
     /// `IBV_QPT_UD`: unreliable datagram.
     Ud = 4,
+    /// `IBV_QPT_XRC_SEND`: the sending side of XRC (`IB_QPT_XRC_INI`).
+    XrcSend = 9,
+    /// `IBV_QPT_XRC_RECV`: the receiving side of XRC (`IB_QPT_XRC_TGT`),
+    /// created in an XRC domain (see [`crate::xrc`]).
+    XrcRecv = 10,
 }
 
 /// A QP transport type at the type level: which attribute struct each
@@ -134,10 +139,15 @@ pub struct Uc;
 /// Unreliable datagram (`IBV_QPT_UD`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ud;
+/// XRC sending side (`IBV_QPT_XRC_SEND`): connected like RC, sends to
+/// XRC SRQs of the remote XRC domain; has no receive queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XrcSend;
 
 impl sealed::Sealed for Rc {}
 impl sealed::Sealed for Uc {}
 impl sealed::Sealed for Ud {}
+impl sealed::Sealed for XrcSend {}
 
 impl Transport for Rc {
     const QP_TYPE: QpType = QpType::Rc;
@@ -158,4 +168,11 @@ impl Transport for Ud {
     type InitAttr = UdInitAttr;
     type RtrAttr = UdRtrAttr;
     type RtsAttr = SqPsnAttr;
+}
+
+impl Transport for XrcSend {
+    const QP_TYPE: QpType = QpType::XrcSend;
+    type InitAttr = ConnInitAttr;
+    type RtrAttr = RcRtrAttr;
+    type RtsAttr = RcRtsAttr;
 }

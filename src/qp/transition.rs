@@ -95,7 +95,9 @@ impl<'a, T: Transport> QueuePair<'a, T, Rts> {
 }
 
 impl<'a, T: Transport> QueuePair<'a, T, Sqd> {
-    /// `ibv_modify_qp` SQD → RTS: resume sending.
+    /// `ibv_modify_qp` SQD → RTS: resume sending. Only once the send queue
+    /// has drained (`IBV_EVENT_SQ_DRAINED`, or `query().sq_draining` false):
+    /// before that the kernel refuses and the QP comes back still in SQD.
     #[doc(alias = "ibv_modify_qp")]
     pub fn resume(self) -> Transition<'a, T, Sqd, Rts> {
         self.modify_to(&StateOnly)

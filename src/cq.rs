@@ -125,27 +125,18 @@ impl<'ctx> Cq<'ctx> {
             #[cfg(feature = "siw")]
             ProviderKind::Siw => SiwCq::map(VERB, ctx.channel(), &drv_out).map(Ring::Siw),
         };
-        match ring {
-            Ok(ring) => Ok(Self {
-                ctx,
-                channel,
-                handle: resp.cq_handle,
-                cqe: resp.cqe,
-                user_handle,
-                ring,
-                events: AtomicU32::new(0),
-                acked: AtomicU32::new(0),
-                live: true,
-            }),
-            Err(e) => {
-                // Nothing was mapped: undo the kernel object, report the
-                // mapping error (a failure to destroy is only logged).
-                if let Err(d) = destroy_cmd(ctx, resp.cq_handle) {
-                    crate::error::report_drop_failure(d);
-                }
-                Err(e)
-            }
-        }
+        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.cq_handle))?;
+        Ok(Self {
+            ctx,
+            channel,
+            handle: resp.cq_handle,
+            cqe: resp.cqe,
+            user_handle,
+            ring,
+            events: AtomicU32::new(0),
+            acked: AtomicU32::new(0),
+            live: true,
+        })
     }
 
     /// The kernel's handle for this CQ.

@@ -175,24 +175,17 @@ impl<'a> Srq<'a> {
             #[cfg(feature = "siw")]
             ProviderKind::Siw => SiwSrq::map(verb, ctx.channel(), drv_out).map(Ring::Siw),
         };
-        match ring {
-            Ok(ring) => Ok(Self {
-                pd,
-                xrc,
-                handle: resp.srq_handle,
-                user_handle,
-                max_wr: resp.max_wr,
-                max_sge: resp.max_sge,
-                ring,
-                live: true,
-            }),
-            Err(e) => {
-                if let Err(d) = destroy_cmd(ctx, resp.srq_handle) {
-                    crate::error::report_drop_failure(d);
-                }
-                Err(e)
-            }
-        }
+        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.srq_handle))?;
+        Ok(Self {
+            pd,
+            xrc,
+            handle: resp.srq_handle,
+            user_handle,
+            max_wr: resp.max_wr,
+            max_sge: resp.max_sge,
+            ring,
+            live: true,
+        })
     }
 
     /// The kernel's handle for this SRQ.

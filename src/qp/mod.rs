@@ -220,15 +220,7 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
             #[cfg(feature = "siw")]
             ProviderKind::Siw => SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Siw),
         };
-        let ring = match ring {
-            Ok(r) => r,
-            Err(e) => {
-                if let Err(d) = destroy_cmd(ctx, resp.qp_handle) {
-                    crate::error::report_drop_failure(d);
-                }
-                return Err(e);
-            }
-        };
+        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.qp_handle))?;
         let cap = QpCap {
             max_send_wr: resp.max_send_wr,
             max_recv_wr: resp.max_recv_wr,

@@ -112,6 +112,7 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
     banner "clippy (cargo clippy --all-targets -- -D warnings)"
     timed "clippy" - cargo clippy --all-targets -- -D warnings || FAILS+=("cargo clippy")
+    timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
     if [ "$FUZZ" = 1 ]; then
         banner "fuzz smoke run (scripts/fuzz.sh ${FUZZ_SECONDS:-10} s per target)"
         timed "fuzz" - "$ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}" || FAILS+=("fuzz")

@@ -148,11 +148,14 @@ pub fn is_fork_initialized() -> ForkStatus {
 /// `RDMAV_FORK_SAFE` / `IBV_FORK_SAFE`: libibverbs turns fork safety on at
 /// initialisation if either is set; we do it before the first registration.
 fn check_env_once() {
-    if ENV_CHECKED.swap(true, Ordering::AcqRel) {
-        return;
-    }
+    let already_checked = ENV_CHECKED.swap(true, Ordering::AcqRel);
+    // Without std there is no environment to read.
+    #[cfg(not(feature = "std"))]
+    let _ = already_checked;
     #[cfg(feature = "std")]
-    if std::env::var_os("RDMAV_FORK_SAFE").is_some() || std::env::var_os("IBV_FORK_SAFE").is_some() {
+    if !already_checked
+        && (std::env::var_os("RDMAV_FORK_SAFE").is_some() || std::env::var_os("IBV_FORK_SAFE").is_some())
+    {
         if let Err(e) = fork_init() {
             crate::log::err(format_args!("fork()-safety requested but init failed: {e}"));
         }

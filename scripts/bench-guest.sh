@@ -9,7 +9,7 @@
 #   C_OPS        rdma-core ops bench (benches/c/ops_bench.c, built with gcc -libverbs)
 #   OURS_OPS     our ops bench (benches/ops_bench.rs)       -- optional: missing = not measured
 #   OURS_PERF    our perftest twin (verbs-perf)             -- optional: missing = not measured
-#   REPS         runs per workload and side (default 3)
+#   REPS         runs per workload and side (default 5 from bench.sh)
 #   LAT_SIZES    message sizes of the latency tests (default "2 16 128 1024 4096")
 #   LAT_ITERS, BW_ITERS, BW_SIZE, OPS_ITERS, POLL_BATCH, POLL_ROUNDS
 #   DEV, GIDX    device and RoCE v2 GID index (default rxe0, $VM_RXE_GID_INDEX)
@@ -17,7 +17,7 @@ set -uo pipefail
 : "${OUT:?}"
 REPS=${REPS:-3}
 LAT_SIZES=${LAT_SIZES:-"2 16 128 1024 4096"}
-LAT_ITERS=${LAT_ITERS:-1000}
+LAT_ITERS=${LAT_ITERS:-2000}
 BW_ITERS=${BW_ITERS:-10000}
 BW_SIZE=${BW_SIZE:-8}
 OPS_ITERS=${OPS_ITERS:-2000}

@@ -4,7 +4,7 @@
 # usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE]
 #   --quick      one run per workload and side, three latency sizes (a smoke run, ~2 min)
 #   --no-setup   skip scripts/setup.sh
-#   --reps N     runs per workload and side (default 3; results are medians over the runs)
+#   --reps N     runs per workload and side (default 5; results are medians over the runs)
 #   --out FILE   the report (default BENCHMARKS.md in the repository)
 #
 # 1. scripts/setup.sh (qemu, kernel, perftest, libibverbs-dev, valgrind; idempotent)
@@ -21,7 +21,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-SETUP=1 REPS=3 QUICK=0 REPORT=$ROOT/BENCHMARKS.md
+SETUP=1 REPS=5 QUICK=0 REPORT=$ROOT/BENCHMARKS.md
 CMDLINE="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in

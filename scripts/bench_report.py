@@ -76,6 +76,13 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def spread(xs, digits=2):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    return f"{min(xs):.{digits}f}-{max(xs):.{digits}f}"
+
+
 def fmt(x, digits=2):
     if x is None:
         return "n/a"
@@ -134,6 +141,49 @@ def collect(raw):
         res["cg"].setdefault(op, {})[side] = {"total": total, "calls": ops[op]["calls"],
                                               "per_call": per_call, "per_item": per_item}
     return res
+
+
+def breakdown(raw, res):
+    """Top entries of callgrind_annotate --inclusive=yes under our wrappers, per call."""
+    import shutil
+    import subprocess
+    if not shutil.which("callgrind_annotate"):
+        return []
+    rows = []
+    for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
+        d = res["cg"].get(op, {}).get("ours")
+        path = os.path.join(raw, "cg", f"bench_{op}.ours.callgrind")
+        if not d or not os.path.exists(path):
+            continue
+        try:
+            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--show-percs=no", path],
+                                  capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        parts = []
+        for line in text.splitlines():
+            m = re.match(r"^\s*([\d,]+)\s+(\S.*?):(\S+)( \[.*\])?$", line)
+            if not m:
+                continue
+            ir = int(m.group(1).replace(",", ""))
+            src, fn = m.group(2), m.group(3)
+            # our code only: not the Rust standard library, not the bench itself
+            if src.startswith("/rustc/") or src.startswith("???") or src.endswith("ops_bench.rs"):
+                continue
+            if not re.search(r"(^|/)(src|providers)/", src):
+                continue
+            where = f"`{src.split('/')[-1]}: {'::'.join(fn.split('::')[-2:])}`"
+            parts.append((ir / d["calls"], where))
+        seen, top = set(), []
+        for per, where in parts:
+            if where in seen or per < 2:
+                continue
+            seen.add(where)
+            top.append(f"{where} {per:.0f}")
+            if len(top) == 6:
+                break
+        rows.append((op, d["per_call"], "; ".join(top) if top else "n/a"))
+    return rows
 
 
 def size_key(cfg):
@@ -203,8 +253,9 @@ def render(raw):
     w("perftest `ib_send_lat` / `ib_write_lat` vs `verbs-perf send_lat` / `write_lat`, server and client "
       "on rxe0 (loopback). Value: `t_typical` (perftest's median of the half round trip, us), the median over "
       "the runs. Target: ours <= 1.0x perftest.\n")
-    w("| test | bytes | perftest median us | ours median us | ours / perftest | runs (C/ours) | target | |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    w("| test | bytes | perftest median us | ours median us | ours / perftest | perftest runs (min-max) | "
+      "ours runs (min-max) | target | |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     lat_ratios = []
     for (test, cfg) in sorted(res["lat"], key=lambda k: (k[0], size_key(k[1]))):
         d = res["lat"][(test, cfg)]
@@ -213,8 +264,8 @@ def render(raw):
         c, o = median(cvals), median(ovals)
         r = ratio(o, c)
         lat_ratios.append(r)
-        w(f"| {test} | {cfg[1:]} | {fmt(c)} | {fmt(o)} | {fmt(r)} | {len(cvals)}/{len(ovals)} | <= {LAT_TARGET} | "
-          f"{mark(r, LAT_TARGET, False)} |")
+        w(f"| {test} | {cfg[1:]} | {fmt(c)} | {fmt(o)} | {fmt(r)} | {len(cvals)}: {spread(cvals)} | "
+          f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)} |")
     summary.append(("ping-pong median latency", f"<= {LAT_TARGET}x", lat_ratios, False, LAT_TARGET))
     w("")
 
@@ -223,8 +274,9 @@ def render(raw):
     w("perftest `ib_send_bw` / `ib_write_bw` vs `verbs-perf send_bw` / `write_bw`, "
       "8-byte messages, `-q` QPs, `-l` work requests per post (post list; CQ moderation = list length). "
       "Value: MsgRate (Mpps), the median over the runs. Target: ours >= 1.0x perftest.\n")
-    w("| test | QPs | post list | perftest Mpps | ours Mpps | ours / perftest | runs (C/ours) | target | |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    w("| test | QPs | post list | perftest Mpps | ours Mpps | ours / perftest | perftest runs (min-max) | "
+      "ours runs (min-max) | target | |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     bw_ratios = []
     for (test, cfg) in sorted(res["bw"], key=lambda k: (k[0], size_key(k[1]))):
         d = res["bw"][(test, cfg)]
@@ -234,10 +286,22 @@ def render(raw):
         r = ratio(o, c)
         bw_ratios.append(r)
         q, l = size_key(cfg)
-        w(f"| {test} | {q} | {l} | {fmt(c, 4)} | {fmt(o, 4)} | {fmt(r)} | {len(cvals)}/{len(ovals)} | "
-          f">= {BW_TARGET} | {mark(r, BW_TARGET, True)} |")
+        w(f"| {test} | {q} | {l} | {fmt(c, 4)} | {fmt(o, 4)} | {fmt(r)} | {len(cvals)}: {spread(cvals, 4)} | "
+          f"{len(ovals)}: {spread(ovals, 4)} | >= {BW_TARGET} | {mark(r, BW_TARGET, True)} |")
     summary.append(("message rate", f">= {BW_TARGET}x", bw_ratios, True, BW_TARGET))
     w("")
+
+    # --- where our instructions go ---
+    rows = breakdown(raw, res)
+    if rows:
+        w("## Where our instructions go (callgrind, inclusive, per call)\n")
+        w("The biggest entries under each of our wrappers in `callgrind_annotate --inclusive=yes` of the raw "
+          "profiles (target/bench/raw/cg/): `file: function` is the code of that source file inside that "
+          "function (inlined code is attributed to its file), inclusive of its callees, per call.\n")
+        w("| operation | instructions per call | where |\n| --- | ---: | --- |")
+        for op, per_call, where in rows:
+            w(f"| {op} | {fmt(per_call, 1)} | {where} |")
+        w("")
 
     # --- wall time of the ops bench ---
     w("## Ops bench wall time (informative)\n")

@@ -72,7 +72,8 @@ ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail
 {
     echo "command=$CMDLINE"
     echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '-dirty')"
+    # -dirty: tracked files other than the report itself differ from the commit
+    echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD -- . ':!BENCHMARKS.md' 2>/dev/null || echo '-dirty')"
     echo "host_nproc=$(nproc)"
     echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
     echo "host_kernel=$(uname -r)"

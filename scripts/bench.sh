@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 T0=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 BENCH=$ROOT/target/bench
 RAW=$BENCH/raw
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -84,6 +85,7 @@ ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail
     echo "vm_exit=$VMRC"
     echo "ours_built=$([ -n "$OURS_PERF" ] && [ -n "$OURS_OPS" ] && echo yes || echo no)"
     echo "wall_s=$(( $(date +%s) - T0 ))"
+    echo "host_load=$LOAD0 (start) / $(cut -d' ' -f1-3 /proc/loadavg) (end)"
 } > "$RAW/host-info.txt"
 python3 "$ROOT/scripts/bench_report.py" "$RAW" "$REPORT"
 echo "bench: wrote $REPORT in $(( $(date +%s) - T0 ))s (raw results in $RAW)" >&2

@@ -91,6 +91,18 @@ def fmt(x, digits=2):
     return f"{x:.{digits}f}"
 
 
+NOISY = 1.5  # a side whose slowest run is this much slower than its fastest
+
+
+def noisy(*runs):
+    """' (noisy)' if any side's runs spread by more than NOISY (max/min)."""
+    for xs in runs:
+        xs = [x for x in xs if x]
+        if xs and max(xs) / min(xs) > NOISY:
+            return " (noisy)"
+    return ""
+
+
 def mark(ratio, target, higher_is_better):
     if ratio is None:
         return "not measured"
@@ -206,7 +218,12 @@ def render(raw):
       "The VM runs under qemu "
       f"**{host.get('accel', '?')}**: wall-clock numbers are those of an emulated CPU (50-100x slower "
       "than native) and dominated by the kernel's rxe driver, so they compare the two libraries on this "
-      "setup only. Instruction counts (callgrind, userspace only) do not depend on emulation speed.\n")
+      "setup only. Under TCG every guest instruction costs several host instructions, so a library that "
+      "executes more userspace instructions per operation also shows it in latency and message rate here. "
+      "The 2-CPU host is shared: other load makes single runs stall for milliseconds, which is why every "
+      "row is a median of runs and shows their spread; rows whose runs spread by more than "
+      f"{NOISY}x are marked (noisy) and compare little. Instruction counts (callgrind, userspace only) do "
+      "not depend on emulation speed or load.\n")
     w("| machine | |\n| --- | --- |")
     for k, label in (("host_cpu", "host CPU"), ("host_nproc", "host CPUs (nproc)"),
                      ("host_kernel", "host kernel"), ("qemu", "qemu"), ("accel", "qemu accel")):
@@ -217,6 +234,7 @@ def render(raw):
         w(f"| {label} | {guest.get(k, '?')} |")
     w(f"| rustc / gcc | {host.get('rustc', '?')} / {host.get('gcc', '?')} |")
     w(f"| harness wall time | {host.get('wall_s', '?')} s |")
+    w(f"| host load average (1/5/15 min) | {host.get('host_load', '?')} |")
     if host.get("ours_built") == "no":
         w("\n**Our side was not built** (cargo build failed or the targets do not exist yet): "
           "every \"ours\" column is n/a and no target is met.\n")
@@ -265,7 +283,7 @@ def render(raw):
         r = ratio(o, c)
         lat_ratios.append(r)
         w(f"| {test} | {cfg[1:]} | {fmt(c)} | {fmt(o)} | {fmt(r)} | {len(cvals)}: {spread(cvals)} | "
-          f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)} |")
+          f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)}{noisy(cvals, ovals)} |")
     summary.append(("ping-pong median latency", f"<= {LAT_TARGET}x", lat_ratios, False, LAT_TARGET))
     w("")
 
@@ -287,7 +305,7 @@ def render(raw):
         bw_ratios.append(r)
         q, l = size_key(cfg)
         w(f"| {test} | {q} | {l} | {fmt(c, 4)} | {fmt(o, 4)} | {fmt(r)} | {len(cvals)}: {spread(cvals, 4)} | "
-          f"{len(ovals)}: {spread(ovals, 4)} | >= {BW_TARGET} | {mark(r, BW_TARGET, True)} |")
+          f"{len(ovals)}: {spread(ovals, 4)} | >= {BW_TARGET} | {mark(r, BW_TARGET, True)}{noisy(cvals, ovals)} |")
     summary.append(("message rate", f">= {BW_TARGET}x", bw_ratios, True, BW_TARGET))
     w("")
 
@@ -359,6 +377,8 @@ exit=0
     assert parse_collected("==255== Collected : 197,820\n") == 197820
     assert mark(0.4, 0.5, False) == "PASS" and mark(0.6, 0.5, False) == "**MISS**"
     assert mark(1.1, 1.0, True) == "PASS" and mark(None, 1.0, True) == "not measured"
+    assert noisy([30.0, 31.0], [29.0, 40.0]) == "" and noisy([30.0, 46.0], [29.0]) == " (noisy)"
+    assert spread([3.0, None, 1.0]) == "1.00-3.00" and spread([]) == "n/a"
     print("bench_report: selftest ok")
 
 

@@ -32,5 +32,6 @@ mod device {
     #[allow(dead_code)]
     mod rig;
     mod srq;
+    mod ud_events;
     mod xrc;
 }

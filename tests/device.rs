@@ -32,6 +32,7 @@ mod device {
     #[allow(dead_code)]
     mod rig;
     mod srq;
+    mod syscalls;
     mod ud_events;
     mod xrc;
 }

@@ -132,7 +132,7 @@ fn drain(cq: &Cq<'_>, n: usize) -> usize {
             idle += 1;
             assert!(idle < 3_000_000, "completions stopped after {got} of {n}");
             core::hint::spin_loop();
-            if idle % 1024 == 0 {
+            if idle.is_multiple_of(1024) {
                 std::thread::yield_now();
             }
         } else {

@@ -87,9 +87,9 @@ fn rxe_ud_multicast_reaches_every_member() {
     // back to local receivers only if this host is a member of the IP
     // group on the RoCE netdev (rxe's attach programs only the MAC
     // filter): join 224.0.1.3 there, as a RoCE application host would.
-    let local = std::net::Ipv4Addr::from(<[u8; 4]>::try_from(&ctx.query_gid(1, super::common::gid_index()).unwrap()[12..]).unwrap());
+    let local = core::net::Ipv4Addr::from(<[u8; 4]>::try_from(&ctx.query_gid(1, super::common::gid_index()).unwrap()[12..]).unwrap());
     let member = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    member.join_multicast_v4(&std::net::Ipv4Addr::new(224, 0, 1, 3), &local).expect("IP_ADD_MEMBERSHIP");
+    member.join_multicast_v4(&core::net::Ipv4Addr::new(224, 0, 1, 3), &local).expect("IP_ADD_MEMBERSHIP");
     m1.attach_mcast(&GROUP, 0).expect("ibv_attach_mcast");
     m2.attach_mcast(&GROUP, 0).expect("ibv_attach_mcast");
     let r1 = [Sge::from_mr(&mr, 0, 512)];

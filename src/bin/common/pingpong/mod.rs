@@ -6,3 +6,4 @@ pub(crate) mod exchange;
 pub(crate) mod opts;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod device;

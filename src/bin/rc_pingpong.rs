@@ -18,7 +18,7 @@ mod strings;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use pingpong::device::{self as dev, CqSide};
+use pingpong::device::{self as dev, CqSide, Outgoing};
 use pingpong::exchange::{self, Dest, Server};
 use pingpong::opts::{Opts, Tool};
 use pingpong::report::{self, Rand48};
@@ -27,7 +27,7 @@ use verbs::qp::{
     AhAttr, ConnInitAttr, GlobalRoute, Init, QpAccess, QpCap, QpInitAttr, QueuePair, Rc, RcQp,
     RcRtrAttr, RcRtsAttr, Rts,
 };
-use verbs::wr::{SendFlags, SendWr, Sge};
+use verbs::wr::Sge;
 use verbs::{AccessFlags, CompChannel, Cq, Mr, Pd};
 
 fn main() -> ExitCode {
@@ -50,7 +50,7 @@ struct RcEndpoint<'q, 'a> {
     qp: &'q mut QueuePair<'a, Rc, Rts>,
     cq: CqSide<'q, 'a>,
     sge: Sge,
-    flags: SendFlags,
+    out: Outgoing<'q, 'a>,
 }
 
 impl Endpoint for RcEndpoint<'_, '_> {
@@ -64,16 +64,11 @@ impl Endpoint for RcEndpoint<'_, '_> {
         dev::post_recvs(self.qp, &self.sge, n)
     }
     fn post_send(&mut self, _qp: usize) -> bool {
-        post_send(self.qp, &self.sge, self.flags)
+        self.out.post(self.qp, None)
     }
     fn qp_index(&self, _qp_num: u32) -> Option<usize> {
         Some(0)
     }
-}
-
-fn post_send(qp: &mut QueuePair<'_, Rc, Rts>, sge: &Sge, flags: SendFlags) -> bool {
-    let wr = [SendWr::send(SEND_WRID, core::slice::from_ref(sge)).flags(flags)];
-    qp.post_send(&wr).is_ok()
 }
 
 /// `pp_connect_ctx`: INIT -> RTR -> RTS towards `rem`.
@@ -139,10 +134,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     };
     let qp = RcQp::create(&pd, QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false })
         .map_err(|_| "Couldn't create QP")?;
-    let mut flags = SendFlags::SIGNALED;
-    if qp.cap().max_inline_data >= o.size {
-        flags |= SendFlags::INLINE;
-    }
+    let inline = qp.cap().max_inline_data >= o.size;
     let init = ConnInitAttr { pkey_index: 0, port_num: o.ib_port, access: QpAccess::empty() };
     let mut qp = qp.into_init(init).map_err(|_| "Failed to modify QP to INIT")?;
     let sge = Sge { addr: mr.addr(), length: o.size, lkey: mr.lkey() };
@@ -176,11 +168,12 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let _ = rem;
 
     let mut pending = [RECV_WRID];
+    if o.server.is_some() && o.chk {
+        dev::fill_chk(&mut mr, 0, size, page_size);
+    }
+    let mut out = Outgoing::new(&mr, 0, o.size, inline);
     if o.server.is_some() {
-        if o.chk {
-            dev::fill_chk(&mut mr, 0, size, page_size);
-        }
-        if !post_send(&mut qp, &sge, flags) {
+        if !out.post(&mut qp, None) {
             return Err("Couldn't post send".into());
         }
         pending[0] |= SEND_WRID;
@@ -196,7 +189,8 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         rc_messages: true,
     };
     let done = {
-        let mut ep = RcEndpoint { qp: &mut qp, cq: CqSide::new(&cq, channel.as_ref(), 2), sge, flags };
+        let cq = CqSide::new(&cq, channel.as_ref(), 2);
+        let mut ep = RcEndpoint { qp: &mut qp, cq, sge, out };
         run::run(&mut ep, params, &mut routs, &mut pending)?
     };
     let usec = start.elapsed().as_micros() as i64;

@@ -19,7 +19,7 @@ mod strings;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use pingpong::device::{self as dev, CqSide};
+use pingpong::device::{self as dev, CqSide, Outgoing};
 use pingpong::exchange::{self, Dest, Server};
 use pingpong::opts::{Opts, Tool, MAX_QP};
 use pingpong::report::{self, Rand48};
@@ -29,7 +29,7 @@ use verbs::qp::{
     RcRtrAttr, RcRtsAttr, Rts,
 };
 use verbs::srq::{Srq, SrqInitAttr};
-use verbs::wr::{RecvWr, SendFlags, SendWr, Sge};
+use verbs::wr::{RecvWr, Sge};
 use verbs::{AccessFlags, CompChannel, Cq, Mr, Pd};
 
 fn main() -> ExitCode {
@@ -53,7 +53,7 @@ struct SrqEndpoint<'q, 'a> {
     srq: &'q Srq<'a>,
     cq: CqSide<'q, 'a>,
     sge: Sge,
-    flags: SendFlags,
+    out: Outgoing<'q, 'a>,
 }
 
 impl Endpoint for SrqEndpoint<'_, '_> {
@@ -67,7 +67,7 @@ impl Endpoint for SrqEndpoint<'_, '_> {
         post_srq_recvs(self.srq, &self.sge, n)
     }
     fn post_send(&mut self, qp: usize) -> bool {
-        post_send(&mut self.qps[qp], &self.sge, self.flags)
+        self.out.post(&mut self.qps[qp], None)
     }
     fn qp_index(&self, qp_num: u32) -> Option<usize> {
         self.qpns.iter().position(|&n| n == qp_num)
@@ -78,11 +78,6 @@ impl Endpoint for SrqEndpoint<'_, '_> {
 fn post_srq_recvs(srq: &Srq<'_>, sge: &Sge, n: u32) -> u32 {
     let wr = [RecvWr { wr_id: RECV_WRID, sg_list: core::slice::from_ref(sge) }];
     (0..n).take_while(|_| srq.post_recv(&wr).is_ok()).count() as u32
-}
-
-fn post_send(qp: &mut QueuePair<'_, Rc, Rts>, sge: &Sge, flags: SendFlags) -> bool {
-    let wr = [SendWr::send(SEND_WRID, core::slice::from_ref(sge)).flags(flags)];
-    qp.post_send(&wr).is_ok()
 }
 
 /// `pp_connect_ctx`: each QP to its peer; the GRH uses the first remote
@@ -154,14 +149,12 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let srq = Srq::create(&pd, SrqInitAttr { max_wr: o.rx_depth, max_sge: 1, srq_limit: 0 })
         .map_err(|_| "Couldn't create SRQ")?;
     let cap = QpCap { max_send_wr: 1, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 };
-    let mut flags = SendFlags::SIGNALED;
+    let mut inline = false;
     let mut created = Vec::with_capacity(num_qp);
     for i in 0..num_qp {
         let init = QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: Some(&srq), cap, sq_sig_all: false };
         let qp = RcQp::create(&pd, init).map_err(|_| format!("Couldn't create QP[{i}]"))?;
-        if qp.cap().max_inline_data >= o.size {
-            flags |= SendFlags::INLINE;
-        }
+        inline |= qp.cap().max_inline_data >= o.size;
         created.push(qp);
     }
     let mut qps = Vec::with_capacity(num_qp);
@@ -215,12 +208,13 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let _ = rem;
 
     let mut pending = vec![RECV_WRID; num_qp];
+    if o.server.is_some() && o.chk {
+        dev::fill_chk(&mut mr, 0, size, page_size);
+    }
+    let mut out = Outgoing::new(&mr, 0, o.size, inline);
     if o.server.is_some() {
-        if o.chk {
-            dev::fill_chk(&mut mr, 0, size, page_size);
-        }
         for (i, qp) in qps.iter_mut().enumerate() {
-            if !post_send(qp, &sge, flags) {
+            if !out.post(qp, None) {
                 return Err("Couldn't post send".into());
             }
             pending[i] = RECV_WRID | SEND_WRID;
@@ -245,7 +239,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
             srq: &srq,
             cq: CqSide::new(&cq, channel.as_ref(), batch),
             sge,
-            flags,
+            out,
         };
         run::run(&mut ep, params, &mut routs, &mut pending)?
     };

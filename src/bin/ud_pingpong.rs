@@ -18,7 +18,7 @@ mod strings;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use pingpong::device::{self as dev, CqSide};
+use pingpong::device::{self as dev, CqSide, Outgoing};
 use pingpong::exchange::{self, Dest, Server};
 use pingpong::opts::{Opts, Tool};
 use pingpong::report::{self, Rand48};
@@ -27,7 +27,7 @@ use verbs::qp::{
     AhAttr, GlobalRoute, Init, QpCap, QpInitAttr, QueuePair, Rts, SqPsnAttr, Ud, UdInitAttr, UdQp,
     UdRtrAttr,
 };
-use verbs::wr::{SendFlags, SendWr, Sge, UdDest};
+use verbs::wr::{Sge, UdDest};
 use verbs::{AccessFlags, Ah, CompChannel, Cq, Mr, Pd};
 
 /// `0x11111111`, both sides' Q_Key.
@@ -56,12 +56,17 @@ struct Peer<'q, 'a> {
     qpn: u32,
 }
 
+impl Peer<'_, '_> {
+    fn dest(&self) -> UdDest<'_> {
+        UdDest { ah: self.ah, remote_qpn: self.qpn, remote_qkey: QKEY }
+    }
+}
+
 struct UdEndpoint<'q, 'a> {
     qp: &'q mut QueuePair<'a, Ud, Rts>,
     cq: CqSide<'q, 'a>,
     recv_sge: Sge,
-    send_sge: Sge,
-    flags: SendFlags,
+    out: Outgoing<'q, 'a>,
     peer: Peer<'q, 'a>,
 }
 
@@ -76,27 +81,21 @@ impl Endpoint for UdEndpoint<'_, '_> {
         dev::post_recvs(self.qp, &self.recv_sge, n)
     }
     fn post_send(&mut self, _qp: usize) -> bool {
-        post_send(self.qp, &self.send_sge, self.flags, &self.peer)
+        self.out.post(self.qp, Some(self.peer.dest()))
     }
     fn qp_index(&self, _qp_num: u32) -> Option<usize> {
         Some(0)
     }
 }
 
-fn post_send(qp: &mut QueuePair<'_, Ud, Rts>, sge: &Sge, flags: SendFlags, peer: &Peer<'_, '_>) -> bool {
-    let dest = UdDest { ah: peer.ah, remote_qpn: peer.qpn, remote_qkey: QKEY };
-    let wr = [SendWr::send(SEND_WRID, core::slice::from_ref(sge)).flags(flags).ud(dest)];
-    qp.post_send(&wr).is_ok()
-}
-
 /// `pp_connect_ctx`: RTR, RTS with our PSN, and the AH towards `rem`.
-fn connect<'a>(
+fn connect<'a, 'p>(
     qp: QueuePair<'a, Ud, Init>,
-    pd: &'a Pd<'a>,
+    pd: &'p Pd<'p>,
     o: &Opts,
     my_psn: u32,
     rem: &Dest,
-) -> Result<(QueuePair<'a, Ud, Rts>, Ah<'a>), String> {
+) -> Result<(QueuePair<'a, Ud, Rts>, Ah<'p>), String> {
     let qp = qp.into_rtr(UdRtrAttr).map_err(|_| "Failed to modify QP to RTR".to_owned())?;
     let qp = qp
         .into_rts(SqPsnAttr { sq_psn: my_psn })
@@ -155,14 +154,10 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     };
     let qp = UdQp::create(&pd, QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false })
         .map_err(|_| "Couldn't create QP")?;
-    let mut flags = SendFlags::SIGNALED;
-    if qp.cap().max_inline_data >= o.size {
-        flags |= SendFlags::INLINE;
-    }
+    let inline = qp.cap().max_inline_data >= o.size;
     let init = UdInitAttr { pkey_index: 0, port_num: o.ib_port, qkey: QKEY };
     let mut qp = qp.into_init(init).map_err(|_| "Failed to modify QP to INIT")?;
     let recv_sge = Sge { addr: mr.addr(), length: o.size + GRH_ROOM as u32, lkey: mr.lkey() };
-    let send_sge = Sge { addr: mr.addr() + GRH_ROOM as u64, length: o.size, lkey: mr.lkey() };
 
     let mut routs = dev::post_recvs(&mut qp, &recv_sge, o.rx_depth);
     if routs < o.rx_depth {
@@ -200,11 +195,13 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     };
 
     let mut pending = [RECV_WRID];
+    if o.server.is_some() && o.chk {
+        dev::fill_chk(&mut mr, GRH_ROOM, size, page_size);
+    }
+    let mut out = Outgoing::new(&mr, GRH_ROOM, o.size, inline);
+    let peer = Peer { ah: &ah, qpn: rem.qpn };
     if o.server.is_some() {
-        if o.chk {
-            dev::fill_chk(&mut mr, GRH_ROOM, size, page_size);
-        }
-        if !post_send(&mut qp, &send_sge, flags, &Peer { ah: &ah, qpn: rem.qpn }) {
+        if !out.post(&mut qp, Some(peer.dest())) {
             return Err("Couldn't post send".into());
         }
         pending[0] |= SEND_WRID;
@@ -224,9 +221,8 @@ fn pingpong(o: &Opts) -> Result<(), String> {
             qp: &mut qp,
             cq: CqSide::new(&cq, channel.as_ref(), 2),
             recv_sge,
-            send_sge,
-            flags,
-            peer: Peer { ah: &ah, qpn: rem.qpn },
+            out,
+            peer,
         };
         run::run(&mut ep, params, &mut routs, &mut pending)?
     };

@@ -239,3 +239,12 @@ fn rxe_rc_pingpong_events_against_c() {
     assert_eq!((s.code, c.code), (Some(0), Some(0)), "{s}\n{c}");
     assert!(s.stdout.contains(&format!("\n{ITERS} iters in ")), "{s}");
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_rc_pingpong_small_messages_both_ways() {
+    // 16-byte messages: both programs send inline (IBV_SEND_INLINE)
+    // whenever the max_inline_data the QP was granted holds the message
+    pair(RC, RC_C, 19105, &["-s", "16", "-c"], 1);
+    pair(RC_C, RC, 19106, &["-s", "16", "-c"], 1);
+}

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 
 use super::exchange::Dest;
 use super::opts::{self, Opts, Stop, Tool};
-use super::run::{Completion, RECV_WRID};
+use super::run::{Completion, RECV_WRID, SEND_WRID};
 use verbs::cq::get_cq_event;
 use verbs::discovery::{self, DeviceList};
-use verbs::qp::{CanPostRecv, QueuePair, Transport};
-use verbs::wr::{RecvWr, Sge};
-use verbs::{CompChannel, Context, Cq, Wc};
+use verbs::qp::{CanPostRecv, CanPostSend, QueuePair, Transport};
+use verbs::wr::{RecvWr, SendFlags, SendWr, Sge, UdDest};
+use verbs::{CompChannel, Context, Cq, Mr, Wc};
 
 /// Parses the command line, or prints what C prints and gives exit status 1.
 pub(crate) fn parse_or_exit(tool: Tool) -> Result<(Opts, String), ExitCode> {
@@ -154,6 +154,44 @@ pub(crate) fn post_recvs<T: Transport, S: CanPostRecv>(
 ) -> u32 {
     let wr = [RecvWr { wr_id: RECV_WRID, sg_list: core::slice::from_ref(sge) }];
     (0..n).take_while(|_| qp.post_recv(&wr).is_ok()).count() as u32
+}
+
+/// `pp_post_send`'s request: `IBV_WR_SEND` of the message, signaled, and
+/// inline (`IBV_SEND_INLINE`) when the QP's `max_inline_data` holds it —
+/// then the bytes are copied out of the region at post time, as the
+/// provider copies them in C.
+pub(crate) struct Outgoing<'q, 'a> {
+    sge: Sge,
+    inline: Option<(&'q Mr<'a>, usize, Vec<u8>)>,
+}
+
+impl<'q, 'a> Outgoing<'q, 'a> {
+    /// Sends `len` bytes at `offset` of `mr`; inline if `inline`.
+    pub(crate) fn new(mr: &'q Mr<'a>, offset: usize, len: u32, inline: bool) -> Self {
+        let sge = Sge { addr: mr.addr() + offset as u64, length: len, lkey: mr.lkey() };
+        Self { sge, inline: inline.then(|| (mr, offset, vec![0; len as usize])) }
+    }
+
+    /// Posts one send (with a UD destination for UD QPs); false if the
+    /// provider refused it.
+    pub(crate) fn post<T: Transport, S: CanPostSend>(
+        &mut self,
+        qp: &mut QueuePair<'_, T, S>,
+        ud: Option<UdDest<'_>>,
+    ) -> bool {
+        let sg = [self.sge];
+        let mut wr = SendWr::send(SEND_WRID, &sg).flags(SendFlags::SIGNALED);
+        if let Some((mr, offset, data)) = &mut self.inline {
+            if mr.read_at(*offset, data).is_err() {
+                return false;
+            }
+            wr = wr.inline(data);
+        }
+        if let Some(d) = ud {
+            wr = wr.ud(d);
+        }
+        qp.post_send(&[wr]).is_ok()
+    }
 }
 
 /// The CQ side of an [`Endpoint`]: polling, events and their count.

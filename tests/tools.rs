@@ -157,14 +157,19 @@ fn pingpong_command_line_errors_match_rdma_core() {
     for &(ours, theirs, args) in cases {
         let o = run_as_pp(ours, args);
         assert_eq!(o.status.code(), Some(1), "{ours} {args:?}");
-        assert!(!o.stdout.is_empty() || !o.stderr.is_empty(), "{ours} {args:?} said nothing");
+        assert!(
+            !o.stdout.is_empty() || !o.stderr.is_empty(),
+            "{ours} {args:?} said nothing"
+        );
         let Some(path) = in_path(theirs) else {
             eprintln!("{theirs} not installed: only our side checked");
             continue;
         };
         let t = run_as_pp(&path, args);
-        let (ours_out, theirs_out) =
-            (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&t.stdout));
+        let (ours_out, theirs_out) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&t.stdout),
+        );
         let ours_out = if theirs_out.contains("--allow-cc") {
             ours_out.to_string()
         } else {

@@ -100,9 +100,18 @@ fn connect<'a>(
             port_num: o.ib_port,
         },
     };
-    let qp = qp.into_rtr(rtr).map_err(|_| "Failed to modify QP to RTR".to_owned())?;
-    let rts = RcRtsAttr { sq_psn: my_psn, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
-    qp.into_rts(rts).map_err(|_| "Failed to modify QP to RTS".to_owned())
+    let qp = qp
+        .into_rtr(rtr)
+        .map_err(|_| "Failed to modify QP to RTR".to_owned())?;
+    let rts = RcRtsAttr {
+        sq_psn: my_psn,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+    };
+    qp.into_rts(rts)
+        .map_err(|_| "Failed to modify QP to RTS".to_owned())
 }
 
 /// `main` after the options; `Err` is the message for stderr (may be
@@ -123,8 +132,8 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let (mut storage, off) = dev::page_aligned(size, 0x7b, page_size);
     let mut mr = Mr::reg(&pd, &mut storage[off..off + size], AccessFlags::LOCAL_WRITE)
         .map_err(|_| "Couldn't register MR")?;
-    let cq = Cq::create(&ctx, o.rx_depth + 1, channel.as_ref(), 0)
-        .map_err(|_| "Couldn't create CQ")?;
+    let cq =
+        Cq::create(&ctx, o.rx_depth + 1, channel.as_ref(), 0).map_err(|_| "Couldn't create CQ")?;
     let cap = QpCap {
         max_send_wr: 1,
         max_recv_wr: o.rx_depth,
@@ -132,21 +141,48 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    let qp = RcQp::create(&pd, QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false })
-        .map_err(|_| "Couldn't create QP")?;
+    let qp = RcQp::create(
+        &pd,
+        QpInitAttr {
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap,
+            sq_sig_all: false,
+        },
+    )
+    .map_err(|_| "Couldn't create QP")?;
     let inline = qp.cap().max_inline_data >= o.size;
-    let init = ConnInitAttr { pkey_index: 0, port_num: o.ib_port, access: QpAccess::empty() };
-    let mut qp = qp.into_init(init).map_err(|_| "Failed to modify QP to INIT")?;
-    let sge = Sge { addr: mr.addr(), length: o.size, lkey: mr.lkey() };
+    let init = ConnInitAttr {
+        pkey_index: 0,
+        port_num: o.ib_port,
+        access: QpAccess::empty(),
+    };
+    let mut qp = qp
+        .into_init(init)
+        .map_err(|_| "Failed to modify QP to INIT")?;
+    let sge = Sge {
+        addr: mr.addr(),
+        length: o.size,
+        lkey: mr.lkey(),
+    };
 
     let mut routs = dev::post_recvs(&mut qp, &sge, o.rx_depth);
     if routs < o.rx_depth {
         return Err(format!("Couldn't post receive ({routs})"));
     }
     if o.events {
-        cq.req_notify(false).map_err(|_| "Couldn't request CQ notification")?;
+        cq.req_notify(false)
+            .map_err(|_| "Couldn't request CQ notification")?;
     }
-    let my = dev::local_dest(&ctx, o, qp.qp_num(), rand.psn(), true, "can't read sgid of index ")?;
+    let my = dev::local_dest(
+        &ctx,
+        o,
+        qp.qp_num(),
+        rand.psn(),
+        true,
+        "can't read sgid of index ",
+    )?;
     println!("{}", report::local_line(&my, false));
 
     let (rem, mut qp) = match &o.server {
@@ -190,7 +226,12 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     };
     let done = {
         let cq = CqSide::new(&cq, channel.as_ref(), 2);
-        let mut ep = RcEndpoint { qp: &mut qp, cq, sge, out };
+        let mut ep = RcEndpoint {
+            qp: &mut qp,
+            cq,
+            sge,
+            out,
+        };
         run::run(&mut ep, params, &mut routs, &mut pending)?
     };
     let usec = start.elapsed().as_micros() as i64;

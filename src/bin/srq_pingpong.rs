@@ -76,7 +76,10 @@ impl Endpoint for SrqEndpoint<'_, '_> {
 
 /// `pp_post_recv`: `n` receives on the SRQ, one per call.
 fn post_srq_recvs(srq: &Srq<'_>, sge: &Sge, n: u32) -> u32 {
-    let wr = [RecvWr { wr_id: RECV_WRID, sg_list: core::slice::from_ref(sge) }];
+    let wr = [RecvWr {
+        wr_id: RECV_WRID,
+        sg_list: core::slice::from_ref(sge),
+    }];
     (0..n).take_while(|_| srq.post_recv(&wr).is_ok()).count() as u32
 }
 
@@ -112,7 +115,9 @@ fn connect<'a>(
                 port_num: o.ib_port,
             },
         };
-        let qp = qp.into_rtr(rtr).map_err(|_| format!("Failed to modify QP[{i}] to RTR"))?;
+        let qp = qp
+            .into_rtr(rtr)
+            .map_err(|_| format!("Failed to modify QP[{i}] to RTR"))?;
         let rts = RcRtsAttr {
             sq_psn: mine[i].psn,
             timeout: 14,
@@ -120,7 +125,10 @@ fn connect<'a>(
             rnr_retry: 7,
             max_rd_atomic: 1,
         };
-        out.push(qp.into_rts(rts).map_err(|_| format!("Failed to modify QP[{i}] to RTS"))?);
+        out.push(
+            qp.into_rts(rts)
+                .map_err(|_| format!("Failed to modify QP[{i}] to RTS"))?,
+        );
     }
     Ok(out)
 }
@@ -146,30 +154,61 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         .map_err(|_| "Couldn't register MR")?;
     let cq = Cq::create(&ctx, o.rx_depth + o.num_qp, channel.as_ref(), 0)
         .map_err(|_| "Couldn't create CQ")?;
-    let srq = Srq::create(&pd, SrqInitAttr { max_wr: o.rx_depth, max_sge: 1, srq_limit: 0 })
-        .map_err(|_| "Couldn't create SRQ")?;
-    let cap = QpCap { max_send_wr: 1, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 };
+    let srq = Srq::create(
+        &pd,
+        SrqInitAttr {
+            max_wr: o.rx_depth,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+    )
+    .map_err(|_| "Couldn't create SRQ")?;
+    let cap = QpCap {
+        max_send_wr: 1,
+        max_recv_wr: 0,
+        max_send_sge: 1,
+        max_recv_sge: 0,
+        max_inline_data: 0,
+    };
     let mut inline = false;
     let mut created = Vec::with_capacity(num_qp);
     for i in 0..num_qp {
-        let init = QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: Some(&srq), cap, sq_sig_all: false };
+        let init = QpInitAttr {
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: Some(&srq),
+            cap,
+            sq_sig_all: false,
+        };
         let qp = RcQp::create(&pd, init).map_err(|_| format!("Couldn't create QP[{i}]"))?;
         inline |= qp.cap().max_inline_data >= o.size;
         created.push(qp);
     }
     let mut qps = Vec::with_capacity(num_qp);
     for (i, qp) in created.into_iter().enumerate() {
-        let init = ConnInitAttr { pkey_index: 0, port_num: o.ib_port, access: QpAccess::empty() };
-        qps.push(qp.into_init(init).map_err(|_| format!("Failed to modify QP[{i}] to INIT"))?);
+        let init = ConnInitAttr {
+            pkey_index: 0,
+            port_num: o.ib_port,
+            access: QpAccess::empty(),
+        };
+        qps.push(
+            qp.into_init(init)
+                .map_err(|_| format!("Failed to modify QP[{i}] to INIT"))?,
+        );
     }
-    let sge = Sge { addr: mr.addr(), length: o.size, lkey: mr.lkey() };
+    let sge = Sge {
+        addr: mr.addr(),
+        length: o.size,
+        lkey: mr.lkey(),
+    };
 
     let mut routs = post_srq_recvs(&srq, &sge, o.rx_depth);
     if routs < o.rx_depth {
         return Err(format!("Couldn't post receive ({routs})"));
     }
     if o.events {
-        cq.req_notify(false).map_err(|_| "Couldn't request CQ notification")?;
+        cq.req_notify(false)
+            .map_err(|_| "Couldn't request CQ notification")?;
     }
     let mut mine = vec![Dest::default(); MAX_QP];
     for (i, qp) in qps.iter().enumerate() {
@@ -253,7 +292,8 @@ fn pingpong(o: &Opts) -> Result<(), String> {
 
     let _ = cq.ack_events(done.cq_events);
     for (i, qp) in qps.into_iter().enumerate() {
-        qp.destroy().map_err(|_| format!("Couldn't destroy QP[{i}]"))?;
+        qp.destroy()
+            .map_err(|_| format!("Couldn't destroy QP[{i}]"))?;
     }
     srq.destroy().map_err(|_| "Couldn't destroy SRQ")?;
     cq.destroy().map_err(|_| "Couldn't destroy CQ")?;

@@ -58,7 +58,11 @@ struct Peer<'q, 'a> {
 
 impl Peer<'_, '_> {
     fn dest(&self) -> UdDest<'_> {
-        UdDest { ah: self.ah, remote_qpn: self.qpn, remote_qkey: QKEY }
+        UdDest {
+            ah: self.ah,
+            remote_qpn: self.qpn,
+            remote_qkey: QKEY,
+        }
     }
 }
 
@@ -96,7 +100,9 @@ fn connect<'a, 'p>(
     my_psn: u32,
     rem: &Dest,
 ) -> Result<(QueuePair<'a, Ud, Rts>, Ah<'p>), String> {
-    let qp = qp.into_rtr(UdRtrAttr).map_err(|_| "Failed to modify QP to RTR".to_owned())?;
+    let qp = qp
+        .into_rtr(UdRtrAttr)
+        .map_err(|_| "Failed to modify QP to RTR".to_owned())?;
     let qp = qp
         .into_rts(SqPsnAttr { sq_psn: my_psn })
         .map_err(|_| "Failed to modify QP to RTS".to_owned())?;
@@ -141,10 +147,14 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         None
     };
     let pd = Pd::alloc(&ctx).map_err(|_| "Couldn't allocate PD")?;
-    let mut mr = Mr::reg(&pd, &mut storage[off..off + size + GRH_ROOM], AccessFlags::LOCAL_WRITE)
-        .map_err(|_| "Couldn't register MR")?;
-    let cq = Cq::create(&ctx, o.rx_depth + 1, channel.as_ref(), 0)
-        .map_err(|_| "Couldn't create CQ")?;
+    let mut mr = Mr::reg(
+        &pd,
+        &mut storage[off..off + size + GRH_ROOM],
+        AccessFlags::LOCAL_WRITE,
+    )
+    .map_err(|_| "Couldn't register MR")?;
+    let cq =
+        Cq::create(&ctx, o.rx_depth + 1, channel.as_ref(), 0).map_err(|_| "Couldn't create CQ")?;
     let cap = QpCap {
         max_send_wr: 1,
         max_recv_wr: o.rx_depth,
@@ -152,19 +162,39 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         max_recv_sge: 1,
         max_inline_data: 0,
     };
-    let qp = UdQp::create(&pd, QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false })
-        .map_err(|_| "Couldn't create QP")?;
+    let qp = UdQp::create(
+        &pd,
+        QpInitAttr {
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap,
+            sq_sig_all: false,
+        },
+    )
+    .map_err(|_| "Couldn't create QP")?;
     let inline = qp.cap().max_inline_data >= o.size;
-    let init = UdInitAttr { pkey_index: 0, port_num: o.ib_port, qkey: QKEY };
-    let mut qp = qp.into_init(init).map_err(|_| "Failed to modify QP to INIT")?;
-    let recv_sge = Sge { addr: mr.addr(), length: o.size + GRH_ROOM as u32, lkey: mr.lkey() };
+    let init = UdInitAttr {
+        pkey_index: 0,
+        port_num: o.ib_port,
+        qkey: QKEY,
+    };
+    let mut qp = qp
+        .into_init(init)
+        .map_err(|_| "Failed to modify QP to INIT")?;
+    let recv_sge = Sge {
+        addr: mr.addr(),
+        length: o.size + GRH_ROOM as u32,
+        lkey: mr.lkey(),
+    };
 
     let mut routs = dev::post_recvs(&mut qp, &recv_sge, o.rx_depth);
     if routs < o.rx_depth {
         return Err(format!("Couldn't post receive ({routs})"));
     }
     if o.events {
-        cq.req_notify(false).map_err(|_| "Couldn't request CQ notification")?;
+        cq.req_notify(false)
+            .map_err(|_| "Couldn't request CQ notification")?;
     }
     let my = dev::local_dest(
         &ctx,
@@ -199,7 +229,10 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         dev::fill_chk(&mut mr, GRH_ROOM, size, page_size);
     }
     let mut out = Outgoing::new(&mr, GRH_ROOM, o.size, inline);
-    let peer = Peer { ah: &ah, qpn: rem.qpn };
+    let peer = Peer {
+        ah: &ah,
+        qpn: rem.qpn,
+    };
     if o.server.is_some() {
         if !out.post(&mut qp, Some(peer.dest())) {
             return Err("Couldn't post send".into());

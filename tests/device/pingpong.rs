@@ -7,9 +7,10 @@
 //! LID/QPN/PSN/GID intact in both directions).
 
 use super::common::{gid_index, rxe_name};
+use core::time::Duration;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const RC: &str = env!("CARGO_BIN_EXE_verbs-rc-pingpong");
 const UD: &str = env!("CARGO_BIN_EXE_verbs-ud-pingpong");
@@ -33,9 +34,13 @@ struct Finished {
     stderr: String,
 }
 
-impl std::fmt::Display for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} exit {:?}\n--- stdout\n{}--- stderr\n{}", self.name, self.code, self.stdout, self.stderr)
+impl core::fmt::Display for Finished {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.name, self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -56,7 +61,12 @@ fn start(prog: &str, args: &[String]) -> Running {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    Running { name: format!("{prog} {}", args.join(" ")), child, out, err }
+    Running {
+        name: format!("{prog} {}", args.join(" ")),
+        child,
+        out,
+        err,
+    }
 }
 
 impl Running {
@@ -91,12 +101,20 @@ impl Running {
 /// server's single `accept` is not used up by probing).
 fn listening(port: u16) -> bool {
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3
-                && cols[3] == "0A"
-                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
-        })
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3
+                    && cols[3] == "0A"
+                    && cols[1]
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        == Some(port)
+            })
     })
 }
 
@@ -144,18 +162,47 @@ fn pair(server: &str, client: &str, port: u16, extra: &[&str], qps: usize) {
     let both = format!("{s}\n{c}");
     assert_eq!((s.code, c.code), (Some(0), Some(0)), "{both}");
     for side in [&s, &c] {
-        let iters: Vec<&str> = side.stdout.lines().filter(|l| l.contains(" iters in ")).collect();
+        let iters: Vec<&str> = side
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" iters in "))
+            .collect();
         assert_eq!(iters.len(), 1, "{both}");
-        assert!(iters[0].starts_with(&format!("{ITERS} iters in ")), "{both}");
+        assert!(
+            iters[0].starts_with(&format!("{ITERS} iters in ")),
+            "{both}"
+        );
         assert!(iters[0].ends_with(" usec/iter"), "{both}");
-        assert_eq!(side.stdout.lines().filter(|l| l.contains(" bytes in ")).count(), 1, "{both}");
+        assert_eq!(
+            side.stdout
+                .lines()
+                .filter(|l| l.contains(" bytes in "))
+                .count(),
+            1,
+            "{both}"
+        );
         assert!(!side.stdout.contains("invalid data"), "{both}");
-        assert_eq!(addresses(&side.stdout, "  local address:").len(), qps, "{both}");
+        assert_eq!(
+            addresses(&side.stdout, "  local address:").len(),
+            qps,
+            "{both}"
+        );
     }
-    assert_eq!(addresses(&s.stdout, "  remote address:"), addresses(&c.stdout, "  local address:"), "{both}");
-    assert_eq!(addresses(&c.stdout, "  remote address:"), addresses(&s.stdout, "  local address:"), "{both}");
+    assert_eq!(
+        addresses(&s.stdout, "  remote address:"),
+        addresses(&c.stdout, "  local address:"),
+        "{both}"
+    );
+    assert_eq!(
+        addresses(&c.stdout, "  remote address:"),
+        addresses(&s.stdout, "  local address:"),
+        "{both}"
+    );
     // The GID printed is the one at -g (RoCE v2 IPv4: ::ffff:a.b.c.d).
-    assert!(addresses(&s.stdout, "  local address:")[0].contains("GID ::ffff:"), "{both}");
+    assert!(
+        addresses(&s.stdout, "  local address:")[0].contains("GID ::ffff:"),
+        "{both}"
+    );
 }
 
 const RC_C: &str = "ibv_rc_pingpong";
@@ -216,7 +263,13 @@ fn rxe_srq_pingpong_c_server_rust_client() {
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_srq_pingpong_rust_pair_events() {
-    pair(SRQ, SRQ, 19123, &["-q", "4", "-r", "16", "-s", "1024", "-c", "-e"], 4);
+    pair(
+        SRQ,
+        SRQ,
+        19123,
+        &["-q", "4", "-r", "16", "-s", "1024", "-c", "-e"],
+        4,
+    );
 }
 
 #[test]

@@ -39,7 +39,15 @@ pub(crate) struct Getopt<'a> {
 impl<'a> Getopt<'a> {
     /// `getopt_long(argc, argv, short, long, NULL)` over `args`.
     pub(crate) fn new(args: &'a [String], short: &'static str, long: &'static [LongOpt]) -> Self {
-        Self { args, short, long, next: 1, cluster: None, operands: Vec::new(), done: false }
+        Self {
+            args,
+            short,
+            long,
+            next: 1,
+            cluster: None,
+            operands: Vec::new(),
+            done: false,
+        }
     }
 
     fn prog(&self) -> &str {
@@ -66,14 +74,21 @@ impl<'a> Getopt<'a> {
             None => (body, None),
         };
         let exact = self.long.iter().find(|o| o.name == name);
-        let matches: Vec<&LongOpt> = self.long.iter().filter(|o| o.name.starts_with(name)).collect();
+        let matches: Vec<&LongOpt> = self
+            .long
+            .iter()
+            .filter(|o| o.name.starts_with(name))
+            .collect();
         let o = match (exact, matches.as_slice()) {
             (Some(&o), _) | (None, [&o]) => o,
             (None, []) => return Err(format!("{}: unrecognized option '{arg}'", self.prog())),
             (None, many) => {
                 // glibc: not ambiguous if all candidates mean the same.
                 let first = many[0];
-                if many.iter().all(|o| o.val == first.val && o.has_arg == first.has_arg) {
+                if many
+                    .iter()
+                    .all(|o| o.val == first.val && o.has_arg == first.has_arg)
+                {
                     *first
                 } else {
                     let names: String = many.iter().map(|o| format!(" '--{}'", o.name)).collect();
@@ -90,12 +105,16 @@ impl<'a> Getopt<'a> {
                 self.next += 1;
                 Ok((o.val, Some(self.args[self.next - 1].clone())))
             }
-            (true, None) => {
-                Err(format!("{}: option '--{}' requires an argument", self.prog(), o.name))
-            }
-            (false, Some(_)) => {
-                Err(format!("{}: option '--{}' doesn't allow an argument", self.prog(), o.name))
-            }
+            (true, None) => Err(format!(
+                "{}: option '--{}' requires an argument",
+                self.prog(),
+                o.name
+            )),
+            (false, Some(_)) => Err(format!(
+                "{}: option '--{}' doesn't allow an argument",
+                self.prog(),
+                o.name
+            )),
             (false, None) => Ok((o.val, None)),
         }
     }
@@ -111,7 +130,9 @@ impl Iterator for Getopt<'_> {
         loop {
             if let Some((idx, pos)) = self.cluster.take() {
                 let arg = &self.args[idx];
-                let Some(c) = arg[pos..].chars().next() else { continue };
+                let Some(c) = arg[pos..].chars().next() else {
+                    continue;
+                };
                 let after = pos + c.len_utf8();
                 return Some(match self.short_spec(c) {
                     None => {
@@ -131,9 +152,10 @@ impl Iterator for Getopt<'_> {
                         self.next += 1;
                         Ok((c, Some(self.args[self.next - 1].clone())))
                     }
-                    Some(true) => {
-                        Err(format!("{}: option requires an argument -- '{c}'", self.prog()))
-                    }
+                    Some(true) => Err(format!(
+                        "{}: option requires an argument -- '{c}'",
+                        self.prog()
+                    )),
                 });
             }
             let Some(arg) = self.args.get(self.next) else {
@@ -213,28 +235,60 @@ mod tests {
     use super::*;
 
     const LONG: &[LongOpt] = &[
-        LongOpt { name: "port", has_arg: true, val: 'p' },
-        LongOpt { name: "ib-dev", has_arg: true, val: 'd' },
-        LongOpt { name: "ib-port", has_arg: true, val: 'i' },
-        LongOpt { name: "events", has_arg: false, val: 'e' },
-        LongOpt { name: "chk", has_arg: false, val: 'c' },
+        LongOpt {
+            name: "port",
+            has_arg: true,
+            val: 'p',
+        },
+        LongOpt {
+            name: "ib-dev",
+            has_arg: true,
+            val: 'd',
+        },
+        LongOpt {
+            name: "ib-port",
+            has_arg: true,
+            val: 'i',
+        },
+        LongOpt {
+            name: "events",
+            has_arg: false,
+            val: 'e',
+        },
+        LongOpt {
+            name: "chk",
+            has_arg: false,
+            val: 'c',
+        },
     ];
 
-    fn run(args: &[&str]) -> (Vec<Result<(char, Option<String>), String>>, Vec<String>) {
-        let v: Vec<String> =
-            core::iter::once("prog").chain(args.iter().copied()).map(String::from).collect();
+    type Item = Result<(char, Option<String>), String>;
+
+    fn run(args: &[&str]) -> (Vec<Item>, Vec<String>) {
+        let v: Vec<String> = core::iter::once("prog")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
         let mut g = Getopt::new(&v, "p:d:i:ec", LONG);
         let items: Vec<_> = g.by_ref().collect();
         (items, g.operands().to_vec())
     }
 
-    fn ok(c: char, v: Option<&str>) -> Result<(char, Option<String>), String> {
+    fn ok(c: char, v: Option<&str>) -> Item {
         Ok((c, v.map(String::from)))
     }
 
     #[test]
     fn forms_and_permutation() {
-        let (items, ops) = run(&["-ecp18515", "host", "--ib-dev=rxe0", "--ib-p", "2", "-d", "x"]);
+        let (items, ops) = run(&[
+            "-ecp18515",
+            "host",
+            "--ib-dev=rxe0",
+            "--ib-p",
+            "2",
+            "-d",
+            "x",
+        ]);
         assert_eq!(
             items,
             [
@@ -257,19 +311,35 @@ mod tests {
     #[test]
     fn glibc_messages() {
         assert_eq!(run(&["-x"]).0, [Err("prog: invalid option -- 'x'".into())]);
-        assert_eq!(run(&["-p"]).0, [Err("prog: option requires an argument -- 'p'".into())]);
+        assert_eq!(
+            run(&["-p"]).0,
+            [Err("prog: option requires an argument -- 'p'".into())]
+        );
         assert_eq!(
             run(&["--ib"]).0,
-            [Err("prog: option '--ib' is ambiguous; possibilities: '--ib-dev' '--ib-port'".into())]
+            [Err(
+                "prog: option '--ib' is ambiguous; possibilities: '--ib-dev' '--ib-port'".into()
+            )]
         );
-        assert_eq!(run(&["--nope"]).0, [Err("prog: unrecognized option '--nope'".into())]);
+        assert_eq!(
+            run(&["--nope"]).0,
+            [Err("prog: unrecognized option '--nope'".into())]
+        );
         assert_eq!(
             run(&["--events=1"]).0,
-            [Err("prog: option '--events' doesn't allow an argument".into())]
+            [Err(
+                "prog: option '--events' doesn't allow an argument".into()
+            )]
         );
-        assert_eq!(run(&["--port"]).0, [Err("prog: option '--port' requires an argument".into())]);
+        assert_eq!(
+            run(&["--port"]).0,
+            [Err("prog: option '--port' requires an argument".into())]
+        );
         // getopt goes on after an invalid letter in a cluster
-        assert_eq!(run(&["-xe"]).0, [Err("prog: invalid option -- 'x'".into()), ok('e', None)]);
+        assert_eq!(
+            run(&["-xe"]).0,
+            [Err("prog: invalid option -- 'x'".into()), ok('e', None)]
+        );
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub(crate) fn device_list() -> Result<DeviceList, String> {
 pub(crate) fn open(list: &DeviceList, name: Option<&str>) -> Result<Context, String> {
     let dev = match name {
         None => list.iter().next().ok_or("No IB devices found".to_owned())?,
-        Some(n) => list.by_name(n).map_err(|_| format!("IB device {n} not found"))?,
+        Some(n) => list
+            .by_name(n)
+            .map_err(|_| format!("IB device {n} not found"))?,
     };
     Context::open(dev).map_err(|_| format!("Couldn't get context for {}", dev.name()))
 }
@@ -69,9 +71,14 @@ pub(crate) fn refuse_unsupported(ctx: &Context, o: &Opts, tool: Tool) -> Result<
             .map_err(|_| "Couldn't query device for its features".to_owned())?;
         let ex = &attr.ex;
         if o.odp {
-            let need = if tool == Tool::Srq { ODP_SEND | ODP_SRQ_RECV } else { ODP_SEND | ODP_RECV };
+            let need = if tool == Tool::Srq {
+                ODP_SEND | ODP_SRQ_RECV
+            } else {
+                ODP_SEND | ODP_RECV
+            };
             let caps = ex.odp_caps.general_caps;
-            if caps & ODP_SUPPORT == 0 || ex.odp_caps.per_transport_caps.rc_odp_caps & need != need {
+            if caps & ODP_SUPPORT == 0 || ex.odp_caps.per_transport_caps.rc_odp_caps & need != need
+            {
                 return Err(if tool == Tool::Srq {
                     "The device isn't ODP capable or does not support RC send, receive and srq with ODP"
                 } else {
@@ -101,7 +108,9 @@ pub(crate) fn refuse_unsupported(ctx: &Context, o: &Opts, tool: Tool) -> Result<
         return Err(format!("{me}: parent domains (-U) are not implemented"));
     }
     if o.new_send {
-        return Err(format!("{me}: the ibv_wr_* send API (-N) is not implemented"));
+        return Err(format!(
+            "{me}: the ibv_wr_* send API (-N) is not implemented"
+        ));
     }
     Ok(())
 }
@@ -126,7 +135,9 @@ pub(crate) fn local_dest(
     gid_msg: &str,
 ) -> Result<Dest, String> {
     const LINK_LAYER_ETHERNET: u8 = 2;
-    let port = ctx.query_port(o.ib_port).map_err(|_| "Couldn't get port info".to_owned())?;
+    let port = ctx
+        .query_port(o.ib_port)
+        .map_err(|_| "Couldn't get port info".to_owned())?;
     if need_lid && port.link_layer != LINK_LAYER_ETHERNET && port.lid == 0 {
         return Err("Couldn't get local LID".to_owned());
     }
@@ -136,7 +147,12 @@ pub(crate) fn local_dest(
     } else {
         [0; 16]
     };
-    Ok(Dest { lid: u32::from(port.lid), qpn, psn, gid })
+    Ok(Dest {
+        lid: u32::from(port.lid),
+        qpn,
+        psn,
+        gid,
+    })
 }
 
 /// `dest->gid.global.interface_id != 0`: the remote side gave a GID, so
@@ -152,7 +168,10 @@ pub(crate) fn post_recvs<T: Transport, S: CanPostRecv>(
     sge: &Sge,
     n: u32,
 ) -> u32 {
-    let wr = [RecvWr { wr_id: RECV_WRID, sg_list: core::slice::from_ref(sge) }];
+    let wr = [RecvWr {
+        wr_id: RECV_WRID,
+        sg_list: core::slice::from_ref(sge),
+    }];
     (0..n).take_while(|_| qp.post_recv(&wr).is_ok()).count() as u32
 }
 
@@ -168,8 +187,15 @@ pub(crate) struct Outgoing<'q, 'a> {
 impl<'q, 'a> Outgoing<'q, 'a> {
     /// Sends `len` bytes at `offset` of `mr`; inline if `inline`.
     pub(crate) fn new(mr: &'q Mr<'a>, offset: usize, len: u32, inline: bool) -> Self {
-        let sge = Sge { addr: mr.addr() + offset as u64, length: len, lkey: mr.lkey() };
-        Self { sge, inline: inline.then(|| (mr, offset, vec![0; len as usize])) }
+        let sge = Sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
+        Self {
+            sge,
+            inline: inline.then(|| (mr, offset, vec![0; len as usize])),
+        }
     }
 
     /// Posts one send (with a UD destination for UD QPs); false if the
@@ -206,15 +232,26 @@ pub(crate) struct CqSide<'q, 'a> {
 impl<'q, 'a> CqSide<'q, 'a> {
     /// For polling up to `batch` completions at a time.
     pub(crate) fn new(cq: &'q Cq<'a>, channel: Option<&'q CompChannel<'a>>, batch: usize) -> Self {
-        Self { cq, channel, wcs: vec![Wc::ZERO; batch.max(1)] }
+        Self {
+            cq,
+            channel,
+            wcs: vec![Wc::ZERO; batch.max(1)],
+        }
     }
 
     /// `Endpoint::poll`.
     pub(crate) fn poll(&mut self, out: &mut [Completion]) -> Result<usize, i32> {
         let n = out.len().min(self.wcs.len());
-        let got = self.cq.poll(&mut self.wcs[..n]).map_err(|e| e.raw_os_error())?;
+        let got = self
+            .cq
+            .poll(&mut self.wcs[..n])
+            .map_err(|e| e.raw_os_error())?;
         for (o, wc) in out.iter_mut().zip(&self.wcs[..got]) {
-            *o = Completion { wr_id: wc.wr_id(), status: wc.status_raw(), qp_num: wc.qp_num() };
+            *o = Completion {
+                wr_id: wc.wr_id(),
+                status: wc.status_raw(),
+                qp_num: wc.qp_num(),
+            };
         }
         Ok(got)
     }

@@ -47,8 +47,10 @@ pub(crate) fn wire_to_gid(wire: &str) -> [u8; 16] {
     let b = wire.as_bytes();
     let mut gid = [0u8; 16];
     for i in 0..4 {
-        let piece: Vec<u8> =
-            (0..8).map(|j| b.get(i * 8 + j).copied().unwrap_or(0)).take_while(|&c| c != 0).collect();
+        let piece: Vec<u8> = (0..8)
+            .map(|j| b.get(i * 8 + j).copied().unwrap_or(0))
+            .take_while(|&c| c != 0)
+            .collect();
         let v = scan_hex(&String::from_utf8_lossy(&piece)).map_or(0, |(v, _)| v as u32);
         gid[i * 4..i * 4 + 4].copy_from_slice(&v.to_be_bytes());
     }
@@ -72,14 +74,22 @@ fn scan_hex(s: &str) -> Option<(u64, &str)> {
     if end == 0 {
         return None;
     }
-    let v = s[..end].chars().fold(0u64, |v, c| (v << 4) | u64::from(c.to_digit(16).unwrap_or(0)));
+    let v = s[..end].chars().fold(0u64, |v, c| {
+        (v << 4) | u64::from(c.to_digit(16).unwrap_or(0))
+    });
     Some((if neg { v.wrapping_neg() } else { v }, &s[end..]))
 }
 
 /// The message for `d`: `sprintf(msg, "%04x:%06x:%06x:%s", …)` in a
 /// zero-filled 52-byte buffer.
 pub(crate) fn encode(d: &Dest) -> [u8; MSG_LEN] {
-    let text = format!("{:04x}:{:06x}:{:06x}:{}", d.lid, d.qpn, d.psn, gid_to_wire(&d.gid));
+    let text = format!(
+        "{:04x}:{:06x}:{:06x}:{}",
+        d.lid,
+        d.qpn,
+        d.psn,
+        gid_to_wire(&d.gid)
+    );
     let mut msg = [0u8; MSG_LEN];
     let n = text.len().min(MSG_LEN - 1);
     msg[..n].copy_from_slice(&text.as_bytes()[..n]);
@@ -95,7 +105,9 @@ pub(crate) fn decode(msg: &[u8]) -> Dest {
     let mut rest: &str = &text;
     let mut fields = [&mut d.lid, &mut d.qpn, &mut d.psn];
     for (i, f) in fields.iter_mut().enumerate() {
-        let Some((v, r)) = scan_hex(rest) else { return d };
+        let Some((v, r)) = scan_hex(rest) else {
+            return d;
+        };
         **f = v as u32;
         rest = r;
         if i < 2 || !rest.is_empty() {
@@ -105,7 +117,11 @@ pub(crate) fn decode(msg: &[u8]) -> Dest {
             }
         }
     }
-    let word = rest.trim_start().split(|c: char| c.is_ascii_whitespace()).next().unwrap_or("");
+    let word = rest
+        .trim_start()
+        .split(|c: char| c.is_ascii_whitespace())
+        .next()
+        .unwrap_or("");
     if !word.is_empty() {
         d.gid = wire_to_gid(word);
     }
@@ -144,7 +160,9 @@ pub(crate) fn client(host: &str, port: u16, mine: &[Dest]) -> Option<Vec<Dest>> 
         Ok(a) => a,
         Err(e) => {
             let text = e.to_string();
-            let gai = text.strip_prefix("failed to lookup address information: ").unwrap_or(&text);
+            let gai = text
+                .strip_prefix("failed to lookup address information: ")
+                .unwrap_or(&text);
             eprintln!("{gai} for {host}:{port}");
             return None;
         }
@@ -198,7 +216,8 @@ impl Server {
     /// Listens on `port` (any address, `SO_REUSEADDR`) and accepts one
     /// connection; errors on stderr as in C.
     pub(crate) fn accept(port: u16) -> Option<Self> {
-        let listener = TcpListener::bind(("0.0.0.0", port)).or_else(|_| TcpListener::bind(("::", port)));
+        let listener =
+            TcpListener::bind(("0.0.0.0", port)).or_else(|_| TcpListener::bind(("::", port)));
         let Ok(listener) = listener else {
             eprintln!("Couldn't listen to port {port}");
             return None;
@@ -273,7 +292,12 @@ mod tests {
 
     #[test]
     fn message_bytes_match_the_c_format() {
-        let d = Dest { lid: 0, qpn: 0x11, psn: 0xabcdef, gid: GID };
+        let d = Dest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0xabcdef,
+            gid: GID,
+        };
         let msg = encode(&d);
         // sprintf("%04x:%06x:%06x:%s") with gid_to_wire_gid's 32 digits,
         // checked by hand; then the NUL filling sizeof msg = 52.
@@ -286,7 +310,12 @@ mod tests {
     #[test]
     fn round_trip_and_ib_lid() {
         let gid: [u8; 16] = core::array::from_fn(|i| (i as u8) * 17);
-        let d = Dest { lid: 0xbeef, qpn: 0xffffff, psn: 1, gid };
+        let d = Dest {
+            lid: 0xbeef,
+            qpn: 0xffffff,
+            psn: 1,
+            gid,
+        };
         let msg = encode(&d);
         assert_eq!(&msg[..19], b"beef:ffffff:000001:");
         assert_eq!(&msg[19..51], b"00112233445566778899aabbccddeeff");
@@ -300,7 +329,10 @@ mod tests {
         assert_eq!(wire_to_gid("00000000000000000000ffff0a00020f"), GID);
         // upper case is read too; a short string reads what is there
         assert_eq!(wire_to_gid("FE800000")[..4], [0xfe, 0x80, 0, 0]);
-        assert_eq!(wire_to_gid("fe80"), [0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            wire_to_gid("fe80"),
+            [0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
     }
 
     #[test]
@@ -323,18 +355,37 @@ mod tests {
         let server = std::thread::spawn(move || {
             let mut s = Server::accept(port).expect("accept");
             let rem = s.read_dests(2).expect("read");
-            let mine = [Dest { qpn: 7, ..Dest::default() }, Dest { qpn: 8, ..Dest::default() }];
+            let mine = [
+                Dest {
+                    qpn: 7,
+                    ..Dest::default()
+                },
+                Dest {
+                    qpn: 8,
+                    ..Dest::default()
+                },
+            ];
             s.finish(&mine).expect("finish");
             rem
         });
-        let mine = [Dest { qpn: 1, psn: 2, ..Dest::default() }, Dest { lid: 3, ..Dest::default() }];
+        let mine = [
+            Dest {
+                qpn: 1,
+                psn: 2,
+                ..Dest::default()
+            },
+            Dest {
+                lid: 3,
+                ..Dest::default()
+            },
+        ];
         let mut rem = None;
         for _ in 0..100 {
             rem = client("127.0.0.1", port, &mine);
             if rem.is_some() {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(core::time::Duration::from_millis(20));
         }
         let rem = rem.expect("client exchange");
         assert_eq!(rem.iter().map(|d| d.qpn).collect::<Vec<_>>(), [7, 8]);

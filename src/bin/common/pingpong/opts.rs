@@ -149,8 +149,14 @@ pub(crate) fn parse(tool: Tool, args: &[String]) -> Result<Opts, Stop> {
         Tool::Ud => ("p:d:i:s:r:n:l:eg:c", UD_LONG),
         Tool::Srq => ("p:d:i:s:m:q:r:n:l:eog:c", SRQ_LONG),
     };
-    let usage = |stderr: Option<String>| Stop { stderr, usage: true };
-    let fail = |msg: String| Stop { stderr: Some(msg), usage: false };
+    let usage = |stderr: Option<String>| Stop {
+        stderr,
+        usage: true,
+    };
+    let fail = |msg: String| Stop {
+        stderr: Some(msg),
+        usage: false,
+    };
     let mut o = Opts {
         port: 18515,
         ib_dev: None,
@@ -232,7 +238,9 @@ pub(crate) fn parse(tool: Tool, args: &[String]) -> Result<Opts, Stop> {
                 return Err(fail("DM memory region can't be on demand".into()));
             }
             if o.cc_unprotected && o.odp {
-                return Err(fail("CoCo unprotected memory cannot be used with ODP".into()));
+                return Err(fail(
+                    "CoCo unprotected memory cannot be used with ODP".into(),
+                ));
             }
             if o.cc_unprotected && o.dm {
                 return Err(fail(
@@ -240,7 +248,9 @@ pub(crate) fn parse(tool: Tool, args: &[String]) -> Result<Opts, Stop> {
                 ));
             }
             if !o.odp && o.prefetch {
-                return Err(fail("prefetch is valid only with on-demand memory region".into()));
+                return Err(fail(
+                    "prefetch is valid only with on-demand memory region".into(),
+                ));
             }
         }
         Tool::Srq => {
@@ -322,13 +332,18 @@ mod tests {
     use super::*;
 
     fn p(tool: Tool, args: &[&str]) -> Result<Opts, Stop> {
-        let v: Vec<String> =
-            core::iter::once("prog").chain(args.iter().copied()).map(String::from).collect();
+        let v: Vec<String> = core::iter::once("prog")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
         parse(tool, &v)
     }
 
     fn usage_only() -> Stop {
-        Stop { stderr: None, usage: true }
+        Stop {
+            stderr: None,
+            usage: true,
+        }
     }
 
     #[test]
@@ -338,7 +353,10 @@ mod tests {
             (rc.port, rc.ib_dev.as_deref(), rc.ib_port, rc.size, rc.mtu),
             (18515, None, 1, 4096, Mtu::Mtu1024)
         );
-        assert_eq!((rc.rx_depth, rc.iters, rc.sl, rc.events, rc.gid_idx), (500, 1000, 0, false, -1));
+        assert_eq!(
+            (rc.rx_depth, rc.iters, rc.sl, rc.events, rc.gid_idx),
+            (500, 1000, 0, false, -1)
+        );
         assert_eq!((rc.chk, rc.server.as_deref()), (false, None));
         let ud = p(Tool::Ud, &[]).unwrap();
         // ud_pingpong.c: `size = 1024` (its usage text claims 2048)
@@ -351,23 +369,46 @@ mod tests {
     fn every_required_option_short_and_long() {
         let o = p(
             Tool::Srq,
-            &["-p", "0x4000", "-d", "rxe0", "-i2", "-s", "64", "-m", "2048", "-q", "4", "-r", "8"],
+            &[
+                "-p", "0x4000", "-d", "rxe0", "-i2", "-s", "64", "-m", "2048", "-q", "4", "-r", "8",
+            ],
         )
         .unwrap();
-        assert_eq!((o.port, o.ib_dev.as_deref(), o.ib_port, o.size), (0x4000, Some("rxe0"), 2, 64));
+        assert_eq!(
+            (o.port, o.ib_dev.as_deref(), o.ib_port, o.size),
+            (0x4000, Some("rxe0"), 2, 64)
+        );
         assert_eq!((o.mtu, o.num_qp, o.rx_depth), (Mtu::Mtu2048, 4, 8));
         let o = p(
             Tool::Rc,
-            &["--iters=20", "--sl", "3", "--events", "--gid-idx=1", "--chk", "127.0.0.1", "-e"],
+            &[
+                "--iters=20",
+                "--sl",
+                "3",
+                "--events",
+                "--gid-idx=1",
+                "--chk",
+                "127.0.0.1",
+                "-e",
+            ],
         )
         .unwrap();
-        assert_eq!((o.iters, o.sl, o.events, o.gid_idx, o.chk), (20, 3, true, 1, true));
+        assert_eq!(
+            (o.iters, o.sl, o.events, o.gid_idx, o.chk),
+            (20, 3, true, 1, true)
+        );
         assert_eq!(o.server.as_deref(), Some("127.0.0.1"));
         let o = p(Tool::Rc, &["-oPtjNU"]);
         // the C program's checks, in its order: -o with -j first
-        assert_eq!(o.unwrap_err().stderr.as_deref(), Some("DM memory region can't be on demand"));
+        assert_eq!(
+            o.unwrap_err().stderr.as_deref(),
+            Some("DM memory region can't be on demand")
+        );
         let o = p(Tool::Rc, &["-oU"]);
-        assert_eq!(o.unwrap_err().stderr.as_deref(), Some("CoCo unprotected memory cannot be used with ODP"));
+        assert_eq!(
+            o.unwrap_err().stderr.as_deref(),
+            Some("CoCo unprotected memory cannot be used with ODP")
+        );
         let o = p(Tool::Rc, &["-tjN"]).unwrap();
         assert!(o.ts && o.dm && o.new_send && !o.odp);
         let o = p(Tool::Rc, &["-O", "-P"]).unwrap();
@@ -391,26 +432,50 @@ mod tests {
     #[test]
     fn options_of_other_tools_are_invalid() {
         let e = p(Tool::Ud, &["-m", "1024"]).unwrap_err();
-        assert_eq!(e, Stop { stderr: Some("prog: invalid option -- 'm'".into()), usage: true });
+        assert_eq!(
+            e,
+            Stop {
+                stderr: Some("prog: invalid option -- 'm'".into()),
+                usage: true
+            }
+        );
         let e = p(Tool::Rc, &["-q", "2"]).unwrap_err();
         assert_eq!(e.stderr.as_deref(), Some("prog: invalid option -- 'q'"));
         let e = p(Tool::Ud, &["--odp"]).unwrap_err();
-        assert_eq!(e.stderr.as_deref(), Some("prog: unrecognized option '--odp'"));
+        assert_eq!(
+            e.stderr.as_deref(),
+            Some("prog: unrecognized option '--odp'")
+        );
         let e = p(Tool::Srq, &["--num"]).unwrap_err();
-        assert_eq!(e.stderr.as_deref(), Some("prog: option '--num-qp' requires an argument"));
+        assert_eq!(
+            e.stderr.as_deref(),
+            Some("prog: option '--num-qp' requires an argument")
+        );
     }
 
     #[test]
     fn c_consistency_checks() {
         let msg = |t, a: &[&str]| p(t, a).unwrap_err().stderr.unwrap();
-        assert_eq!(msg(Tool::Rc, &["-o", "-j"]), "DM memory region can't be on demand");
-        assert_eq!(msg(Tool::Rc, &["-U", "-j"]), "CoCo unprotected memory cannot be used with device memory");
-        assert_eq!(msg(Tool::Rc, &["-P"]), "prefetch is valid only with on-demand memory region");
+        assert_eq!(
+            msg(Tool::Rc, &["-o", "-j"]),
+            "DM memory region can't be on demand"
+        );
+        assert_eq!(
+            msg(Tool::Rc, &["-U", "-j"]),
+            "CoCo unprotected memory cannot be used with device memory"
+        );
+        assert_eq!(
+            msg(Tool::Rc, &["-P"]),
+            "prefetch is valid only with on-demand memory region"
+        );
         assert_eq!(
             msg(Tool::Srq, &["-q", "8", "-r", "4"]),
             "rx_depth 4 is too small for 8 QPs -- must have at least one receive per QP."
         );
-        assert_eq!(msg(Tool::Srq, &["-q", "256", "-r", "1000"]), "num_qp 256 must be less than 255");
+        assert_eq!(
+            msg(Tool::Srq, &["-q", "256", "-r", "1000"]),
+            "num_qp 256 must be less than 255"
+        );
         assert!(p(Tool::Srq, &["-q", "255", "-r", "1000"]).is_ok());
     }
 
@@ -426,6 +491,7 @@ mod tests {
         let rc = usage(Tool::Rc, "x");
         assert!(rc.contains("  -t, --ts\t            get CQE with timestamp\n"));
         assert_eq!(rc.lines().count(), 24);
-        assert!(usage(Tool::Srq, "x").contains("  -q, --num-qp=<num>     number of QPs to use (default 16)\n"));
+        assert!(usage(Tool::Srq, "x")
+            .contains("  -q, --num-qp=<num>     number of QPs to use (default 16)\n"));
     }
 }

@@ -124,7 +124,12 @@ mod tests {
     #[test]
     fn address_lines() {
         let gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 2, 15];
-        let d = Dest { lid: 0, qpn: 0x11, psn: 0x9abcd, gid };
+        let d = Dest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0x9abcd,
+            gid,
+        };
         assert_eq!(
             local_line(&d, false),
             "  local address:  LID 0x0000, QPN 0x000011, PSN 0x09abcd, GID ::ffff:10.0.2.15"
@@ -134,7 +139,10 @@ mod tests {
             "  local address:  LID 0x0000, QPN 0x000011, PSN 0x09abcd: GID ::ffff:10.0.2.15"
         );
         assert_eq!(
-            remote_line(&Dest { lid: 0x1a, ..Dest::default() }),
+            remote_line(&Dest {
+                lid: 0x1a,
+                ..Dest::default()
+            }),
             "  remote address: LID 0x001a, QPN 0x000000, PSN 0x000000, GID ::"
         );
     }

@@ -87,14 +87,21 @@ pub(crate) fn run(
             cq_events += 1;
         }
         let ne = loop {
-            let ne = ep.poll(&mut wc).map_err(|e| format!("poll CQ failed {}", -e))?;
+            let ne = ep
+                .poll(&mut wc)
+                .map_err(|e| format!("poll CQ failed {}", -e))?;
             if p.events || ne >= 1 {
                 break ne;
             }
         };
         for c in &wc[..ne] {
-            let parse_failed =
-                |msg: String| if p.rc_messages { format!("{msg}\nparse WC failed {ne}") } else { msg };
+            let parse_failed = |msg: String| {
+                if p.rc_messages {
+                    format!("{msg}\nparse WC failed {ne}")
+                } else {
+                    msg
+                }
+            };
             if c.status != 0 {
                 return Err(parse_failed(format!(
                     "Failed status {} ({}) for wr_id {}",
@@ -113,7 +120,10 @@ pub(crate) fn run(
                     if *routs <= p.refill_at {
                         *routs += ep.post_recv(p.rx_depth.saturating_sub(*routs));
                         if *routs < p.rx_depth {
-                            return Err(parse_failed(format!("Couldn't post receive ({})", *routs)));
+                            return Err(parse_failed(format!(
+                                "Couldn't post receive ({})",
+                                *routs
+                            )));
                         }
                     }
                     rcnt += 1;
@@ -134,7 +144,11 @@ pub(crate) fn run(
             }
         }
     }
-    Ok(Done { cq_events, scnt, rcnt })
+    Ok(Done {
+        cq_events,
+        scnt,
+        rcnt,
+    })
 }
 
 #[cfg(test)]
@@ -179,25 +193,53 @@ mod tests {
         }
         fn post_send(&mut self, qp: usize) -> bool {
             self.sends.push(qp);
-            let status = if self.fail_status_at_send == Some(self.sends.len()) { 5 } else { 0 };
-            self.cq.push_back(Completion { wr_id: SEND_WRID, status, qp_num: 0x10 + qp as u32 });
-            assert!(self.posted_recvs > 0, "the reply would meet no receive (RNR)");
+            let status = if self.fail_status_at_send == Some(self.sends.len()) {
+                5
+            } else {
+                0
+            };
+            self.cq.push_back(Completion {
+                wr_id: SEND_WRID,
+                status,
+                qp_num: 0x10 + qp as u32,
+            });
+            assert!(
+                self.posted_recvs > 0,
+                "the reply would meet no receive (RNR)"
+            );
             self.posted_recvs -= 1;
-            self.cq.push_back(Completion { wr_id: RECV_WRID, status: 0, qp_num: 0x10 + qp as u32 });
+            self.cq.push_back(Completion {
+                wr_id: RECV_WRID,
+                status: 0,
+                qp_num: 0x10 + qp as u32,
+            });
             true
         }
         fn qp_index(&self, qp_num: u32) -> Option<usize> {
-            qp_num.checked_sub(0x10).map(|i| i as usize).filter(|&i| i < 4)
+            qp_num
+                .checked_sub(0x10)
+                .map(|i| i as usize)
+                .filter(|&i| i < 4)
         }
     }
 
     fn params(iters: u32, rx_depth: u32, events: bool) -> Params {
-        Params { iters, rx_depth, refill_at: 1, batch: 2, events, rc_messages: true }
+        Params {
+            iters,
+            rx_depth,
+            refill_at: 1,
+            batch: 2,
+            events,
+            rc_messages: true,
+        }
     }
 
     /// The client side: receives posted, first send out, pending = both.
     fn client(rx_depth: u32) -> (Echo, u32) {
-        let mut ep = Echo { recv_capacity: rx_depth, ..Echo::default() };
+        let mut ep = Echo {
+            recv_capacity: rx_depth,
+            ..Echo::default()
+        };
         let routs = ep.post_recv(rx_depth);
         assert!(ep.post_send(0));
         (ep, routs)
@@ -208,12 +250,23 @@ mod tests {
         let (mut ep, mut routs) = client(4);
         let mut pending = [RECV_WRID | SEND_WRID];
         let done = run(&mut ep, params(10, 4, false), &mut routs, &mut pending).unwrap();
-        assert_eq!(done, Done { cq_events: 0, scnt: 10, rcnt: 10 });
+        assert_eq!(
+            done,
+            Done {
+                cq_events: 0,
+                scnt: 10,
+                rcnt: 10
+            }
+        );
         // 1 first send + 9 in the loop: no send beyond iters
         assert_eq!(ep.sends.len(), 10);
         // refilled each time the posted receives fell to 1: 4 - 1 = 3 more
         assert_eq!(ep.recv_posts[0], 4);
-        assert!(ep.recv_posts[1..].iter().all(|&k| k == 3), "{:?}", ep.recv_posts);
+        assert!(
+            ep.recv_posts[1..].iter().all(|&k| k == 3),
+            "{:?}",
+            ep.recv_posts
+        );
         assert_eq!(ep.recv_posts.len(), 1 + 10 / 3);
         assert_eq!(pending[0], 0, "nothing outstanding, no send after the last");
     }
@@ -232,15 +285,35 @@ mod tests {
     fn errors_read_like_c() {
         let (mut ep, mut routs) = client(8);
         ep.fail_status_at_send = Some(2);
-        let e = run(&mut ep, params(5, 8, false), &mut routs, &mut [RECV_WRID | SEND_WRID]).unwrap_err();
-        assert_eq!(e, "Failed status Work Request Flushed Error (5) for wr_id 2\nparse WC failed 2");
+        let e = run(
+            &mut ep,
+            params(5, 8, false),
+            &mut routs,
+            &mut [RECV_WRID | SEND_WRID],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "Failed status Work Request Flushed Error (5) for wr_id 2\nparse WC failed 2"
+        );
         let (mut ep, mut routs) = client(8);
-        ep.cq.push_front(Completion { wr_id: 7, status: 0, qp_num: 0x10 });
-        let p = Params { rc_messages: false, ..params(5, 8, false) };
+        ep.cq.push_front(Completion {
+            wr_id: 7,
+            status: 0,
+            qp_num: 0x10,
+        });
+        let p = Params {
+            rc_messages: false,
+            ..params(5, 8, false)
+        };
         let e = run(&mut ep, p, &mut routs, &mut [RECV_WRID | SEND_WRID]).unwrap_err();
         assert_eq!(e, "Completion for unknown wr_id 7");
         let (mut ep, mut routs) = client(8);
-        ep.cq.push_front(Completion { wr_id: 1, status: 0, qp_num: 0x99 });
+        ep.cq.push_front(Completion {
+            wr_id: 1,
+            status: 0,
+            qp_num: 0x99,
+        });
         let e = run(&mut ep, p, &mut routs, &mut [3]).unwrap_err();
         assert_eq!(e, "Couldn't find QPN 000099");
         // a refill that cannot fill the queue
@@ -253,24 +326,42 @@ mod tests {
     #[test]
     fn server_waits_for_the_first_receive() {
         // The server posts no send before its first receive completed.
-        let mut ep = Echo { recv_capacity: 4, ..Echo::default() };
+        let mut ep = Echo {
+            recv_capacity: 4,
+            ..Echo::default()
+        };
         let mut routs = ep.post_recv(4);
         ep.posted_recvs -= 1;
-        ep.cq.push_back(Completion { wr_id: RECV_WRID, status: 0, qp_num: 0x10 });
+        ep.cq.push_back(Completion {
+            wr_id: RECV_WRID,
+            status: 0,
+            qp_num: 0x10,
+        });
         let mut pending = [RECV_WRID];
         let done = run(&mut ep, params(4, 4, false), &mut routs, &mut pending).unwrap();
-        assert_eq!((done.scnt, done.rcnt), (4, 5), "the echo peer also answers the last send");
+        assert_eq!(
+            (done.scnt, done.rcnt),
+            (4, 5),
+            "the echo peer also answers the last send"
+        );
         assert_eq!(ep.sends.len(), 4);
     }
 
     #[test]
     fn srq_pending_per_qp() {
         // Two QPs on a shared receive queue, both clients.
-        let mut ep = Echo { recv_capacity: 8, ..Echo::default() };
+        let mut ep = Echo {
+            recv_capacity: 8,
+            ..Echo::default()
+        };
         let mut routs = ep.post_recv(8);
         assert!(ep.post_send(0) && ep.post_send(1));
         let mut pending = [3, 3];
-        let p = Params { refill_at: 2, batch: 10, ..params(6, 8, false) };
+        let p = Params {
+            refill_at: 2,
+            batch: 10,
+            ..params(6, 8, false)
+        };
         let done = run(&mut ep, p, &mut routs, &mut pending).unwrap();
         assert!(done.scnt >= 6 && done.rcnt >= 6, "{done:?}");
         let per_qp = |q| ep.sends.iter().filter(|&&s| s == q).count();

@@ -185,11 +185,11 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     )?;
     println!("{}", report::local_line(&my, false));
 
-    let (rem, mut qp) = match &o.server {
+    let mut qp = match &o.server {
         Some(host) => {
             let rem = exchange::client(host, o.port, &[my]).ok_or("")?[0];
             println!("{}", report::remote_line(&rem));
-            (rem, connect(qp, o, my.psn, &rem)?)
+            connect(qp, o, my.psn, &rem)?
         }
         None => {
             let mut server = Server::accept(o.port).ok_or("")?;
@@ -198,10 +198,9 @@ fn pingpong(o: &Opts) -> Result<(), String> {
                 .map_err(|e| format!("{e}\nCouldn't connect to remote QP"))?;
             server.finish(&[my]).ok_or("")?;
             println!("{}", report::remote_line(&rem));
-            (rem, qp)
+            qp
         }
     };
-    let _ = rem;
 
     let mut pending = [RECV_WRID];
     if o.server.is_some() && o.chk {

@@ -223,14 +223,13 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         println!("{}", report::local_line(&mine[i], false));
     }
 
-    let (rem, mut qps) = match &o.server {
+    let mut qps = match &o.server {
         Some(host) => {
             let rem = exchange::client(host, o.port, &mine).ok_or("")?;
             for d in &rem[..num_qp] {
                 println!("{}", report::remote_line(d));
             }
-            let qps = connect(qps, o, &mine, &rem)?;
-            (rem, qps)
+            connect(qps, o, &mine, &rem)?
         }
         None => {
             let mut server = Server::accept(o.port).ok_or("")?;
@@ -241,10 +240,9 @@ fn pingpong(o: &Opts) -> Result<(), String> {
             for d in &rem[..num_qp] {
                 println!("{}", report::remote_line(d));
             }
-            (rem, qps)
+            qps
         }
     };
-    let _ = rem;
 
     let mut pending = vec![RECV_WRID; num_qp];
     if o.server.is_some() && o.chk {

@@ -226,6 +226,24 @@ impl<'ctx> Cq<'ctx> {
         }
     }
 
+    /// `ibv_poll_cq`: moves up to `wc.len()` completions from the CQ into
+    /// `wc` and returns how many (0: the CQ is empty). No system call.
+    ///
+    /// Takes `&self` because QPs share their CQs: pollers on several
+    /// threads are serialised by an atomic claim flag (uncontended: one
+    /// compare-exchange).
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline]
+    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
+    pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref ring) => Ok(crate::providers::rxe::post::poll(ring.queue(), wc)),
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+        }
+    }
+
     /// siw only: the CQ's mapped notification flags (`siw_cq_ctrl.flags`,
     /// `SIW_NOTIFY_*`); `None` on other providers.
     pub fn siw_notify_flags(&self) -> Option<u32> {

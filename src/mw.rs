@@ -43,7 +43,8 @@ impl TryFrom<u32> for MwType {
 pub struct Mw<'a> {
     pd: &'a Pd<'a>,
     handle: u32,
-    rkey: u32,
+    /// Changes when a bind is posted (`ibv_bind_mw` updates `mw->rkey`).
+    rkey: core::sync::atomic::AtomicU32,
     mw_type: MwType,
 }
 
@@ -55,12 +56,29 @@ impl<'a> Mw<'a> {
         cmd.pd_handle = pd.handle();
         cmd.mw_type = mw_type as u8;
         let resp = pd.context().channel().exec("ibv_alloc_mw", &cmd, &[], &mut [])?;
-        Ok(Self { pd, handle: resp.mw_handle, rkey: resp.rkey, mw_type })
+        Ok(Self { pd, handle: resp.mw_handle, rkey: resp.rkey.into(), mw_type })
     }
 
-    /// The window's current remote key.
+    /// The window's current remote key: the one of the last bind posted
+    /// for it (if that bind fails with an error completion, the window
+    /// keeps its old key, as in C the caller must undo it with
+    /// [`Mw::set_rkey`]).
     pub fn rkey(&self) -> u32 {
-        self.rkey
+        self.rkey.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `ibv_inc_rkey(mw->rkey)`: the key the next bind should give the
+    /// window (same index, next 8-bit tag).
+    #[doc(alias = "ibv_inc_rkey")]
+    pub fn next_rkey(&self) -> u32 {
+        let k = self.rkey();
+        (k & 0xffff_ff00) | (k.wrapping_add(1) & 0xff)
+    }
+
+    /// Records the window's remote key (after a posted bind; or to undo
+    /// one that completed in error).
+    pub fn set_rkey(&self, rkey: u32) {
+        self.rkey.store(rkey, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// The kernel's handle for this window.

@@ -303,6 +303,38 @@ impl<'a> Srq<'a> {
         Ok(())
     }
 
+    /// `ibv_post_srq_recv`: queues receive work requests on the SRQ (no
+    /// system call).
+    ///
+    /// All-or-nothing: every request is checked (SGE count) and the ring
+    /// must have room for the whole list; if not, nothing is written and
+    /// the [`PostError`](crate::wr::PostError) names the request. Posting
+    /// takes `&self` because QPs share the SRQ: posters on several
+    /// threads are serialised by an atomic claim flag (uncontended: one
+    /// compare-exchange), never a system call.
+    #[doc(alias = "ibv_post_srq_recv")]
+    #[inline]
+    pub fn post_recv(
+        &self,
+        wrs: &[crate::wr::RecvWr<'_>],
+    ) -> core::result::Result<(), crate::wr::PostError> {
+        const VERB: &str = "ibv_post_srq_recv";
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => crate::providers::rxe::post::post_recv(
+                VERB,
+                r.queue().producer_shared(),
+                self.max_sge,
+                wrs,
+            ),
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(crate::wr::PostError::new(VERB, ErrorKind::Unsupported, 0)),
+        }
+    }
+
     /// `ibv_query_srq`: the SRQ's current attributes.
     #[doc(alias = "ibv_query_srq")]
     pub fn query(&self) -> Result<SrqAttr> {

@@ -17,6 +17,7 @@ mod device {
     mod async_event;
     mod comp_channel;
     mod cq;
+    mod datapath;
     mod devinfo;
     mod discovery;
     mod fork;
@@ -29,6 +30,8 @@ mod device {
     mod pd;
     mod qp;
     mod query;
+    #[allow(dead_code)]
+    mod rig;
     mod srq;
     mod xrc;
 }

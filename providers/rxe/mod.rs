@@ -4,6 +4,7 @@
 pub mod abi;
 pub mod ah;
 pub mod cq;
+pub mod post;
 pub mod qp;
 pub mod queue;
 pub mod srq;

@@ -59,4 +59,14 @@ impl RxeQp {
     pub fn rq(&self) -> Option<&Queue> {
         self.rq.as_ref()
     }
+
+    /// The send ring, for the producer.
+    pub fn sq_mut(&mut self) -> &mut Queue {
+        &mut self.sq
+    }
+
+    /// The receive ring, for the producer (`None` with an SRQ).
+    pub fn rq_mut(&mut self) -> Option<&mut Queue> {
+        self.rq.as_mut()
+    }
 }

@@ -10,11 +10,32 @@
 //! off 384: u8  data[]   // element i at data + (i << log2_elem_size)
 //! ```
 //!
-//! This file maps a ring and checks that the header the kernel wrote is
-//! consistent with the mapping length before anything else trusts it.
+//! This file maps a ring, checks that the header the kernel wrote is
+//! consistent with the mapping length before anything else trusts it, and
+//! gives the data path its two roles:
+//!
+//! * **producer** (send queue, receive queue, SRQ): write elements at the
+//!   producer index, then publish the new index with a release store; the
+//!   kernel consumes.
+//! * **consumer** (CQ): read elements up to the producer index (acquire),
+//!   then publish the new consumer index with a release store.
+//!
+//! Indices always lie in `0..=index_mask` (the kernel's convention), so
+//! `(producer - consumer) & index_mask` is the fill level.
+//!
+//! # Safety
+//!
+//! A [`Producer`] writes slots through [`Mapping::write_unsync`], whose
+//! contract (M5 of `src/mmap.rs`) is that no other thread of the process
+//! touches the same bytes meanwhile. A `Producer` exists either as a
+//! borrow of `&mut Queue` (exclusive by the borrow rules) or while holding
+//! the queue's `claim` flag, which only one `Producer` at a time can hold
+//! (acquire compare-exchange on entry, release store in `Drop`). The same
+//! flag serialises consumers of a shared CQ ([`Queue::claim`]).
+#![allow(unsafe_code)]
 
 use core::mem::size_of;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use rustix::fd::AsFd;
 use static_assertions::const_assert_eq;
@@ -22,6 +43,7 @@ use static_assertions::const_assert_eq;
 use crate::abi::abi_struct;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mmap::Mapping;
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 abi_struct! {
     /// `struct mminfo`: where and how much of the device file to map.
@@ -55,6 +77,9 @@ pub struct Queue {
     mminfo: Mminfo,
     log2_elem_size: u32,
     index_mask: u32,
+    /// Held by the one [`Producer`] or consumer working on a queue that is
+    /// reached through `&Queue` (SRQ, CQ).
+    claim: AtomicBool,
 }
 
 impl Queue {
@@ -83,6 +108,7 @@ impl Queue {
             mminfo: mi,
             log2_elem_size: log2,
             index_mask: mask,
+            claim: AtomicBool::new(false),
         })
     }
 
@@ -119,5 +145,157 @@ impl Queue {
     /// The underlying mapping (for the data path).
     pub fn mapping(&self) -> &Mapping {
         &self.map
+    }
+
+    /// `index_mask` of the ring.
+    pub fn index_mask(&self) -> u32 {
+        self.index_mask
+    }
+
+    /// Byte offset (in the mapping) of element `index`.
+    #[inline]
+    pub fn slot_offset(&self, index: u32) -> usize {
+        DATA + (((index & self.index_mask) as usize) << self.log2_elem_size)
+    }
+
+    #[inline]
+    fn index(&self, off: usize) -> &AtomicU32 {
+        // Both offsets are checked in bounds and 4-aligned by `map` (the
+        // mapping is at least DATA bytes), so this never falls back.
+        match self.map.atomic_u32(off) {
+            Some(a) => a,
+            None => unreachable_index(),
+        }
+    }
+
+    /// The producer index word.
+    #[inline]
+    pub fn producer_word(&self) -> &AtomicU32 {
+        self.index(PRODUCER_INDEX)
+    }
+
+    /// The consumer index word.
+    #[inline]
+    pub fn consumer_word(&self) -> &AtomicU32 {
+        self.index(CONSUMER_INDEX)
+    }
+
+    /// Exclusive producer access (send and receive queues, owned by a QP
+    /// taken by `&mut`).
+    #[inline]
+    pub fn producer_mut(&mut self) -> Producer<'_> {
+        Producer {
+            q: self,
+            claimed: false,
+        }
+    }
+
+    /// Shared producer access (SRQ, posted to through `&Srq`): waits for
+    /// the claim flag; uncontended, one compare-exchange.
+    #[inline]
+    pub fn producer_shared(&self) -> Producer<'_> {
+        self.acquire_claim();
+        Producer {
+            q: self,
+            claimed: true,
+        }
+    }
+
+    /// Runs `f` as the only consumer of a queue reached through `&Queue`
+    /// (a CQ shared by QPs and threads).
+    #[inline]
+    pub fn with_consumer<R>(&self, f: impl FnOnce(&Self) -> R) -> R {
+        self.acquire_claim();
+        let r = f(self);
+        self.claim.store(false, Ordering::Release);
+        r
+    }
+
+    #[inline]
+    fn acquire_claim(&self) {
+        while self
+            .claim
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// A volatile copy of the element part at `off` (bounds-checked).
+    #[inline]
+    pub fn read<T: FromBytes>(&self, off: usize) -> Option<T> {
+        self.map.read(off)
+    }
+}
+
+#[cold]
+fn unreachable_index() -> ! {
+    // `Queue::map` checked that the mapping covers the header, so the
+    // index words are always in bounds; reaching this is a bug here.
+    panic!("rxe queue header outside its mapping")
+}
+
+/// The right to write elements of a producer ring and publish them.
+pub struct Producer<'q> {
+    q: &'q Queue,
+    claimed: bool,
+}
+
+impl Producer<'_> {
+    /// The ring.
+    #[inline]
+    pub fn queue(&self) -> &Queue {
+        self.q
+    }
+
+    /// Free slots (the ring keeps one empty): how many elements can be
+    /// written before the kernel consumes more.
+    #[inline]
+    pub fn free(&self) -> u32 {
+        let prod = self.q.producer_word().load(Ordering::Relaxed);
+        let cons = self.q.consumer_word().load(Ordering::Acquire);
+        self.q.index_mask - (prod.wrapping_sub(cons) & self.q.index_mask)
+    }
+
+    /// The producer index (only this producer moves it).
+    #[inline]
+    pub fn head(&self) -> u32 {
+        self.q.producer_word().load(Ordering::Relaxed)
+    }
+
+    /// Stores `v` at byte offset `off` of the mapping; `false` if out of
+    /// bounds or misaligned.
+    #[inline]
+    pub fn write<T: IntoBytes + Immutable>(&mut self, off: usize, v: T) -> bool {
+        // SAFETY: this `Producer` is the only writer of the ring's slots in
+        // the process: it borrows `&mut Queue` or holds the claim flag
+        // (module docs), which is `write_unsync`'s contract.
+        unsafe { self.q.map.write_unsync(off, v) }
+    }
+
+    /// Copies `src` to byte offset `off`; `false` if out of bounds.
+    #[inline]
+    pub fn write_bytes(&mut self, off: usize, src: &[u8]) -> bool {
+        // SAFETY: as in `write`.
+        unsafe { self.q.map.write_bytes_unsync(off, src) }
+    }
+
+    /// Publishes every element written up to index `new_head` (release:
+    /// the element stores become visible to the kernel first).
+    #[inline]
+    pub fn publish(&mut self, new_head: u32) {
+        self.q
+            .producer_word()
+            .store(new_head & self.q.index_mask, Ordering::Release);
+    }
+}
+
+impl Drop for Producer<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.claimed {
+            self.q.claim.store(false, Ordering::Release);
+        }
     }
 }

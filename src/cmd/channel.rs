@@ -25,6 +25,8 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 use crate::abi::ioctl::{IoctlAttr, IoctlHdr, RDMA_VERBS_IOCTL};
 use crate::abi::uverbs::{CmdHdr, ExCmdHdr, WriteCommand, IB_USER_VERBS_CMD_FLAG_EXTENDED as CMD_FLAG_EXTENDED};
+use crate::abi::uverbs::{PostSend, PostSendResp, SendWr as AbiSendWr};
+
 use crate::abi::RdmaDriverId;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -261,6 +263,39 @@ impl Channel {
         } else {
             self.command(verb, C::COMMAND, cmd, drv_in, drv_out)
         }
+    }
+
+    /// The send doorbell of the software providers (rxe, siw): a legacy
+    /// `POST_SEND` command carrying zero work requests, which makes the
+    /// kernel look at the QP's mapped send queue (rdma-core's
+    /// `post_send_db`). One `write()` of 32 bytes, built on the stack.
+    #[inline]
+    pub fn post_send_doorbell(&self, verb: &'static str, qp_handle: u32) -> Result<()> {
+        self.empty_post(verb, crate::abi::uverbs::CMD_POST_SEND, qp_handle, size_of::<AbiSendWr>())
+    }
+
+    /// `POST_SEND` with no work requests.
+    #[inline]
+    fn empty_post(&self, verb: &'static str, command: u32, qp_handle: u32, wqe_size: usize) -> Result<()> {
+        let mut resp = [0u32; 1];
+        let hdr = CmdHdr {
+            command,
+            in_words: ((size_of::<CmdHdr>() + size_of::<PostSend>()) / 4) as u16,
+            out_words: (size_of::<PostSendResp>() / 4) as u16,
+        };
+        let cmd = PostSend {
+            // The response address: `resp` lives until we return.
+            response: resp.as_mut_ptr() as u64,
+            qp_handle,
+            wr_count: 0,
+            sge_count: 0,
+            // The kernel wants at least one WR record's size.
+            wqe_size: wqe_size as u32,
+        };
+        let mut frame = [0u8; size_of::<CmdHdr>() + size_of::<PostSend>()];
+        frame[..size_of::<CmdHdr>()].copy_from_slice(hdr.as_bytes());
+        frame[size_of::<CmdHdr>()..].copy_from_slice(cmd.as_bytes());
+        self.write_frame(verb, &frame)
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {

@@ -70,6 +70,7 @@ pub use state::{
     Transport, Uc, Ud, XrcSend,
 };
 pub use transition::Transition;
+pub use crate::wr::{MwBind, Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 /// An RC queue pair in state `S` (default: just created).
 pub type RcQp<'a, S = Reset> = QueuePair<'a, Rc, S>;
@@ -102,39 +103,6 @@ pub struct TransitionError<Q> {
     pub error: crate::Error,
     /// The QP, still in its previous state.
     pub qp: Q,
-}
-
-/// A scatter/gather element (`struct ibv_sge`).
-#[doc(alias = "ibv_sge")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sge {
-    /// Start address in a registered region.
-    pub addr: u64,
-    /// Length in bytes.
-    pub length: u32,
-    /// The region's local key.
-    pub lkey: u32,
-}
-
-/// A send work request (`struct ibv_send_wr`), minimal until the data path
-/// lands (it will grow opcode-specific fields).
-#[doc(alias = "ibv_send_wr")]
-#[derive(Clone, Copy, Debug)]
-pub struct SendWr<'w> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// The gather list.
-    pub sg_list: &'w [Sge],
-}
-
-/// A receive work request (`struct ibv_recv_wr`).
-#[doc(alias = "ibv_recv_wr")]
-#[derive(Clone, Copy, Debug)]
-pub struct RecvWr<'w> {
-    /// Returned in the completion.
-    pub wr_id: u64,
-    /// The scatter list.
-    pub sg_list: &'w [Sge],
 }
 
 #[derive(Debug)]
@@ -362,29 +330,108 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
 }
 
 impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
-    /// `ibv_post_send`: queues send work requests.
+    /// `ibv_post_send`: queues the send work requests `wrs` and rings the
+    /// doorbell once for the whole list.
     ///
-    /// Not implemented yet: the data path (writing the provider's send ring
-    /// and ringing the doorbell) is a later issue; until then this returns
-    /// an `Unsupported` error naming `ibv_post_send` and touches nothing.
-    /// The method exists only in the states that allow sending.
+    /// All-or-nothing: every request is checked first (opcode valid for
+    /// the transport, SGE count, inline size, UD destination, atomic
+    /// alignment, room in the send queue); if one is refused, nothing of
+    /// the list is written and the [`PostError`] names it. If the
+    /// doorbell itself fails (a kernel error), the requests are already
+    /// queued and `index` is `wrs.len()`. An empty list does nothing.
+    ///
+    /// The method exists only in the states that allow sending (RTS, SQD).
     #[doc(alias = "ibv_post_send")]
-    pub fn post_send(&mut self, wr: &SendWr<'_>) -> Result<()> {
-        let _ = wr; // TODO(data path): fill the SQ ring and ring the doorbell.
-        Err(crate::Error::new("ibv_post_send", ErrorKind::Unsupported))
+    #[inline]
+    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        self.inner.post_send(T::QP_TYPE, wrs)
     }
 }
 
 impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
-    /// `ibv_post_recv`: queues receive work requests.
+    /// `ibv_post_recv`: queues the receive work requests `wrs` (no system
+    /// call). All-or-nothing like [`QueuePair::post_send`]. A QP created
+    /// with an SRQ has no receive queue: post to the SRQ instead
+    /// (`InvalidArgument`).
     ///
-    /// Not implemented yet (data path issue): returns an `Unsupported`
-    /// error naming `ibv_post_recv`. The method exists only in the states
-    /// that allow posting receives.
+    /// The method exists only in the states that allow posting receives
+    /// (INIT and later).
     #[doc(alias = "ibv_post_recv")]
-    pub fn post_recv(&mut self, wr: &RecvWr<'_>) -> Result<()> {
-        let _ = wr; // TODO(data path): fill the RQ ring.
-        Err(crate::Error::new("ibv_post_recv", ErrorKind::Unsupported))
+    #[inline]
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        self.inner.post_recv(wrs)?;
+        if S::KIND == QpStateKind::Error {
+            // Receives posted in ERROR must complete with a flush error;
+            // see `flush_recv`. Not on the fast path: only a QP typed as
+            // ERROR pays for it.
+            self.inner.flush_recv().map_err(|error| PostError { error, index: wrs.len() })?;
+        }
+        Ok(())
+    }
+}
+
+impl QpInner<'_> {
+    /// Makes the provider flush receives posted while the QP is in ERROR.
+    /// rxe looks at a receive queue only when a packet arrives or the QP
+    /// is (re)moved to ERROR, and refuses a zero-WR `POST_RECV`
+    /// (`EOPNOTSUPP`), so this re-applies ERROR (ERROR → ERROR is legal).
+    fn flush_recv(&self) -> Result<()> {
+        let mut cmd = crate::abi::uverbs::ModifyQp::new_zeroed();
+        cmd.qp_handle = self.handle;
+        cmd.qp_state = QpStateKind::Error as u8;
+        cmd.attr_mask = attr::IBV_QP_STATE;
+        self.pd.context().channel().exec("ibv_post_recv", &cmd, &[], &mut [])
+    }
+
+    #[inline]
+    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
+    fn post_send(&mut self, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        const VERB: &str = "ibv_post_send";
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref mut r) => {
+                let lim = crate::providers::rxe::post::SendLimits {
+                    qp_type,
+                    max_sge: self.cap.max_send_sge,
+                    max_inline: self.cap.max_inline_data,
+                };
+                crate::providers::rxe::post::post_send(r.sq_mut(), lim, wrs)?;
+                self.pd
+                    .context()
+                    .channel()
+                    .post_send_doorbell(VERB, self.handle)
+                    .map_err(|error| PostError { error, index: wrs.len() })
+            }
+            // siw QPs are connected through rdma_cm, which this crate does
+            // not have yet; its data path comes with it.
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(PostError::new(VERB, ErrorKind::Unsupported, 0)),
+        }
+    }
+
+    #[inline]
+    fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        const VERB: &str = "ibv_post_recv";
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref mut r) => match r.rq_mut() {
+                Some(rq) => crate::providers::rxe::post::post_recv(
+                    VERB,
+                    rq.producer_mut(),
+                    self.cap.max_recv_sge,
+                    wrs,
+                ),
+                None => Err(PostError::new(VERB, ErrorKind::InvalidArgument, 0)),
+            },
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(PostError::new(VERB, ErrorKind::Unsupported, 0)),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 use verbs::qp::{RecvWr, Reset, UdQp};
 
 fn recv(qp: &mut UdQp<'_, Reset>) {
-    let _ = qp.post_recv(&RecvWr { wr_id: 1, sg_list: &[] });
+    let _ = qp.post_recv(&[RecvWr::new(1, &[])]);
 }
 
 fn main() {

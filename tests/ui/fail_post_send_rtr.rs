@@ -2,7 +2,7 @@
 use verbs::qp::{RcQp, Rtr, SendWr};
 
 fn send(qp: &mut RcQp<'_, Rtr>) {
-    let _ = qp.post_send(&SendWr { wr_id: 1, sg_list: &[] });
+    let _ = qp.post_send(&[SendWr::send(1, &[])]);
 }
 
 fn main() {

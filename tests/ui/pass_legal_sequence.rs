@@ -8,8 +8,8 @@ use verbs::qp::{
 };
 
 fn rc(qp: RcQp<'_>, init: ConnInitAttr, rtr: RcRtrAttr, rts: RcRtsAttr) -> Result<(), verbs::Error> {
-    let recv = RecvWr { wr_id: 1, sg_list: &[] };
-    let send = SendWr { wr_id: 2, sg_list: &[] };
+    let recv = [RecvWr::new(1, &[])];
+    let send = [SendWr::send(2, &[])];
     let mut qp = qp.into_init(init).map_err(|e| e.error)?;
     qp.post_recv(&recv)?;
     let mut qp = qp.into_rtr(rtr).map_err(|e| e.error)?;
@@ -33,7 +33,7 @@ fn ud(qp: UdQp<'_>, init: UdInitAttr) -> Result<(), verbs::Error> {
     let qp = qp.into_init(init).map_err(|e| e.error)?;
     let qp = qp.into_rtr(UdRtrAttr).map_err(|e| e.error)?;
     let mut qp = qp.into_rts(SqPsnAttr { sq_psn: 0 }).map_err(|e| e.error)?;
-    qp.post_send(&SendWr { wr_id: 3, sg_list: &[] })?;
+    qp.post_send(&[SendWr::send(3, &[])])?;
     Ok(())
 }
 

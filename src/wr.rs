@@ -1,0 +1,464 @@
+//! Work requests (`struct ibv_send_wr`, `struct ibv_recv_wr`) and the
+//! checks every provider applies before it writes one into a ring.
+//!
+//! A list of requests is a slice, not a linked list, and posting is
+//! all-or-nothing: every request of the list is validated first, and if
+//! one is bad nothing of the list is written and [`PostError::index`]
+//! names it (C's `bad_wr`). rdma-core posts the requests before the bad
+//! one; here the queue is left exactly as it was.
+//!
+//! Inline data is given as bytes ([`Payload::Inline`]), not as SGEs
+//! pointing at memory, so the library never dereferences an address the
+//! caller typed in.
+
+use core::fmt;
+
+use bitflags::bitflags;
+
+use crate::abi::uverbs as op;
+use crate::ah::Ah;
+use crate::error::{Error, ErrorKind};
+use crate::mr::Mr;
+use crate::mw::Mw;
+use crate::qp::QpType;
+
+/// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr`
+/// inside a region registered with local key `lkey`.
+#[doc(alias = "ibv_sge")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Start address in a registered region.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The region's local key.
+    pub lkey: u32,
+}
+
+impl Sge {
+    /// `len` bytes at `offset` into `mr` (no bounds check here: the device
+    /// checks the range against the region and fails the request with
+    /// `IBV_WC_LOC_PROT_ERR` if it is outside).
+    pub fn from_mr(mr: &Mr<'_>, offset: usize, len: u32) -> Self {
+        Self {
+            addr: mr.addr().wrapping_add(offset as u64),
+            length: len,
+            lkey: mr.lkey(),
+        }
+    }
+}
+
+bitflags! {
+    /// `enum ibv_send_flags` (`IBV_SEND_INLINE` is implied by
+    /// [`Payload::Inline`]).
+    #[doc(alias = "ibv_send_flags")]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SendFlags: u32 {
+        /// `IBV_SEND_FENCE`: wait for earlier RDMA READs and atomics.
+        const FENCE = 1 << 0;
+        /// `IBV_SEND_SIGNALED`: generate a completion for this request.
+        const SIGNALED = 1 << 1;
+        /// `IBV_SEND_SOLICITED`: set the solicited-event bit.
+        const SOLICITED = 1 << 2;
+    }
+}
+
+/// `IBV_SEND_INLINE`, as written into the WQE for [`Payload::Inline`].
+pub const SEND_INLINE: u32 = 1 << 3;
+
+/// What a send request carries: a gather list of registered memory, or
+/// bytes copied into the work queue entry itself (`IBV_SEND_INLINE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload<'w> {
+    /// Gather from registered memory.
+    Sges(&'w [Sge]),
+    /// Copied into the WQE at post time; needs no memory registration and
+    /// may be reused as soon as `post_send` returns. At most
+    /// `max_inline_data` bytes.
+    Inline(&'w [u8]),
+}
+
+/// Binding a memory window with a send request (`ibv_send_wr.bind_mw`).
+#[derive(Clone, Copy, Debug)]
+pub struct MwBind<'w> {
+    /// The window (type 2 with a QP's `post_send`; type 1 through
+    /// `ibv_bind_mw`).
+    pub mw: &'w Mw<'w>,
+    /// The new rkey (`ibv_inc_rkey(mw.rkey())`, see [`Mw::next_rkey`]).
+    pub rkey: u32,
+    /// The region the window covers part of.
+    pub mr: &'w Mr<'w>,
+    /// Start of the window.
+    pub addr: u64,
+    /// Length of the window.
+    pub length: u64,
+    /// `IBV_ACCESS_REMOTE_*` rights granted through the window.
+    pub access: crate::mr::AccessFlags,
+}
+
+/// The operation of a send request (`ibv_wr_opcode` with its part of the
+/// `wr` union). Immediate data is in host order here and in
+/// [`Wc::imm_data`](crate::Wc::imm_data); it travels big-endian, like the
+/// `htonl`'d value a C program puts in `imm_data`.
+#[derive(Clone, Copy, Debug)]
+pub enum SendOp<'w> {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`.
+    SendWithImm {
+        /// Immediate data (host order).
+        imm: u32,
+    },
+    /// `IBV_WR_SEND_WITH_INV`: the receiver invalidates `invalidate_rkey`.
+    SendWithInv {
+        /// The remote rkey to invalidate.
+        invalidate_rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE`.
+    RdmaWrite {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteWithImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (host order).
+        imm: u32,
+    },
+    /// `IBV_WR_RDMA_READ`.
+    RdmaRead {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the old value lands in the first 8
+    /// bytes of the gather list.
+    AtomicCmpSwp {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Compared with the remote value.
+        compare: u64,
+        /// Stored if equal.
+        swap: u64,
+    },
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the old value lands in the first 8
+    /// bytes of the gather list.
+    AtomicFetchAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Added to the remote value.
+        add: u64,
+    },
+    /// `IBV_WR_LOCAL_INV`: invalidate a local rkey.
+    LocalInv {
+        /// The rkey to invalidate.
+        rkey: u32,
+    },
+    /// `IBV_WR_BIND_MW`.
+    BindMw(MwBind<'w>),
+}
+
+impl SendOp<'_> {
+    /// The `IBV_WR_*` opcode.
+    pub const fn opcode(&self) -> u32 {
+        match self {
+            SendOp::Send => op::WR_SEND,
+            SendOp::SendWithImm { .. } => op::WR_SEND_WITH_IMM,
+            SendOp::SendWithInv { .. } => op::WR_SEND_WITH_INV,
+            SendOp::RdmaWrite { .. } => op::WR_RDMA_WRITE,
+            SendOp::RdmaWriteWithImm { .. } => op::WR_RDMA_WRITE_WITH_IMM,
+            SendOp::RdmaRead { .. } => op::WR_RDMA_READ,
+            SendOp::AtomicCmpSwp { .. } => op::WR_ATOMIC_CMP_AND_SWP,
+            SendOp::AtomicFetchAdd { .. } => op::WR_ATOMIC_FETCH_AND_ADD,
+            SendOp::LocalInv { .. } => op::WR_LOCAL_INV,
+            SendOp::BindMw(_) => op::WR_BIND_MW,
+        }
+    }
+
+    /// Whether this is an atomic operation.
+    pub const fn is_atomic(&self) -> bool {
+        matches!(self, SendOp::AtomicCmpSwp { .. } | SendOp::AtomicFetchAdd { .. })
+    }
+
+    /// Whether the transport `qp_type` can carry this operation (IB spec
+    /// tables 9-3/9-4, as rxe enforces them: RDMA READ, atomics and local
+    /// invalidate need RC; RDMA WRITE and binds need RC or UC; UD sends
+    /// only).
+    pub const fn valid_for(&self, qp_type: QpType) -> bool {
+        match qp_type {
+            QpType::Rc | QpType::XrcSend => true,
+            QpType::Uc => matches!(
+                self,
+                SendOp::Send
+                    | SendOp::SendWithImm { .. }
+                    | SendOp::SendWithInv { .. }
+                    | SendOp::RdmaWrite { .. }
+                    | SendOp::RdmaWriteWithImm { .. }
+                    | SendOp::BindMw(_)
+            ),
+            QpType::Ud => matches!(
+                self,
+                SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. }
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// Where a UD send goes (`ibv_send_wr.wr.ud`).
+#[derive(Clone, Copy, Debug)]
+pub struct UdDest<'w> {
+    /// Address handle of the destination.
+    pub ah: &'w Ah<'w>,
+    /// Destination QP number (`0xffffff` for multicast).
+    pub remote_qpn: u32,
+    /// Q_Key of the destination QP.
+    pub remote_qkey: u32,
+}
+
+/// A send work request (`struct ibv_send_wr`).
+#[doc(alias = "ibv_send_wr")]
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'w> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// What is sent (or where RDMA READ / atomic results land).
+    pub payload: Payload<'w>,
+    /// The operation.
+    pub op: SendOp<'w>,
+    /// Signaled, fenced, solicited.
+    pub flags: SendFlags,
+    /// The destination, for UD QPs (required there, refused elsewhere).
+    pub ud: Option<UdDest<'w>>,
+}
+
+impl<'w> SendWr<'w> {
+    /// A request of operation `op` gathering from `sg_list`, unsignaled.
+    pub const fn new(wr_id: u64, op: SendOp<'w>, sg_list: &'w [Sge]) -> Self {
+        Self {
+            wr_id,
+            payload: Payload::Sges(sg_list),
+            op,
+            flags: SendFlags::empty(),
+            ud: None,
+        }
+    }
+
+    /// `IBV_WR_SEND` of `sg_list`.
+    pub const fn send(wr_id: u64, sg_list: &'w [Sge]) -> Self {
+        Self::new(wr_id, SendOp::Send, sg_list)
+    }
+
+    /// `IBV_WR_RDMA_WRITE` of `sg_list` to `remote_addr`/`rkey`.
+    pub const fn rdma_write(wr_id: u64, sg_list: &'w [Sge], remote_addr: u64, rkey: u32) -> Self {
+        Self::new(wr_id, SendOp::RdmaWrite { remote_addr, rkey }, sg_list)
+    }
+
+    /// `IBV_WR_RDMA_READ` from `remote_addr`/`rkey` into `sg_list`.
+    pub const fn rdma_read(wr_id: u64, sg_list: &'w [Sge], remote_addr: u64, rkey: u32) -> Self {
+        Self::new(wr_id, SendOp::RdmaRead { remote_addr, rkey }, sg_list)
+    }
+
+    /// Replaces the flags.
+    pub const fn flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Sends `data` inline instead of gathering (`IBV_SEND_INLINE`).
+    pub const fn inline(mut self, data: &'w [u8]) -> Self {
+        self.payload = Payload::Inline(data);
+        self
+    }
+
+    /// Sets the UD destination.
+    pub const fn ud(mut self, dest: UdDest<'w>) -> Self {
+        self.ud = Some(dest);
+        self
+    }
+}
+
+/// A receive work request (`struct ibv_recv_wr`).
+#[doc(alias = "ibv_recv_wr")]
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'w> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Where received bytes are scattered.
+    pub sg_list: &'w [Sge],
+}
+
+impl<'w> RecvWr<'w> {
+    /// A receive into `sg_list`.
+    pub const fn new(wr_id: u64, sg_list: &'w [Sge]) -> Self {
+        Self { wr_id, sg_list }
+    }
+}
+
+/// A list that could not be posted. Nothing of the list was written: the
+/// queue is exactly as before the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Why (the verb is `ibv_post_send`, `ibv_post_recv` or
+    /// `ibv_post_srq_recv`).
+    pub error: Error,
+    /// Index in the list of the request that was refused (C's `bad_wr`);
+    /// for a queue that cannot take the whole list, the first request
+    /// that does not fit.
+    pub index: usize,
+}
+
+impl PostError {
+    /// A refusal of request `index` with `kind`.
+    pub const fn new(verb: &'static str, kind: ErrorKind, index: usize) -> Self {
+        Self {
+            error: Error::new(verb, kind),
+            index,
+        }
+    }
+
+    /// The error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.error.kind()
+    }
+}
+
+impl From<PostError> for Error {
+    fn from(e: PostError) -> Self {
+        e.error
+    }
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (work request {} of the list)", self.error, self.index)
+    }
+}
+
+impl core::error::Error for PostError {}
+
+/// The provider-independent checks of one send request for a QP of
+/// `qp_type` with send capacities `max_sge` / `max_inline`; returns the
+/// byte length of the payload.
+#[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+pub(crate) fn check_send(
+    wr: &SendWr<'_>,
+    qp_type: QpType,
+    max_sge: u32,
+    max_inline: u32,
+) -> Result<u32, ErrorKind> {
+    if !wr.op.valid_for(qp_type) {
+        return Err(ErrorKind::UnsupportedOpcode);
+    }
+    if (qp_type == QpType::Ud) != wr.ud.is_some() {
+        // A UD send needs a destination; a connected QP has one already.
+        return Err(ErrorKind::InvalidArgument);
+    }
+    let len: u64 = match wr.payload {
+        Payload::Sges(sges) => {
+            if sges.len() > max_sge as usize {
+                return Err(ErrorKind::TooManySge);
+            }
+            sges.iter().map(|s| u64::from(s.length)).sum()
+        }
+        Payload::Inline(data) => {
+            if data.len() > max_inline as usize {
+                return Err(ErrorKind::InlineTooLarge);
+            }
+            // Inline data goes out; nothing can land in it.
+            if matches!(wr.op, SendOp::RdmaRead { .. }) || wr.op.is_atomic() {
+                return Err(ErrorKind::InvalidArgument);
+            }
+            data.len() as u64
+        }
+    };
+    // A message is at most 2^31 bytes (IB: max_msg_sz; rxe: 2^31).
+    if len > 1 << 31 {
+        return Err(ErrorKind::InvalidArgument);
+    }
+    match wr.op {
+        SendOp::AtomicCmpSwp { remote_addr, .. } | SendOp::AtomicFetchAdd { remote_addr, .. }
+            if len < 8 || remote_addr % 8 != 0 =>
+        {
+            Err(ErrorKind::InvalidArgument)
+        }
+        SendOp::BindMw(_) | SendOp::LocalInv { .. } if len != 0 => Err(ErrorKind::InvalidArgument),
+        _ => Ok(len as u32),
+    }
+}
+
+/// The provider-independent checks of one receive request.
+#[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+pub(crate) fn check_recv(wr: &RecvWr<'_>, max_sge: u32) -> Result<u32, ErrorKind> {
+    if wr.sg_list.len() > max_sge as usize {
+        return Err(ErrorKind::TooManySge);
+    }
+    let len: u64 = wr.sg_list.iter().map(|s| u64::from(s.length)).sum();
+    if len > 1 << 31 {
+        return Err(ErrorKind::InvalidArgument);
+    }
+    Ok(len as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sge(len: u32) -> Sge {
+        Sge { addr: 0x1000, length: len, lkey: 1 }
+    }
+
+    #[test]
+    fn opcodes_match_ibv_wr_opcode() {
+        // enum ibv_wr_opcode (verbs.h) = enum ib_uverbs_wr_opcode.
+        assert_eq!(SendOp::RdmaWrite { remote_addr: 0, rkey: 0 }.opcode(), 0);
+        assert_eq!(SendOp::Send.opcode(), 2);
+        assert_eq!(SendOp::RdmaRead { remote_addr: 0, rkey: 0 }.opcode(), 4);
+        assert_eq!(SendOp::LocalInv { rkey: 0 }.opcode(), 7);
+        assert_eq!(SendOp::SendWithInv { invalidate_rkey: 0 }.opcode(), 9);
+        assert_eq!(SendFlags::all().bits() | SEND_INLINE, 0xf);
+    }
+
+    #[test]
+    fn send_checks() {
+        let one = [sge(8)];
+        let three = [sge(8), sge(8), sge(8)];
+        let ok = SendWr::send(1, &one);
+        assert_eq!(check_send(&ok, QpType::Rc, 2, 0), Ok(8));
+        assert_eq!(check_send(&SendWr::send(1, &three), QpType::Rc, 2, 0), Err(ErrorKind::TooManySge));
+        let inl = SendWr::send(1, &[]).inline(&[0u8; 65]);
+        assert_eq!(check_send(&inl, QpType::Rc, 1, 64), Err(ErrorKind::InlineTooLarge));
+        assert_eq!(check_send(&SendWr::send(1, &[]).inline(&[1; 64]), QpType::Rc, 1, 64), Ok(64));
+        let read = SendWr::rdma_read(1, &one, 0x10, 5);
+        assert_eq!(check_send(&read, QpType::Uc, 1, 0), Err(ErrorKind::UnsupportedOpcode));
+        assert_eq!(check_send(&read, QpType::Ud, 1, 0), Err(ErrorKind::UnsupportedOpcode));
+        assert_eq!(check_send(&ok, QpType::Ud, 1, 0), Err(ErrorKind::InvalidArgument), "no AH");
+        let faa = |addr| SendWr::new(1, SendOp::AtomicFetchAdd { remote_addr: addr, rkey: 1, add: 1 }, &one);
+        assert_eq!(check_send(&faa(0x1004), QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
+        assert_eq!(check_send(&faa(0x1008), QpType::Rc, 1, 0), Ok(8));
+        let short = [sge(4)];
+        let faa4 = SendWr::new(1, SendOp::AtomicFetchAdd { remote_addr: 8, rkey: 1, add: 1 }, &short);
+        assert_eq!(check_send(&faa4, QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
+        let inv = SendWr::new(1, SendOp::LocalInv { rkey: 3 }, &one);
+        assert_eq!(check_send(&inv, QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
+        assert_eq!(check_send(&SendWr::new(1, SendOp::LocalInv { rkey: 3 }, &[]), QpType::Rc, 1, 0), Ok(0));
+    }
+
+    #[test]
+    fn recv_checks() {
+        assert_eq!(check_recv(&RecvWr::new(1, &[sge(10), sge(20)]), 2), Ok(30));
+        assert_eq!(check_recv(&RecvWr::new(1, &[sge(10), sge(20)]), 1), Err(ErrorKind::TooManySge));
+        let big = [sge(u32::MAX), sge(u32::MAX)];
+        assert_eq!(check_recv(&RecvWr::new(1, &big), 2), Err(ErrorKind::InvalidArgument));
+    }
+}

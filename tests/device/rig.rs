@@ -1,0 +1,132 @@
+//! Shared set-up for the data-path tests: RC/UC/UD QPs on rxe0 connected
+//! to each other on the one device (rxe loops packets for its own address
+//! back through its receive path), and waiting for completions.
+
+use std::time::Instant;
+
+use super::common::{gid_index, rxe_name};
+use verbs::qp::{
+    AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpCap, QpInitAttr, RcQp, RcRtrAttr,
+    RcRtsAttr, Rts, SqPsnAttr, UcQp, UcRtrAttr, UdInitAttr, UdQp, UdRtrAttr,
+};
+use verbs::{discovery::devices, AccessFlags, Context, Cq, Pd, Srq, Wc};
+
+/// Everything the tests may do to each other's memory.
+pub(crate) const ALL_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ)
+    .union(AccessFlags::REMOTE_ATOMIC);
+
+/// Opens the RoCE test device.
+pub(crate) fn open_rxe() -> Context {
+    let list = devices().expect("ibv_get_device_list");
+    Context::open(list.by_name(&rxe_name()).expect("rxe device")).expect("ibv_open_device")
+}
+
+/// Queue sizes used unless a test needs others.
+pub(crate) const CAP: QpCap =
+    QpCap { max_send_wr: 32, max_recv_wr: 32, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
+
+/// QP init attributes with separate send and receive CQs.
+pub(crate) fn init_attr<'a>(scq: &'a Cq<'a>, rcq: &'a Cq<'a>, srq: Option<&'a Srq<'a>>, cap: QpCap) -> QpInitAttr<'a> {
+    QpInitAttr { send_cq: scq, recv_cq: rcq, srq, cap, sq_sig_all: false }
+}
+
+/// The address of this device's RoCE v2 GID (both ends of every pair).
+pub(crate) fn self_av(ctx: &Context) -> AhAttr {
+    let dgid = ctx.query_gid(1, gid_index()).expect("ibv_query_gid");
+    let grh = GlobalRoute { dgid, flow_label: 0, sgid_index: gid_index() as u8, hop_limit: 64, traffic_class: 0 };
+    AhAttr { grh: Some(grh), port_num: 1, ..Default::default() }
+}
+
+const CONN_INIT: ConnInitAttr = ConnInitAttr {
+    pkey_index: 0,
+    port_num: 1,
+    access: QpAccess::REMOTE_WRITE.union(QpAccess::REMOTE_READ).union(QpAccess::REMOTE_ATOMIC),
+};
+
+/// Two RC QPs in RTS connected to each other.
+pub(crate) fn rc_pair<'a>(
+    pd: &'a Pd<'a>,
+    a_attr: QpInitAttr<'a>,
+    b_attr: QpInitAttr<'a>,
+) -> (RcQp<'a, Rts>, RcQp<'a, Rts>) {
+    let ctx = pd.context();
+    let a = RcQp::create(pd, a_attr).expect("create QP a").into_init(CONN_INIT).expect("a INIT");
+    let b = RcQp::create(pd, b_attr).expect("create QP b").into_init(CONN_INIT).expect("b INIT");
+    let rtr = |dest| RcRtrAttr {
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 4,
+        min_rnr_timer: 1,
+        ah_attr: self_av(ctx),
+    };
+    let rts = RcRtsAttr { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4 };
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let a = a.into_rtr(rtr(bn)).expect("a RTR").into_rts(rts).expect("a RTS");
+    let b = b.into_rtr(rtr(an)).expect("b RTR").into_rts(rts).expect("b RTS");
+    (a, b)
+}
+
+/// Two UC QPs in RTS connected to each other.
+pub(crate) fn uc_pair<'a>(
+    pd: &'a Pd<'a>,
+    a_attr: QpInitAttr<'a>,
+    b_attr: QpInitAttr<'a>,
+) -> (UcQp<'a, Rts>, UcQp<'a, Rts>) {
+    let ctx = pd.context();
+    let init = ConnInitAttr { access: QpAccess::REMOTE_WRITE, ..CONN_INIT };
+    let a = UcQp::create(pd, a_attr).expect("create UC a").into_init(init).expect("a INIT");
+    let b = UcQp::create(pd, b_attr).expect("create UC b").into_init(init).expect("b INIT");
+    let rtr = |dest| UcRtrAttr { path_mtu: Mtu::Mtu1024, dest_qp_num: dest, rq_psn: 0, ah_attr: self_av(ctx) };
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let a = a.into_rtr(rtr(bn)).expect("a RTR").into_rts(SqPsnAttr { sq_psn: 0 }).expect("a RTS");
+    let b = b.into_rtr(rtr(an)).expect("b RTR").into_rts(SqPsnAttr { sq_psn: 0 }).expect("b RTS");
+    (a, b)
+}
+
+/// The Q_Key the UD tests use.
+pub(crate) const QKEY: u32 = 0x1111_2222;
+
+/// A UD QP in RTS.
+pub(crate) fn ud_qp<'a>(pd: &'a Pd<'a>, attr: QpInitAttr<'a>) -> UdQp<'a, Rts> {
+    UdQp::create(pd, attr)
+        .expect("create UD QP")
+        .into_init(UdInitAttr { pkey_index: 0, port_num: 1, qkey: QKEY })
+        .expect("UD INIT")
+        .into_rtr(UdRtrAttr)
+        .expect("UD RTR")
+        .into_rts(SqPsnAttr { sq_psn: 0 })
+        .expect("UD RTS")
+}
+
+/// Polls `cq` until `n` completions arrived (the VM is slow: up to 30 s),
+/// in batches of up to 16.
+pub(crate) fn wait(cq: &Cq<'_>, n: usize) -> Vec<Wc> {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut batch = [Wc::ZERO; 16];
+    while got.len() < n {
+        let want = (n - got.len()).min(batch.len());
+        let k = cq.poll(&mut batch[..want]).expect("ibv_poll_cq");
+        got.extend_from_slice(&batch[..k]);
+        if k == 0 {
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "only {} of {n} completions after 30 s: {got:?}",
+                got.len()
+            );
+            std::thread::sleep(core::time::Duration::from_millis(1));
+        }
+    }
+    got
+}
+
+/// Asserts that `cq` stays empty for a while (nothing more arrives).
+pub(crate) fn assert_quiet(cq: &Cq<'_>) {
+    std::thread::sleep(core::time::Duration::from_millis(300));
+    let mut wc = [Wc::ZERO; 4];
+    let n = cq.poll(&mut wc).expect("ibv_poll_cq");
+    assert_eq!(n, 0, "unexpected completions: {:?}", &wc[..n]);
+}

@@ -25,6 +25,7 @@ mod device {
     mod mcast;
     mod mr;
     mod no_alloc;
+    mod pingpong;
     mod mw;
     mod pd;
     mod qp;

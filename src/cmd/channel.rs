@@ -133,7 +133,9 @@ impl Channel {
             let addr = out.as_mut_ptr() as u64;
             bytes[hdr_len..hdr_len + 8].copy_from_slice(&addr.to_ne_bytes());
         }
-        self.write_frame(verb, &bytes[..total])
+        let sent = self.write_frame(verb, &bytes[..total]);
+        kernel_wrote(out);
+        sent
     }
 
     /// Sends an extended write-format command (`ib_uverbs_cmd_hdr` with
@@ -180,7 +182,9 @@ impl Channel {
         bytes[at..at + core_in.len()].copy_from_slice(core_in);
         at += core_in.len();
         bytes[at..at + drv_in.len()].copy_from_slice(drv_in);
-        self.write_frame(verb, &bytes[..total])
+        let sent = self.write_frame(verb, &bytes[..total]);
+        kernel_wrote(out);
+        sent
     }
 
     /// Typed legacy command: `C` is the core command (starting with its
@@ -335,4 +339,16 @@ pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
     // owner exists, so wrapping it in an `OwnedFd` (which closes it on
     // drop) creates the unique owner.
     Ok(unsafe { <OwnedFd as rustix::fd::FromRawFd>::from_raw_fd(raw) })
+}
+
+/// Tells the compiler that the kernel may have written `out` during the
+/// `write()` that just returned. The response address travels inside the
+/// command bytes, and rustix declares `write()` to the compiler as a
+/// syscall that only reads memory, so without this an optimized build may
+/// assume `out` still holds the zeros it was initialized with (in release
+/// builds every response read back as zeros: handles 0, `num_comp_vectors`
+/// 0). `black_box` hands the buffer to an opaque asm block that may write it.
+#[inline(always)]
+fn kernel_wrote(out: &mut [u8]) {
+    core::hint::black_box(out);
 }

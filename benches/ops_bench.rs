@@ -1,0 +1,279 @@
+//! ops_bench, ours: the twin of benches/c/ops_bench.c (rdma-core) doing the
+//! same operations through this crate, for instruction counts per verb:
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='*::bench_post_send' target/release/deps/ops_bench-* -d rxe0 -x 1
+//! ```
+//!
+//! Two RC QPs on one device connected to each other (A -> B); each measured
+//! call goes through an `#[inline(never)]` wrapper (the symbols demangle to
+//! `ops_bench::bench_post_send` etc.):
+//! * `bench_post_send`: post_send of one 8-byte RDMA WRITE (list of 1) on A;
+//!   every 16th signaled and waited for (outside the wrapper);
+//! * `bench_post_recv`: post_recv of one WR on B, consumed by SENDs from A;
+//! * `bench_poll_cq`: poll for a batch of N completions already in the CQ;
+//! * `bench_poll_cq_empty`: poll an empty CQ.
+//!
+//! Output lines: `ops_bench impl=ours op=<name> calls=<n> items=<n> ns_per_call=<wall>`.
+//! Needs an RDMA device: scripts/bench.sh runs it in the VM. Run without
+//! arguments (as `cargo test --all-targets` does) it only says so.
+//! usage: ops_bench [-d dev] [-x gid_index] [-n post_iters] [-b batch] [-r poll_rounds]
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use verbs::discovery::devices;
+use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
+use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge};
+use verbs::{AccessFlags, Context, Cq, Mr, Pd, Wc};
+
+const SQ_DEPTH: u32 = 64;
+const RQ_DEPTH: u32 = 256;
+const SIGNAL_EVERY: u64 = 16;
+const MAX_BATCH: usize = 64;
+const MSG: u32 = 8;
+
+// ---- the measured calls -------------------------------------------------------------
+
+#[inline(never)]
+fn bench_post_send(qp: &mut RcQp<'_, Rts>, wr: &[SendWr<'_>]) -> Result<(), PostError> {
+    qp.post_send(wr)
+}
+
+#[inline(never)]
+fn bench_post_recv(qp: &mut RcQp<'_, Rts>, wr: &[RecvWr<'_>]) -> Result<(), PostError> {
+    qp.post_recv(wr)
+}
+
+#[inline(never)]
+fn bench_poll_cq(cq: &Cq<'_>, wc: &mut [Wc]) -> verbs::Result<usize> {
+    cq.poll(wc)
+}
+
+/// The same call as `bench_poll_cq`; its parameters are in the other order
+/// only so that LLVM's function merging cannot fold the two wrappers into
+/// one symbol (which would mix their instruction counts).
+#[inline(never)]
+fn bench_poll_cq_empty(wc: &mut [Wc], cq: &Cq<'_>) -> verbs::Result<usize> {
+    cq.poll(wc)
+}
+
+// ---- setup --------------------------------------------------------------------------
+
+struct Opts {
+    dev: String,
+    gid_index: u32,
+    iters: u64,
+    batch: usize,
+    rounds: u64,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        dev: std::env::var("VERBS_TEST_RXE").unwrap_or_else(|_| "rxe0".into()),
+        gid_index: std::env::var("VM_RXE_GID_INDEX").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
+        iters: 2000,
+        batch: 16,
+        rounds: 50,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--bench" {
+            continue; // cargo bench passes it
+        }
+        let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
+        let bad = |_| format!("bad value for {a}: {v}");
+        match a.as_str() {
+            "-d" => o.dev = v.clone(),
+            "-x" => o.gid_index = v.parse().map_err(bad)?,
+            "-n" => o.iters = v.parse().map_err(bad)?,
+            "-b" => o.batch = v.parse().map_err(bad)?,
+            "-r" => o.rounds = v.parse().map_err(bad)?,
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    if !(1..=MAX_BATCH).contains(&o.batch) {
+        return Err(format!("batch must be 1..{MAX_BATCH}"));
+    }
+    Ok(o)
+}
+
+fn report(op: &str, calls: u64, items: u64, ns: u128) {
+    let per = if calls > 0 { ns as f64 / calls as f64 } else { 0.0 };
+    println!("ops_bench impl=ours op={op} calls={calls} items={items} ns_per_call={per:.0}");
+}
+
+fn e<E: core::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |err| format!("{what}: {err}")
+}
+
+fn pe(what: &'static str) -> impl Fn(PostError) -> String {
+    move |err| format!("{what}: {} (WR #{})", err.error, err.index)
+}
+
+/// Polls (unmeasured) until `want` successful completions came from `cq`.
+fn drain(cq: &Cq<'_>, mut want: usize) -> Result<(), String> {
+    let mut wc = [Wc::ZERO; 16];
+    let t0 = Instant::now();
+    while want > 0 {
+        let n = cq.poll(&mut wc[..want.min(16)]).map_err(e("ibv_poll_cq"))?;
+        if let Some(w) = wc[..n].iter().find(|w| !w.status().is_success()) {
+            return Err(format!("completion error {:?} (wr_id {})", w.status(), w.wr_id()));
+        }
+        want -= n;
+        if t0.elapsed().as_secs() > 30 {
+            return Err("timed out waiting for completions".into());
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.is_empty() {
+        println!("ops_bench: needs an RDMA device; scripts/bench.sh runs it in the VM (or pass -d DEV)");
+        return ExitCode::SUCCESS;
+    }
+    match parse(&args).and_then(|o| run(&o)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ops_bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    let list = devices().map_err(e("ibv_get_device_list"))?;
+    let ctx = Context::open(list.by_name(&o.dev).map_err(e("device"))?).map_err(e("ibv_open_device"))?;
+    let gid = ctx.query_gid(1, o.gid_index).map_err(e("ibv_query_gid"))?;
+    let pd = Pd::alloc(&ctx).map_err(e("ibv_alloc_pd"))?;
+    let mut buf = vec![0x5au8; 1 << 16];
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let mr = Mr::reg(&pd, &mut buf, access).map_err(e("ibv_reg_mr"))?;
+    let scq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // A's send CQ
+    let rcq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // B's recv CQ
+    let ocq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // the other two
+    let cap = QpCap { max_send_wr: SQ_DEPTH, max_recv_wr: RQ_DEPTH, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let init = ConnInitAttr { pkey_index: 0, port_num: 1, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
+    let mk = |send_cq, recv_cq| {
+        RcQp::create(&pd, QpInitAttr { send_cq, recv_cq, srq: None, cap, sq_sig_all: false })
+            .map_err(e("ibv_create_qp"))?
+            .into_init(init)
+            .map_err(|t| format!("INIT: {}", t.error))
+    };
+    let a = mk(&scq, &ocq)?;
+    let b = mk(&ocq, &rcq)?;
+    let rtr = |dest: u32| {
+        let grh = GlobalRoute { dgid: gid, flow_label: 0, sgid_index: o.gid_index as u8, hop_limit: 1, traffic_class: 0 };
+        RcRtrAttr {
+            path_mtu: Mtu::Mtu1024,
+            dest_qp_num: dest,
+            rq_psn: 0x1234,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ah_attr: AhAttr { grh: Some(grh), port_num: 1, ..Default::default() },
+        }
+    };
+    let rts = RcRtsAttr { sq_psn: 0x1234, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    let a = a.into_rtr(rtr(bn)).map_err(|t| format!("RTR: {}", t.error))?;
+    let mut a = a.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
+    let b = b.into_rtr(rtr(an)).map_err(|t| format!("RTR: {}", t.error))?;
+    let mut b = b.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
+
+    let (lkey, rkey, base) = (mr.lkey(), mr.rkey(), mr.addr());
+    let sge = [Sge { addr: base, length: MSG, lkey }];
+    let write = SendOp::RdmaWrite { remote_addr: base + 4096, rkey };
+    let mut wr = [SendWr { wr_id: 0, payload: Payload::Sges(&sge), op: write, flags: SendFlags::empty(), ud: None }];
+
+    // post_send: 8-byte RDMA WRITEs, every SIGNAL_EVERY-th signaled and waited for.
+    let mut ns = 0u128;
+    for i in 0..o.iters {
+        wr[0].wr_id = i;
+        let signaled = i % SIGNAL_EVERY == SIGNAL_EVERY - 1;
+        wr[0].flags = if signaled { SendFlags::SIGNALED } else { SendFlags::empty() };
+        let t = Instant::now();
+        bench_post_send(&mut a, &wr).map_err(pe("ibv_post_send"))?;
+        ns += t.elapsed().as_nanos();
+        if signaled {
+            drain(&scq, 1)?;
+        }
+    }
+    wr[0].flags = SendFlags::SIGNALED; // the tail, so that the SQ is empty again
+    a.post_send(&wr).map_err(pe("ibv_post_send"))?;
+    drain(&scq, 1)?;
+    report("post_send", o.iters, o.iters, ns);
+
+    // post_recv: fill B's RQ one WR at a time, then consume with SENDs from A.
+    let rsge = [Sge { addr: base + 8192, length: MSG, lkey }];
+    let mut rwr = [RecvWr { wr_id: 0, sg_list: &rsge }];
+    let mut swr = [SendWr { wr_id: 0, payload: Payload::Sges(&sge), op: SendOp::Send, flags: SendFlags::empty(), ud: None }];
+    let (mut done, mut ns) = (0u64, 0u128);
+    while done < o.iters {
+        let chunk = (o.iters - done).min(u64::from(RQ_DEPTH / 2));
+        for i in 0..chunk {
+            rwr[0].wr_id = done + i;
+            let t = Instant::now();
+            bench_post_recv(&mut b, &rwr).map_err(pe("ibv_post_recv"))?;
+            ns += t.elapsed().as_nanos();
+        }
+        for i in 0..chunk {
+            swr[0].wr_id = i;
+            let signaled = i % SIGNAL_EVERY == SIGNAL_EVERY - 1 || i == chunk - 1;
+            swr[0].flags = if signaled { SendFlags::SIGNALED } else { SendFlags::empty() };
+            a.post_send(&swr).map_err(pe("ibv_post_send SEND"))?;
+            if signaled {
+                drain(&scq, 1)?;
+            }
+        }
+        drain(&rcq, chunk as usize)?;
+        done += chunk;
+    }
+    report("post_recv", o.iters, o.iters, ns);
+
+    // poll_cq: `batch` signaled WRITEs complete, then one poll takes them all.
+    let mut wc = [Wc::ZERO; MAX_BATCH];
+    let (mut got, mut short, mut wait_us, mut ns) = (0u64, 0u64, 2000u64, 0u128);
+    wr[0].flags = SendFlags::SIGNALED;
+    for _ in 0..o.rounds {
+        for i in 0..o.batch {
+            wr[0].wr_id = i as u64;
+            a.post_send(&wr).map_err(pe("ibv_post_send"))?;
+        }
+        std::thread::sleep(core::time::Duration::from_micros(wait_us)); // let the device finish
+        let t = Instant::now();
+        let k = bench_poll_cq(&scq, &mut wc[..o.batch]).map_err(e("ibv_poll_cq"))?;
+        ns += t.elapsed().as_nanos();
+        for (i, w) in wc[..k].iter().enumerate() {
+            if !w.status().is_success() || w.wr_id() != i as u64 {
+                return Err(format!("bad completion {i}: {:?} wr_id {}", w.status(), w.wr_id()));
+            }
+        }
+        got += k as u64;
+        if k < o.batch {
+            short += 1;
+            wait_us *= 2;
+            drain(&scq, o.batch - k)?;
+        }
+    }
+    report("poll_cq", o.rounds, got, ns);
+    println!("ops_bench impl=ours op=poll_cq_batch batch={} short_batches={short}", o.batch);
+
+    // poll_cq on an empty CQ
+    let (mut nonzero, mut ns) = (0u64, 0u128);
+    for _ in 0..o.iters {
+        let t = Instant::now();
+        let k = bench_poll_cq_empty(&mut wc[..o.batch], &rcq).map_err(e("ibv_poll_cq"))?;
+        ns += t.elapsed().as_nanos();
+        nonzero += u64::from(k != 0);
+    }
+    report("poll_cq_empty", o.iters, 0, ns);
+    if short > 0 {
+        eprintln!("ops_bench: warning: {short} short poll batches (the device was slower than the wait)");
+    }
+    if nonzero > 0 {
+        return Err(format!("{nonzero} polls of the empty CQ returned completions"));
+    }
+    Ok(())
+}

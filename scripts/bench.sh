@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The performance harness (issue #6): ours vs rdma-core's C libibverbs on rxe0, one VM boot.
+#
+# usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE]
+#   --quick      one run per workload and side, three latency sizes (a smoke run, ~2 min)
+#   --no-setup   skip scripts/setup.sh
+#   --reps N     runs per workload and side (default 5; results are medians over the runs)
+#   --out FILE   the report (default BENCHMARKS.md in the repository)
+#
+# 1. scripts/setup.sh (qemu, kernel, perftest, libibverbs-dev, valgrind; idempotent)
+# 2. builds benches/c/ops_bench.c with gcc -libverbs, and ours in release
+#    (cargo build --release --bin verbs-perf --bench ops_bench)
+# 3. boots the VM once: scripts/bench-guest.sh alternates C and ours for every workload:
+#    perftest ib_{send,write}_lat vs verbs-perf {send,write}_lat (sizes 2..4096),
+#    ib_{send,write}_bw vs verbs-perf {send,write}_bw (post lists, 1 and 4 QPs),
+#    the ops benches natively and under callgrind (instructions per post_send, post_recv,
+#    poll_cq batch, empty poll_cq)
+# 4. renders the raw results in target/bench/raw/ into BENCHMARKS.md
+#    (scripts/bench_report.py): medians, ratios, targets with PASS/MISS marks.
+# Targets are printed, never asserted: the exit status only says whether the harness ran.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SETUP=1 REPS=5 QUICK=0 REPORT=$ROOT/BENCHMARKS.md
+CMDLINE="scripts/bench.sh${*:+ $*}"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1; REPS=1; shift ;;
+        --no-setup) SETUP=0; shift ;;
+        --reps) REPS=$2; shift 2 ;;
+        --out) REPORT=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+T0=$(date +%s)
+BENCH=$ROOT/target/bench
+RAW=$BENCH/raw
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+if [ "$SETUP" = 1 ]; then "$ROOT/scripts/setup.sh"; fi
+
+echo "bench: building (gcc, cargo --release)" >&2
+mkdir -p "$BENCH"
+gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs
+# Ours: a missing or broken Rust side is reported as "not measured", never hidden.
+OURS_PERF="" OURS_OPS=""
+if cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \
+        > "$BENCH/cargo.json" 2> "$BENCH/cargo.log"; then
+    exe() { grep '"reason":"compiler-artifact"' "$BENCH/cargo.json" | grep "\"name\":\"$1\"" \
+            | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1; }
+    OURS_PERF=$(exe verbs-perf); OURS_OPS=$(exe ops_bench)
+else
+    echo "bench: cargo build failed (see $BENCH/cargo.log); measuring the C side only" >&2
+    tail -n 20 "$BENCH/cargo.log" >&2
+fi
+
+rm -rf "$RAW"; mkdir -p "$RAW"
+ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$OURS_OPS" -e "OURS_PERF=$OURS_PERF")
+if [ "$QUICK" = 1 ]; then ENVS+=(-e "LAT_SIZES=2 256 4096" -e "OPS_ITERS=500" -e "POLL_ROUNDS=20"); fi
+for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS; do
+    [ -n "${!v:-}" ] && ENVS+=(-e "$v=${!v}")
+done
+echo "bench: booting the VM (one boot for every workload)" >&2
+set +e
+"$ROOT/vm/run-in-vm.sh" --rw "$RAW" --timeout 1500 "${ENVS[@]}" -- bash "$ROOT/scripts/bench-guest.sh" \
+    2> >(tee "$BENCH/vm.log" >&2)
+VMRC=$?
+set -e
+wait  # the tee
+ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail -1)
+{
+    echo "command=$CMDLINE"
+    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+    # -dirty: tracked files other than the report itself differ from the commit
+    echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD -- . ':!BENCHMARKS.md' 2>/dev/null || echo '-dirty')"
+    echo "host_nproc=$(nproc)"
+    echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+    echo "host_kernel=$(uname -r)"
+    echo "qemu=$(qemu-system-x86_64 --version | head -1)"
+    echo "accel=${ACCEL:-unknown}"
+    echo "rustc=$(rustc --version)"
+    echo "gcc=$(gcc --version | head -1)"
+    echo "vm_exit=$VMRC"
+    echo "ours_built=$([ -n "$OURS_PERF" ] && [ -n "$OURS_OPS" ] && echo yes || echo no)"
+    echo "wall_s=$(( $(date +%s) - T0 ))"
+} > "$RAW/host-info.txt"
+python3 "$ROOT/scripts/bench_report.py" "$RAW" "$REPORT"
+echo "bench: wrote $REPORT in $(( $(date +%s) - T0 ))s (raw results in $RAW)" >&2
+[ "$VMRC" = 0 ] || { echo "bench: the VM run failed (exit $VMRC)" >&2; exit 1; }

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Render the raw results of scripts/bench.sh (target/bench/raw/) into BENCHMARKS.md.
+
+usage: bench_report.py RAW_DIR OUT_FILE
+       bench_report.py --selftest
+
+Reads: host-info.txt, guest-info.txt (key=value lines); lat/<test>.s<size>.<side>.<rep>.txt
+and bw/<test>.q<q>.l<l>.<side>.<rep>.txt (perftest's text output, which verbs-perf prints
+in the same format); ops/wall.<side>.<rep>.txt and cg/<fn>.<side>.txt (ops_bench lines,
+callgrind's "Collected :" total). A run that failed or printed no result counts as missing;
+missing numbers show as "n/a" and their target as "not measured", never as a pass.
+"""
+import os
+import re
+import statistics
+import sys
+
+SIDES = ("c", "ours")
+LAT_TARGET = 1.0   # ours/perftest median latency <= 1.0
+BW_TARGET = 1.0    # ours/perftest message rate >= 1.0
+INS_TARGET = 0.5   # ours/rdma-core instructions per call <= 0.5
+
+
+def read_kv(path):
+    kv = {}
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8", errors="replace"):
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                kv[k.strip()] = v.strip()
+    return kv
+
+
+def run_ok(text):
+    m = re.search(r"^exit=(\d+)\s*$", text, re.M)
+    return m is None or m.group(1) == "0"
+
+
+def parse_perftest(text, column):
+    """The row under perftest's result header; column 'lat' -> (t_typical, t_avg) in us,
+    'bw' -> msg rate in Mpps. None if absent or the run failed."""
+    if not run_ok(text):
+        return None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if ("t_typical" in line and column == "lat") or ("MsgRate" in line and column == "bw"):
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) >= 5 and f[0].isdigit():
+                    try:
+                        if column == "lat":
+                            return (float(f[4]), float(f[5]))
+                        return float(f[4])
+                    except ValueError:
+                        return None
+            return None
+    return None
+
+
+def parse_ops(text):
+    """ops_bench lines -> {op: {calls, items, ns_per_call}}."""
+    ops = {}
+    for m in re.finditer(r"^ops_bench impl=\S+ op=(\S+) (.*)$", text, re.M):
+        fields = dict(kv.split("=", 1) for kv in m.group(2).split() if "=" in kv)
+        ops[m.group(1)] = {k: float(v) for k, v in fields.items()}
+    return ops
+
+
+def parse_collected(text):
+    m = re.search(r"Collected\s*:\s*([\d,]+)", text)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs, digits=2):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    return f"{min(xs):.{digits}f}-{max(xs):.{digits}f}"
+
+
+def fmt(x, digits=2):
+    if x is None:
+        return "n/a"
+    if isinstance(x, int) or digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def mark(ratio, target, higher_is_better):
+    if ratio is None:
+        return "not measured"
+    ok = ratio >= target if higher_is_better else ratio <= target
+    return "PASS" if ok else "**MISS**"
+
+
+def ratio(ours, c):
+    return ours / c if ours is not None and c else None
+
+
+def collect(raw):
+    """Everything the report needs, as plain dicts."""
+    res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}}
+    pat = re.compile(r"^(\w+)\.(s\d+|q\d+\.l\d+)\.(c|ours)\.(\d+)\.txt$")
+    for kind in ("lat", "bw"):
+        d = os.path.join(raw, kind)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            m = pat.match(name)
+            if not m:
+                continue
+            test, cfg, side, _ = m.groups()
+            val = parse_perftest(open(os.path.join(d, name), errors="replace").read(), kind)
+            res[kind].setdefault((test, cfg), {}).setdefault(side, []).append(val)
+    d = os.path.join(raw, "ops")
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.match(r"^wall\.(c|ours)\.\d+\.txt$", name)
+        if m:
+            text = open(os.path.join(d, name), errors="replace").read()
+            if run_ok(text):
+                for op, f in parse_ops(text).items():
+                    if "ns_per_call" in f:
+                        res["wall"].setdefault(op, {}).setdefault(m.group(1), []).append(f["ns_per_call"])
+    d = os.path.join(raw, "cg")
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.match(r"^bench_(\w+)\.(c|ours)\.txt$", name)
+        if not m:
+            continue
+        op, side = m.groups()
+        text = open(os.path.join(d, name), errors="replace").read()
+        ops = parse_ops(text)
+        total = parse_collected(text)
+        if not run_ok(text) or total is None or op not in ops or not ops[op].get("calls"):
+            res["cg"].setdefault(op, {})[side] = None
+            continue
+        per_call = total / ops[op]["calls"]
+        per_item = total / ops[op]["items"] if ops[op].get("items") else None
+        res["cg"].setdefault(op, {})[side] = {"total": total, "calls": ops[op]["calls"],
+                                              "per_call": per_call, "per_item": per_item}
+    return res
+
+
+def breakdown(raw, res):
+    """Top entries of callgrind_annotate --inclusive=yes under our wrappers, per call."""
+    import shutil
+    import subprocess
+    if not shutil.which("callgrind_annotate"):
+        return []
+    rows = []
+    for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
+        d = res["cg"].get(op, {}).get("ours")
+        path = os.path.join(raw, "cg", f"bench_{op}.ours.callgrind")
+        if not d or not os.path.exists(path):
+            continue
+        try:
+            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--show-percs=no", path],
+                                  capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        parts = []
+        for line in text.splitlines():
+            m = re.match(r"^\s*([\d,]+)\s+(\S.*?):(\S+)( \[.*\])?$", line)
+            if not m:
+                continue
+            ir = int(m.group(1).replace(",", ""))
+            src, fn = m.group(2), m.group(3)
+            # our code only: not the Rust standard library, not the bench itself
+            if src.startswith("/rustc/") or src.startswith("???") or src.endswith("ops_bench.rs"):
+                continue
+            if not re.search(r"(^|/)(src|providers)/", src):
+                continue
+            where = f"`{src.split('/')[-1]}: {'::'.join(fn.split('::')[-2:])}`"
+            parts.append((ir / d["calls"], where))
+        seen, top = set(), []
+        for per, where in parts:
+            if where in seen or per < 2:
+                continue
+            seen.add(where)
+            top.append(f"{where} {per:.0f}")
+            if len(top) == 6:
+                break
+        rows.append((op, d["per_call"], "; ".join(top) if top else "n/a"))
+    return rows
+
+
+def size_key(cfg):
+    return [int(x) for x in re.findall(r"\d+", cfg)]
+
+
+def render(raw):
+    host = read_kv(os.path.join(raw, "host-info.txt"))
+    guest = read_kv(os.path.join(raw, "guest-info.txt"))
+    res = collect(raw)
+    out = []
+    w = out.append
+    summary = []  # (target, worst ratio, mark)
+
+    w("# Benchmarks: verbs (pure Rust) vs rdma-core's libibverbs on rxe0\n")
+    w(f"Generated by `{host.get('command', 'scripts/bench.sh')}` on {host.get('date', '?')} "
+      f"at commit `{host.get('commit', '?')}`. Reproduce with:\n")
+    w("```\nscripts/bench.sh            # setup, build, one VM boot, this file\n```\n")
+    w("Both sides run on the same soft-RoCE device (rxe0) in one VM boot, alternating run by run. "
+      "The VM runs under qemu "
+      f"**{host.get('accel', '?')}**: wall-clock numbers are those of an emulated CPU (50-100x slower "
+      "than native) and dominated by the kernel's rxe driver, so they compare the two libraries on this "
+      "setup only. Instruction counts (callgrind, userspace only) do not depend on emulation speed.\n")
+    w("| machine | |\n| --- | --- |")
+    for k, label in (("host_cpu", "host CPU"), ("host_nproc", "host CPUs (nproc)"),
+                     ("host_kernel", "host kernel"), ("qemu", "qemu"), ("accel", "qemu accel")):
+        w(f"| {label} | {host.get(k, '?')} |")
+    for k, label in (("guest_kernel", "guest kernel"), ("guest_nproc", "guest CPUs"),
+                     ("guest_cpu", "guest CPU model"), ("rdma_core", "rdma-core (C libibverbs + librxe)"),
+                     ("perftest", "perftest"), ("valgrind", "valgrind")):
+        w(f"| {label} | {guest.get(k, '?')} |")
+    w(f"| rustc / gcc | {host.get('rustc', '?')} / {host.get('gcc', '?')} |")
+    w(f"| harness wall time | {host.get('wall_s', '?')} s |")
+    if host.get("ours_built") == "no":
+        w("\n**Our side was not built** (cargo build failed or the targets do not exist yet): "
+          "every \"ours\" column is n/a and no target is met.\n")
+    else:
+        w("")
+
+    # --- instructions ---
+    w("## Userspace instructions per call (callgrind)\n")
+    w("`valgrind --tool=callgrind --toggle-collect=bench_<op>` over benches/c/ops_bench.c (rdma-core, "
+      "provider librxe) and benches/ops_bench.rs (ours): inclusive instructions inside one call of the verb, "
+      "divided by the number of calls. Target: ours <= "
+      f"{INS_TARGET}x rdma-core.\n")
+    w("| operation | rdma-core | ours | ours / rdma-core | target | |\n| --- | ---: | ---: | ---: | ---: | --- |")
+    labels = (("post_send", "post_send (8 B RDMA WRITE, list of 1)", "per_call"),
+              ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
+              ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
+              ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
+              ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
+    for op, label, key in labels:
+        d = res["cg"].get(op, {})
+        c = d.get("c") and d["c"][key]
+        o = d.get("ours") and d["ours"][key]
+        r = ratio(o, c)
+        mk = mark(r, INS_TARGET, False)
+        w(f"| {label} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {INS_TARGET} | {mk} |")
+    ins_all = [ratio(res["cg"].get(op, {}).get("ours") and res["cg"][op]["ours"]["per_call"],
+                     res["cg"].get(op, {}).get("c") and res["cg"][op]["c"]["per_call"])
+               for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
+    summary.append(("instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins_all, False, INS_TARGET))
+    w("")
+
+    # --- latency ---
+    w("## Ping-pong latency\n")
+    w("perftest `ib_send_lat` / `ib_write_lat` vs `verbs-perf send_lat` / `write_lat`, server and client "
+      "on rxe0 (loopback). Value: `t_typical` (perftest's median of the half round trip, us), the median over "
+      "the runs. Target: ours <= 1.0x perftest.\n")
+    w("| test | bytes | perftest median us | ours median us | ours / perftest | perftest runs (min-max) | "
+      "ours runs (min-max) | target | |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    lat_ratios = []
+    for (test, cfg) in sorted(res["lat"], key=lambda k: (k[0], size_key(k[1]))):
+        d = res["lat"][(test, cfg)]
+        cvals = [v[0] for v in d.get("c", []) if v]
+        ovals = [v[0] for v in d.get("ours", []) if v]
+        c, o = median(cvals), median(ovals)
+        r = ratio(o, c)
+        lat_ratios.append(r)
+        w(f"| {test} | {cfg[1:]} | {fmt(c)} | {fmt(o)} | {fmt(r)} | {len(cvals)}: {spread(cvals)} | "
+          f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)} |")
+    summary.append(("ping-pong median latency", f"<= {LAT_TARGET}x", lat_ratios, False, LAT_TARGET))
+    w("")
+
+    # --- message rate ---
+    w("## Message rate\n")
+    w("perftest `ib_send_bw` / `ib_write_bw` vs `verbs-perf send_bw` / `write_bw`, "
+      "8-byte messages, `-q` QPs, `-l` work requests per post (post list; CQ moderation = list length). "
+      "Value: MsgRate (Mpps), the median over the runs. Target: ours >= 1.0x perftest.\n")
+    w("| test | QPs | post list | perftest Mpps | ours Mpps | ours / perftest | perftest runs (min-max) | "
+      "ours runs (min-max) | target | |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    bw_ratios = []
+    for (test, cfg) in sorted(res["bw"], key=lambda k: (k[0], size_key(k[1]))):
+        d = res["bw"][(test, cfg)]
+        cvals = [v for v in d.get("c", []) if v is not None]
+        ovals = [v for v in d.get("ours", []) if v is not None]
+        c, o = median(cvals), median(ovals)
+        r = ratio(o, c)
+        bw_ratios.append(r)
+        q, l = size_key(cfg)
+        w(f"| {test} | {q} | {l} | {fmt(c, 4)} | {fmt(o, 4)} | {fmt(r)} | {len(cvals)}: {spread(cvals, 4)} | "
+          f"{len(ovals)}: {spread(ovals, 4)} | >= {BW_TARGET} | {mark(r, BW_TARGET, True)} |")
+    summary.append(("message rate", f">= {BW_TARGET}x", bw_ratios, True, BW_TARGET))
+    w("")
+
+    # --- where our instructions go ---
+    rows = breakdown(raw, res)
+    if rows:
+        w("## Where our instructions go (callgrind, inclusive, per call)\n")
+        w("The biggest entries under each of our wrappers in `callgrind_annotate --inclusive=yes` of the raw "
+          "profiles (target/bench/raw/cg/): `file: function` is the code of that source file inside that "
+          "function (inlined code is attributed to its file), inclusive of its callees, per call.\n")
+        w("| operation | instructions per call | where |\n| --- | ---: | --- |")
+        for op, per_call, where in rows:
+            w(f"| {op} | {fmt(per_call, 1)} | {where} |")
+        w("")
+
+    # --- wall time of the ops bench ---
+    w("## Ops bench wall time (informative)\n")
+    w("ns per call measured with clock_gettime around each call, median over runs. Under emulation this is "
+      "mostly the cost of the emulated CPU and, for post_send, the doorbell system call into the kernel; no "
+      "target.\n")
+    w("| operation | rdma-core ns | ours ns | ours / rdma-core |\n| --- | ---: | ---: | ---: |")
+    for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
+        d = res["wall"].get(op, {})
+        c, o = median(d.get("c", [])), median(d.get("ours", []))
+        w(f"| {op} | {fmt(c, 0)} | {fmt(o, 0)} | {fmt(ratio(o, c))} |")
+    w("")
+
+    # --- summary (placed at the top) ---
+    top = ["## Targets\n", "Ratios printed by the harness, not asserted by tests. "
+           "A target is met only if every row under it was measured and met it.\n",
+           "| target | rows | worst ratio (ours / rdma-core) | |\n| --- | ---: | ---: | --- |"]
+    for name, tgt, ratios, higher, t in summary:
+        measured = [r for r in ratios if r is not None]
+        if not ratios:
+            top.append(f"| {name} {tgt} | 0 | n/a | not measured |")
+            continue
+        worst_r = (min(measured) if higher else max(measured)) if measured else None
+        if len(measured) < len(ratios):
+            mk = "not measured" if not measured else f"**MISS** ({len(ratios) - len(measured)} rows not measured)"
+            if measured and mark(worst_r, t, higher) != "PASS":
+                mk = "**MISS**" + mk[8:]
+        else:
+            mk = mark(worst_r, t, higher)
+        misses = sum(1 for r in measured if mark(r, t, higher) != "PASS")
+        rows = f"{len(ratios)}" + (f" ({misses} missed)" if misses else "")
+        top.append(f"| {name} {tgt} | {rows} | {fmt(worst_r)} | {mk} |")
+    top.append("")
+    # insert after the machine table
+    idx = out.index("## Userspace instructions per call (callgrind)\n")
+    out[idx:idx] = top
+    return "\n".join(out).rstrip() + "\n"
+
+
+def selftest():
+    lat = """ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       500          26.73          2426.24      29.71    	       46.58       	152.14 		1250.81 		2426.24
+---------------------------------------------------------------------------------------
+exit=0
+"""
+    assert parse_perftest(lat, "lat") == (29.71, 46.58)
+    assert parse_perftest(lat.replace("exit=0", "exit=1"), "lat") is None
+    bw = """ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 8          4000             0.74               0.56   		   0.073355
+"""
+    assert parse_perftest(bw, "bw") == 0.073355
+    assert parse_perftest("Couldn't connect\nexit=1\n", "bw") is None
+    ops = parse_ops("ops_bench impl=c op=poll_cq calls=20 items=320 ns_per_call=2914\n")
+    assert ops == {"poll_cq": {"calls": 20.0, "items": 320.0, "ns_per_call": 2914.0}}
+    assert parse_collected("==255== Collected : 197,820\n") == 197820
+    assert mark(0.4, 0.5, False) == "PASS" and mark(0.6, 0.5, False) == "**MISS**"
+    assert mark(1.1, 1.0, True) == "PASS" and mark(None, 1.0, True) == "not measured"
+    print("bench_report: selftest ok")
+
+
+def main():
+    if sys.argv[1:] == ["--selftest"]:
+        selftest()
+        return
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    text = render(sys.argv[1])
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+//! `verbs-perf`'s command line: the test name, then the perftest options
+//! the harness uses (`ib_send_lat -d rxe0 -x 1 -s 8 -n 1000 -F -p 18516
+//! [server]` becomes `verbs-perf send_lat -d rxe0 -x 1 ...`). Short options
+//! take their value separately or attached (`-s 8`, `-s8`), long ones with
+//! `=` or separately (`--size=8`, `--size 8`). The last operand, if any,
+//! is the server to connect to; without it we are the server.
+
+/// Which perftest program we stand in for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Test {
+    /// `ib_send_lat`: SEND/RECV ping-pong.
+    SendLat,
+    /// `ib_write_lat`: RDMA WRITE ping-pong, polling the last byte.
+    WriteLat,
+    /// `ib_send_bw`: SEND streaming to posted receives.
+    SendBw,
+    /// `ib_write_bw`: RDMA WRITE streaming.
+    WriteBw,
+}
+
+impl Test {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Test::SendLat => "send_lat",
+            Test::WriteLat => "write_lat",
+            Test::SendBw => "send_bw",
+            Test::WriteBw => "write_bw",
+        }
+    }
+
+    pub(crate) fn is_lat(self) -> bool {
+        matches!(self, Test::SendLat | Test::WriteLat)
+    }
+
+    pub(crate) fn is_send(self) -> bool {
+        matches!(self, Test::SendLat | Test::SendBw)
+    }
+}
+
+/// The parsed options, perftest's defaults filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Opts {
+    pub(crate) test: Test,
+    /// `-d`: device name (default: the first device).
+    pub(crate) dev: Option<String>,
+    /// `-i`: port number (default 1).
+    pub(crate) ib_port: u8,
+    /// `-x`: source GID index (default 0).
+    pub(crate) gid_index: u32,
+    /// `-s`: message size (default 2 for latency, 65536 for bandwidth).
+    pub(crate) size: u32,
+    /// `-n`: iterations per QP (default 1000 latency, 5000 bandwidth).
+    pub(crate) iters: u32,
+    /// `-q`: number of QPs (bandwidth tests; default 1).
+    pub(crate) qps: u32,
+    /// `-l`: work requests per post_send call (default 1).
+    pub(crate) post_list: u32,
+    /// `-t`: send queue depth (default 1 latency, 128 bandwidth).
+    pub(crate) tx_depth: u32,
+    /// `-r`: receive queue depth (default 512, at most the iterations).
+    pub(crate) rx_depth: u32,
+    /// `-p`: TCP port of the out-of-band exchange (default 18515).
+    pub(crate) port: u16,
+    /// The server's address: we are the client. None: we are the server.
+    pub(crate) server: Option<String>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Parsed {
+    Run(Opts),
+    Help,
+}
+
+pub(crate) fn usage(prog: &str) -> String {
+    format!(
+        "usage: {prog} send_lat|write_lat|send_bw|write_bw [options] [server]\n\
+         \x20 -d, --ib-dev=<dev>       device (default: the first)\n\
+         \x20 -i, --ib-port=<port>     port (default 1)\n\
+         \x20 -x, --gid-index=<index>  source GID index (RoCE: the RoCE v2 IPv4 GID)\n\
+         \x20 -s, --size=<size>        message size (default 2 latency, 65536 bandwidth)\n\
+         \x20 -n, --iters=<iters>      iterations per QP (default 1000 latency, 5000 bandwidth)\n\
+         \x20 -q, --qp=<num>           QPs (default 1)\n\
+         \x20 -l, --post_list=<n>      work requests per post_send (default 1)\n\
+         \x20 -t, --tx-depth=<n>       send queue depth (default 1 latency, 128 bandwidth)\n\
+         \x20 -r, --rx-depth=<n>       receive queue depth (default 512)\n\
+         \x20 -p, --port=<port>        TCP port of the exchange (default 18515)\n\
+         \x20 -F, --CPU-freq           accepted and ignored (perftest compatibility)\n\
+         Output: perftest's result table and a line `verbs-perf result key=value ...`.\n"
+    )
+}
+
+/// (short letter, long name, takes a value)
+const OPTS: [(char, &str, bool); 12] = [
+    ('d', "ib-dev", true),
+    ('i', "ib-port", true),
+    ('x', "gid-index", true),
+    ('s', "size", true),
+    ('n', "iters", true),
+    ('q', "qp", true),
+    ('l', "post_list", true),
+    ('t', "tx-depth", true),
+    ('r', "rx-depth", true),
+    ('p', "port", true),
+    ('F', "CPU-freq", false),
+    ('h', "help", false),
+];
+
+fn num<T: core::str::FromStr>(opt: char, v: &str) -> Result<T, String> {
+    v.parse().map_err(|_| format!("invalid value for -{opt}: '{v}'"))
+}
+
+/// Parses the arguments after the program name.
+pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
+    let Some(first) = args.first() else { return Err("no test given".into()) };
+    let test = match first.as_str() {
+        "send_lat" => Test::SendLat,
+        "write_lat" => Test::WriteLat,
+        "send_bw" => Test::SendBw,
+        "write_bw" => Test::WriteBw,
+        "-h" | "--help" => return Ok(Parsed::Help),
+        t => return Err(format!("unknown test '{t}' (send_lat, write_lat, send_bw, write_bw)")),
+    };
+    let lat = test.is_lat();
+    let mut o = Opts {
+        test,
+        dev: None,
+        ib_port: 1,
+        gid_index: 0,
+        size: if lat { 2 } else { 65536 },
+        iters: if lat { 1000 } else { 5000 },
+        qps: 1,
+        post_list: 1,
+        tx_depth: if lat { 1 } else { 128 },
+        rx_depth: 512,
+        port: 18515,
+        server: None,
+    };
+    let mut tx_given = false;
+    let mut rx_given = false;
+    let mut i = 1;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let (letter, attached) = if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let Some(o) = OPTS.iter().find(|o| o.1 == name) else {
+                return Err(format!("unknown option --{name}"));
+            };
+            (o.0, value)
+        } else if let Some(short) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let mut chars = short.chars();
+            let c = chars.next().unwrap_or('?');
+            let rest: String = chars.collect();
+            (c, (!rest.is_empty()).then_some(rest))
+        } else {
+            if o.server.is_some() {
+                return Err(format!("unexpected operand '{arg}'"));
+            }
+            o.server = Some(arg.clone());
+            continue;
+        };
+        let Some(&(_, _, takes)) = OPTS.iter().find(|o| o.0 == letter) else {
+            return Err(format!("unknown option -{letter}"));
+        };
+        let value = if takes {
+            match attached {
+                Some(v) => v,
+                None if i < args.len() => {
+                    i += 1;
+                    args[i - 1].clone()
+                }
+                None => return Err(format!("option -{letter} needs a value")),
+            }
+        } else {
+            if attached.is_some() {
+                return Err(format!("option -{letter} takes no value"));
+            }
+            String::new()
+        };
+        match letter {
+            'd' => o.dev = Some(value),
+            'i' => o.ib_port = num(letter, &value)?,
+            'x' => o.gid_index = num(letter, &value)?,
+            's' => o.size = num(letter, &value)?,
+            'n' => o.iters = num(letter, &value)?,
+            'q' => o.qps = num(letter, &value)?,
+            'l' => o.post_list = num(letter, &value)?,
+            't' => (o.tx_depth, tx_given) = (num(letter, &value)?, true),
+            'r' => (o.rx_depth, rx_given) = (num(letter, &value)?, true),
+            'p' => o.port = num(letter, &value)?,
+            'F' => {}
+            _ => return Ok(Parsed::Help),
+        }
+    }
+    if o.iters < 5 {
+        return Err("iterations must be at least 5".into());
+    }
+    if o.qps == 0 || o.post_list == 0 || o.tx_depth == 0 || o.rx_depth == 0 {
+        return Err("-q, -l, -t and -r must be at least 1".into());
+    }
+    if lat && (o.qps != 1 || o.post_list != 1) {
+        return Err("latency tests use one QP and no post list".into());
+    }
+    if !tx_given && o.post_list > o.tx_depth {
+        o.tx_depth = o.post_list;
+    }
+    if o.post_list > o.tx_depth {
+        return Err(format!("post list {} is longer than the send queue ({})", o.post_list, o.tx_depth));
+    }
+    if !rx_given {
+        o.rx_depth = o.rx_depth.min(o.iters);
+    }
+    Ok(Parsed::Run(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn run(s: &str) -> Opts {
+        match parse(&args(s)) {
+            Ok(Parsed::Run(o)) => o,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn perftest_command_line_as_the_harness_writes_it() {
+        let o = run("send_lat -d rxe0 -x 1 -s 64 -n 3000 -F -p 18530 127.0.0.1");
+        assert_eq!(o.test, Test::SendLat);
+        assert_eq!(o.dev.as_deref(), Some("rxe0"));
+        assert_eq!((o.gid_index, o.size, o.iters, o.port), (1, 64, 3000, 18530));
+        assert_eq!(o.server.as_deref(), Some("127.0.0.1"));
+        assert_eq!((o.qps, o.post_list, o.tx_depth, o.ib_port), (1, 1, 1, 1));
+        let o = run("write_bw -d rxe0 -x 1 -s 8 -n 20000 -q 4 -l 8 -F -p 18600");
+        assert_eq!((o.test, o.qps, o.post_list, o.size, o.iters), (Test::WriteBw, 4, 8, 8, 20000));
+        assert_eq!(o.server, None, "no operand: server side");
+        assert_eq!((o.tx_depth, o.rx_depth), (128, 512));
+    }
+
+    #[test]
+    fn defaults_attached_and_long_forms() {
+        let o = run("send_bw");
+        assert_eq!((o.size, o.iters, o.port, o.gid_index), (65536, 5000, 18515, 0));
+        let o = run("write_lat -s8 --iters=10 --ib-dev rxe1 --gid-index=3 host");
+        assert_eq!((o.size, o.iters, o.gid_index), (8, 10, 3));
+        assert_eq!((o.dev.as_deref(), o.server.as_deref()), (Some("rxe1"), Some("host")));
+        // rx depth follows small iteration counts unless given
+        assert_eq!(run("send_bw -n 100").rx_depth, 100);
+        assert_eq!(run("send_bw -n 100 -r 50").rx_depth, 50);
+        // a post list longer than the default SQ grows it
+        assert_eq!(run("send_bw -l 256").tx_depth, 256);
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused() {
+        for bad in [
+            "",
+            "read_lat",
+            "send_lat -s",
+            "send_lat -s x",
+            "send_lat -z 1",
+            "send_lat --bogus=1",
+            "send_lat -n 4",
+            "send_lat -q 2",
+            "send_bw -l 0",
+            "send_bw -t 4 -l 8",
+            "send_lat a b",
+            "send_lat -Fx",
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse(&args("send_lat -h")), Ok(Parsed::Help));
+        assert_eq!(parse(&args("--help")), Ok(Parsed::Help));
+    }
+}

@@ -1,0 +1,132 @@
+//! Results in perftest's format (so the harness parses both sides with one
+//! parser) and as one `verbs-perf result key=value ...` line.
+
+use super::args::{Opts, Test};
+
+pub(crate) const RULE: &str =
+    "---------------------------------------------------------------------------------------";
+
+/// Latency statistics in microseconds, already divided by perftest's
+/// round-trip factor (2 for SEND and WRITE ping-pong: the half round trip).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LatStats {
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) typical: f64,
+    pub(crate) avg: f64,
+    pub(crate) stdev: f64,
+    pub(crate) p99: f64,
+    pub(crate) p999: f64,
+}
+
+/// Statistics of per-iteration round trips in nanoseconds (as perftest:
+/// the differences between successive post timestamps), halved.
+pub(crate) fn lat_stats(rtt_ns: &mut [u64]) -> Option<LatStats> {
+    if rtt_ns.is_empty() {
+        return None;
+    }
+    rtt_ns.sort_unstable();
+    let n = rtt_ns.len();
+    let us = |ns: f64| ns / 1000.0 / 2.0;
+    let median = if n % 2 == 1 {
+        rtt_ns[n / 2] as f64
+    } else {
+        (rtt_ns[n / 2 - 1] as f64 + rtt_ns[n / 2] as f64) / 2.0
+    };
+    let avg = rtt_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
+    let var = rtt_ns.iter().map(|&x| (us(x as f64) - us(avg)).powi(2)).sum::<f64>() / n as f64;
+    let pct = |p: f64| rtt_ns[((n as f64 * p).ceil() as usize).clamp(1, n) - 1] as f64;
+    Some(LatStats {
+        min: us(rtt_ns[0] as f64),
+        max: us(rtt_ns[n - 1] as f64),
+        typical: us(median),
+        avg: us(avg),
+        stdev: var.sqrt(),
+        p99: us(pct(0.99)),
+        p999: us(pct(0.999)),
+    })
+}
+
+/// perftest's banner for the test.
+pub(crate) fn banner(o: &Opts, dev: &str) -> String {
+    let title = match o.test {
+        Test::SendLat => "Send Latency Test",
+        Test::WriteLat => "RDMA_Write Latency Test",
+        Test::SendBw => "Send BW Test",
+        Test::WriteBw => "RDMA_Write BW Test",
+    };
+    format!(
+        "{RULE}\n                    {title} (verbs-perf)\n Device         : {dev}\n Number of qps   : {}\n \
+         Connection type : RC\n TX depth        : {}\n Post List       : {}\n GID index       : {}\n \
+         Data ex. method : Ethernet (verbs-perf's own)\n{RULE}\n",
+        o.qps, o.tx_depth, o.post_list, o.gid_index
+    )
+}
+
+pub(crate) fn lat_table(o: &Opts, s: &LatStats) -> String {
+    format!(
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   \
+         99% percentile[usec]   99.9% percentile[usec] \n \
+         {:<7} {:<12} {:<14.2} {:<12.2} {:<12.2} {:<12.2} {:<12.2} {:<12.2} {:.2}\n{RULE}\n\
+         verbs-perf result test={} bytes={} iters={} t_min_us={:.3} t_max_us={:.3} t_typical_us={:.3} \
+         t_avg_us={:.3} t_stdev_us={:.3} p99_us={:.3} p999_us={:.3}\n",
+        o.size, o.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999,
+        o.test.name(), o.size, o.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999
+    )
+}
+
+/// `msgs` messages of `o.size` bytes in `ns` nanoseconds. BW in MB/s with
+/// perftest's MB (2^20 bytes); peak is reported as the average (we do not
+/// keep per-completion timestamps).
+pub(crate) fn bw_table(o: &Opts, msgs: u64, ns: u64) -> String {
+    let secs = ns.max(1) as f64 / 1e9;
+    let mpps = msgs as f64 / secs / 1e6;
+    let mbs = msgs as f64 * f64::from(o.size) / secs / 1_048_576.0;
+    format!(
+        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n \
+         {:<10} {:<16} {:<18.2} {:<16.2} {:.6}\n{RULE}\n\
+         verbs-perf result test={} bytes={} iters={} qps={} post_list={} msgs={} ns={} bw_avg_mbs={:.3} \
+         msg_rate_mpps={:.6}\n",
+        o.size, msgs, mbs, mbs, mpps,
+        o.test.name(), o.size, o.iters, o.qps, o.post_list, msgs, ns, mbs, mpps
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{parse, Parsed};
+
+    #[test]
+    fn latency_statistics_are_half_round_trips() {
+        // RTTs 10..=1000 us in 10 us steps (100 samples), shuffled
+        let mut v: Vec<u64> = (1..=100).rev().map(|i| i * 10_000).collect();
+        v.swap(3, 70);
+        let s = lat_stats(&mut v).unwrap();
+        assert_eq!((s.min, s.max), (5.0, 500.0));
+        assert_eq!(s.typical, (500.0 + 510.0) / 2.0 / 2.0);
+        assert_eq!(s.avg, 505.0 / 2.0);
+        assert_eq!((s.p99, s.p999), (495.0, 500.0));
+        assert!((s.stdev - 144.3).abs() < 0.1, "{}", s.stdev);
+        let mut odd = vec![30_000, 10_000, 20_000];
+        assert_eq!(lat_stats(&mut odd).unwrap().typical, 10.0);
+        assert_eq!(lat_stats(&mut []), None);
+    }
+
+    #[test]
+    fn tables_look_like_perftest() {
+        let Ok(Parsed::Run(o)) = parse(&["send_bw".into(), "-s".into(), "8".into(), "-q".into(), "2".into()]) else {
+            panic!()
+        };
+        // 4000 messages in 50 ms = 0.08 Mpps
+        let t = bw_table(&o, 4000, 50_000_000);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["8", "4000", "0.61", "0.61", "0.080000"]);
+        assert!(t.contains("msg_rate_mpps=0.080000"), "{t}");
+        let s = LatStats { min: 1.0, max: 9.0, typical: 2.5, avg: 3.0, stdev: 0.5, p99: 8.0, p999: 9.0 };
+        let t = lat_table(&o, &s);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[..6], ["8", "5000", "1.00", "9.00", "2.50", "3.00"]);
+        assert!(t.contains("t_typical_us=2.500"), "{t}");
+    }
+}

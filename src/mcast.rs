@@ -15,10 +15,15 @@ use crate::abi::uverbs::{AttachMcast, DetachMcast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::{QpState, QueuePair, Ud};
 
-/// Whether `gid` is a multicast GID (first byte `0xff`), the only kind the
-/// kernel accepts for attach/detach.
+/// Whether `gid` is a multicast GID, the only kind the kernel accepts for
+/// attach/detach (`rdma_is_multicast_addr`): an IPv6 multicast address
+/// (first byte `0xff`), or an IPv4-mapped IPv4 multicast address
+/// (`::ffff:224.0.0.0/4`), which is what RoCE v2 over IPv4 uses: rxe turns
+/// the GID into the packet's IP destination, and only the mapped form
+/// gives an IPv4 one.
 pub fn is_multicast_gid(gid: &[u8; 16]) -> bool {
-    gid[0] == 0xff
+    let v4_mapped = gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff;
+    gid[0] == 0xff || (v4_mapped && gid[12] & 0xf0 == 0xe0)
 }
 
 impl<S: QpState> QueuePair<'_, Ud, S> {

@@ -25,6 +25,7 @@ mod device {
     mod mcast;
     mod mr;
     mod no_alloc;
+    mod pingpong;
     mod mw;
     mod pd;
     mod qp;
@@ -32,5 +33,7 @@ mod device {
     #[allow(dead_code)]
     mod rig;
     mod srq;
+    mod syscalls;
+    mod ud_events;
     mod xrc;
 }

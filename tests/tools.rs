@@ -102,3 +102,85 @@ fn tools_without_devices_match_rdma_core() {
         );
     }
 }
+
+const RC_PP: &str = env!("CARGO_BIN_EXE_verbs-rc-pingpong");
+const UD_PP: &str = env!("CARGO_BIN_EXE_verbs-ud-pingpong");
+const SRQ_PP: &str = env!("CARGO_BIN_EXE_verbs-srq-pingpong");
+
+/// The two lines of `-U` that rdma-core added after version 44 (which
+/// Debian 12 installs); ours has them.
+const RC_U_LINES: &str = "  -U, --allow-cc-unprotected  allow allocation of unprotected/shared\n                            memory on CoCo guests\n";
+
+/// Where `$PATH` has `prog` (we must not run it to find out: without
+/// arguments a pingpong program waits for a client).
+fn in_path(prog: &str) -> Option<String> {
+    let path = std::env::var("PATH").ok()?;
+    path.split(':')
+        .map(|d| Path::new(d).join(prog))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Runs `prog` with `argv[0]` = `pp`, so that usage texts compare.
+fn run_as_pp(prog: &str, args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt as _;
+    Command::new(prog)
+        .arg0("pp")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"))
+}
+
+/// Command lines the pingpong programs reject before touching a device:
+/// ours print the same usage/messages with exit status 1 — compared with
+/// rdma-core's programs byte for byte where they are installed.
+#[test]
+fn pingpong_command_line_errors_match_rdma_core() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (RC_PP, "ibv_rc_pingpong", &["-x"]),
+        (RC_PP, "ibv_rc_pingpong", &["-p", "65536"]),
+        (RC_PP, "ibv_rc_pingpong", &["-m", "1000"]),
+        (RC_PP, "ibv_rc_pingpong", &["--iters"]),
+        (RC_PP, "ibv_rc_pingpong", &["--i", "3"]),
+        (RC_PP, "ibv_rc_pingpong", &["-i", "0"]),
+        (RC_PP, "ibv_rc_pingpong", &["host1", "host2"]),
+        (RC_PP, "ibv_rc_pingpong", &["-P"]),
+        (RC_PP, "ibv_rc_pingpong", &["-o", "-j"]),
+        (UD_PP, "ibv_ud_pingpong", &["-m", "1024"]),
+        (UD_PP, "ibv_ud_pingpong", &["--chk=1"]),
+        (UD_PP, "ibv_ud_pingpong", &["-p", "-1"]),
+        (SRQ_PP, "ibv_srq_pingpong", &["-s", "0"]),
+        (SRQ_PP, "ibv_srq_pingpong", &["-q", "8", "-r", "4"]),
+        (SRQ_PP, "ibv_srq_pingpong", &["-q", "300", "-r", "1000"]),
+        (SRQ_PP, "ibv_srq_pingpong", &["--num-qp"]),
+    ];
+    for &(ours, theirs, args) in cases {
+        let o = run_as_pp(ours, args);
+        assert_eq!(o.status.code(), Some(1), "{ours} {args:?}");
+        assert!(
+            !o.stdout.is_empty() || !o.stderr.is_empty(),
+            "{ours} {args:?} said nothing"
+        );
+        let Some(path) = in_path(theirs) else {
+            eprintln!("{theirs} not installed: only our side checked");
+            continue;
+        };
+        let t = run_as_pp(&path, args);
+        let (ours_out, theirs_out) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&t.stdout),
+        );
+        let ours_out = if theirs_out.contains("--allow-cc") {
+            ours_out.to_string()
+        } else {
+            ours_out.replace(RC_U_LINES, "")
+        };
+        assert_eq!(t.status.code(), Some(1), "{theirs} {args:?}");
+        assert_eq!(ours_out, theirs_out, "{theirs} {args:?} stdout");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&t.stderr),
+            "{theirs} {args:?} stderr"
+        );
+    }
+}

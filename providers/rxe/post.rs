@@ -32,7 +32,7 @@ use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
+use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
@@ -57,21 +57,12 @@ fn check_send_list(
     lim: SendLimits,
     wrs: &[SendWr<'_>],
 ) -> Result<(), PostError> {
+    // What fits in an element bounds the SGE count and inline size too.
     let room = prod.queue().elem_size().saturating_sub(SEND_HDR);
+    let max_sge = lim.max_sge.min((room / SGE) as u32);
+    let max_inline = lim.max_inline.min(room as u32);
     for (i, wr) in wrs.iter().enumerate() {
-        check_send(wr, lim.qp_type, lim.max_sge, lim.max_inline)
-            .map_err(|k| PostError::new(verb, k, i))?;
-        let bytes = match wr.payload {
-            Payload::Sges(s) => s.len() * SGE,
-            Payload::Inline(d) => d.len(),
-        };
-        if bytes > room {
-            let kind = match wr.payload {
-                Payload::Sges(_) => ErrorKind::TooManySge,
-                Payload::Inline(_) => ErrorKind::InlineTooLarge,
-            };
-            return Err(PostError::new(verb, kind, i));
-        }
+        check_send(wr, lim.qp_type, max_sge, max_inline).map_err(|k| PostError::new(verb, k, i))?;
         if let Some(ud) = wr.ud {
             // Kernels before 5.12 return no AH index and want the whole
             // address vector in each WQE; that form is not implemented.
@@ -157,19 +148,15 @@ pub fn post_send(
     for (i, wr) in wrs.iter().enumerate() {
         // The list was checked: lengths fit in u32 and in the element.
         let len = match wr.payload {
-            Payload::Sges(s) => s.iter().map(|s| s.length).fold(0u32, u32::wrapping_add),
+            Payload::Sges(s) => sge_len(s) as u32,
             Payload::Inline(d) => d.len() as u32,
         };
-        let off = prod.queue().slot_offset(head);
-        let ok = prod.write(off, send_header(wr, len))
+        let ok = prod.write_slot(head, 0, send_header(wr, len))
             && match wr.payload {
                 Payload::Sges(s) => s.iter().enumerate().all(|(j, s)| {
-                    prod.write(
-                        off + SEND_HDR + j * SGE,
-                        RxeSge { addr: s.addr, length: s.length, lkey: s.lkey },
-                    )
+                    prod.write_slot(head, SEND_HDR + j * SGE, RxeSge { addr: s.addr, length: s.length, lkey: s.lkey })
                 }),
-                Payload::Inline(d) => prod.write_bytes(off + SEND_HDR, d),
+                Payload::Inline(d) => prod.write_slot_bytes(head, SEND_HDR, d),
             };
         if !ok {
             // Unreachable after the checks (slot offsets come from the
@@ -196,12 +183,11 @@ pub fn post_recv(
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
-    let room = prod.queue().elem_size().saturating_sub(RECV_HDR);
+    // What fits in an element bounds the SGE count too.
+    let fit = (prod.queue().elem_size().saturating_sub(RECV_HDR) / SGE) as u32;
+    let max_sge = max_sge.min(fit);
     for (i, wr) in wrs.iter().enumerate() {
         check_recv(wr, max_sge).map_err(|k| PostError::new(verb, k, i))?;
-        if wr.sg_list.len() * SGE > room {
-            return Err(PostError::new(verb, ErrorKind::TooManySge, i));
-        }
     }
     let free = prod.free() as usize;
     if wrs.len() > free {
@@ -209,23 +195,28 @@ pub fn post_recv(
     }
     let mut head = prod.head();
     for (i, wr) in wrs.iter().enumerate() {
-        let len = wr.sg_list.iter().map(|s| s.length).fold(0u32, u32::wrapping_add);
-        let off = prod.queue().slot_offset(head);
-        let mut wqe = RxeRecvWqe::new_zeroed();
-        wqe.wr_id = wr.wr_id;
-        wqe.dma = RxeDmaInfo {
-            length: len,
-            resid: len,
-            cur_sge: 0,
-            num_sge: wr.sg_list.len() as u32,
-            sge_offset: 0,
+        // SGEs first, adding up the length, then the header.
+        let mut len = 0u32;
+        let mut ok = true;
+        for (j, s) in wr.sg_list.iter().enumerate() {
+            len = len.wrapping_add(s.length);
+            ok &= prod.write_slot(head, RECV_HDR + j * SGE, RxeSge { addr: s.addr, length: s.length, lkey: s.lkey });
+        }
+        let wqe = RxeRecvWqe {
+            wr_id: wr.wr_id,
             reserved: 0,
+            padding: 0,
+            dma: RxeDmaInfo {
+                length: len,
+                resid: len,
+                cur_sge: 0,
+                num_sge: wr.sg_list.len() as u32,
+                sge_offset: 0,
+                reserved: 0,
+            },
         };
-        let ok = prod.write(off, wqe)
-            && wr.sg_list.iter().enumerate().all(|(j, s)| {
-                prod.write(off + RECV_HDR + j * SGE, RxeSge { addr: s.addr, length: s.length, lkey: s.lkey })
-            });
-        if !ok {
+        if !(ok && prod.write_slot(head, 0, wqe)) {
+            // Unreachable after the checks; refuse rather than publish.
             return Err(PostError::new(verb, ErrorKind::Malformed, i));
         }
         head = head.wrapping_add(1);
@@ -237,17 +228,21 @@ pub fn post_recv(
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
 /// ring and frees their slots. Returns how many.
 pub fn poll(cq: &Queue, out: &mut [Wc]) -> usize {
+    // Empty (or nothing asked for): answer without taking the claim.
+    let prod = cq.producer_word().load(Ordering::Acquire);
+    if prod == cq.consumer_word().load(Ordering::Relaxed) || out.is_empty() {
+        return 0;
+    }
     cq.with_consumer(|q| {
         let mask = q.index_mask();
         let cons = q.consumer_word().load(Ordering::Relaxed);
         let prod = q.producer_word().load(Ordering::Acquire);
-        let avail = (prod.wrapping_sub(cons) & mask) as usize;
-        let n = avail.min(out.len());
+        let n = ((prod.wrapping_sub(cons) & mask) as usize).min(out.len());
         let mut i = 0;
         while i < n {
-            // In bounds: `map` checked the ring and `RxeCq::map` that an
-            // element holds a `Wc`; a `None` would stop short, not tear.
-            match q.read::<AbiWc>(q.slot_offset(cons.wrapping_add(i as u32))) {
+            // `RxeCq::map` checked that an element holds a `Wc`, so this
+            // is `Some`; a `None` would stop short, never tear.
+            match q.read_slot::<AbiWc>(cons.wrapping_add(i as u32)) {
                 Some(mut wc) => {
                     wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
                     out[i] = Wc::from_abi(wc);

@@ -25,6 +25,18 @@
 //!
 //! # Safety
 //!
+//! * **Q1 — every slot is in bounds.** [`Queue::map`] checks
+//!   `DATA + (index_mask + 1) << log2_elem_size <= mapping length`, so the
+//!   slot of any index (`index & index_mask`) lies inside the mapping, and
+//!   an access of `at + size <= elem_size()` bytes inside it does too.
+//! * **Q2 — slot ownership.** A producer slot at or after the producer
+//!   index is not read by the kernel until a release store of the producer
+//!   index covers it; a consumer slot in `[consumer, producer)` (producer
+//!   loaded with acquire) is not written by the kernel until a release
+//!   store of the consumer index frees it. So the owner may use plain
+//!   (non-volatile) reads and writes on them: the index store/load pair
+//!   orders them with the kernel's accesses, as io_uring rings do.
+//!
 //! A [`Producer`] writes slots through [`Mapping::write_unsync`], whose
 //! contract (M5 of `src/mmap.rs`) is that no other thread of the process
 //! touches the same bytes meanwhile. A `Producer` exists either as a
@@ -35,6 +47,7 @@
 #![allow(unsafe_code)]
 
 use core::mem::size_of;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use rustix::fd::AsFd;
@@ -77,10 +90,23 @@ pub struct Queue {
     mminfo: Mminfo,
     log2_elem_size: u32,
     index_mask: u32,
+    /// `1 << log2_elem_size`.
+    elem_size: usize,
+    /// Start of the mapping (page aligned; valid while `map` lives, M1).
+    base: NonNull<u8>,
     /// Held by the one [`Producer`] or consumer working on a queue that is
     /// reached through `&Queue` (SRQ, CQ).
     claim: AtomicBool,
 }
+
+// SAFETY: `base` is a copy of the pointer `map` owns; a `Queue` is as
+// thread-safe as its `Mapping` (which is `Send` and `Sync`, see
+// `src/mmap.rs`): through `&Queue` only atomics and reads of owned slots
+// happen, and slot writes need a `Producer` (exclusive by `&mut` or by the
+// claim flag, M5).
+unsafe impl Send for Queue {}
+// SAFETY: as above.
+unsafe impl Sync for Queue {}
 
 impl Queue {
     /// Maps the ring described by `mi` from the device file `fd` and checks
@@ -104,17 +130,20 @@ impl Queue {
             return Err(bad());
         }
         Ok(Self {
+            base: NonNull::new(map.as_ptr()).ok_or_else(bad)?,
             map,
             mminfo: mi,
             log2_elem_size: log2,
             index_mask: mask,
+            elem_size: 1 << log2,
             claim: AtomicBool::new(false),
         })
     }
 
     /// Bytes per element (`1 << log2_elem_size`).
+    #[inline]
     pub fn elem_size(&self) -> usize {
-        1 << self.log2_elem_size
+        self.elem_size
     }
 
     /// Number of slots (`index_mask + 1`); one is always kept free, so the
@@ -160,12 +189,14 @@ impl Queue {
 
     #[inline]
     fn index(&self, off: usize) -> &AtomicU32 {
-        // Both offsets are checked in bounds and 4-aligned by `map` (the
-        // mapping is at least DATA bytes), so this never falls back.
-        match self.map.atomic_u32(off) {
-            Some(a) => a,
-            None => unreachable_index(),
-        }
+        debug_assert!(off == PRODUCER_INDEX || off == CONSUMER_INDEX);
+        // SAFETY: `off` is PRODUCER_INDEX or CONSUMER_INDEX, both below
+        // DATA and 4-aligned, and `map` checked that the mapping is at least
+        // DATA bytes (Q1) at a page-aligned base, so the word is in bounds
+        // and aligned; the mapping lives as long as `self` (M1), which
+        // bounds the returned borrow; an `AtomicU32` is the sanctioned way
+        // to share a word with the kernel (M3).
+        unsafe { &*self.base.as_ptr().wrapping_add(off).cast::<AtomicU32>() }
     }
 
     /// The producer index word.
@@ -227,14 +258,34 @@ impl Queue {
     pub fn read<T: FromBytes>(&self, off: usize) -> Option<T> {
         self.map.read(off)
     }
+
+    /// Address of the slot of `index` (in bounds by Q1).
+    #[inline]
+    fn slot_ptr(&self, index: u32) -> *mut u8 {
+        self.base.as_ptr().wrapping_add(self.slot_offset(index))
+    }
+
+    /// A plain copy of the `T` at the start of the slot of `index`, for the
+    /// consumer. `None` if a `T` does not fit in an element.
+    ///
+    /// Only meaningful for a slot the consumer owns (Q2: in
+    /// `[consumer, producer)` after an acquire load of the producer index,
+    /// inside [`Queue::with_consumer`]); for any other slot the bytes may
+    /// be stale or changing, but the read is still in bounds.
+    #[inline]
+    pub fn read_slot<T: FromBytes>(&self, index: u32) -> Option<T> {
+        if size_of::<T>() > self.elem_size() {
+            return None;
+        }
+        // SAFETY: the slot is inside the mapping (Q1) and `size_of::<T>()`
+        // fits in it (checked); `T: FromBytes` accepts any bytes; the read
+        // is unaligned-tolerant. The kernel does not write a slot the
+        // consumer owns (Q2); for a slot it does not own, the mapping is
+        // still live memory (M1) and the value is just meaningless.
+        Some(unsafe { self.slot_ptr(index).cast::<T>().read_unaligned() })
+    }
 }
 
-#[cold]
-fn unreachable_index() -> ! {
-    // `Queue::map` checked that the mapping covers the header, so the
-    // index words are always in bounds; reaching this is a bug here.
-    panic!("rxe queue header outside its mapping")
-}
 
 /// The right to write elements of a producer ring and publish them.
 pub struct Producer<'q> {
@@ -279,6 +330,39 @@ impl Producer<'_> {
     pub fn write_bytes(&mut self, off: usize, src: &[u8]) -> bool {
         // SAFETY: as in `write`.
         unsafe { self.q.map.write_bytes_unsync(off, src) }
+    }
+
+    /// Stores `v` at byte `at` of the slot of `index` (plain store, Q2);
+    /// `false` (nothing written) if it does not fit in an element.
+    #[inline]
+    pub fn write_slot<T: IntoBytes + Immutable>(&mut self, index: u32, at: usize, v: T) -> bool {
+        match at.checked_add(size_of::<T>()) {
+            Some(end) if end <= self.q.elem_size() => {}
+            _ => return false,
+        }
+        let p = self.q.slot_ptr(index).wrapping_add(at);
+        // SAFETY: in bounds (Q1 and the check above); this `Producer` is
+        // the process's only writer of the ring (M5, module docs) and the
+        // kernel does not read an unpublished slot (Q2), so a plain,
+        // unaligned-tolerant store races with nothing.
+        unsafe { p.cast::<T>().write_unaligned(v) };
+        true
+    }
+
+    /// Copies `src` to byte `at` of the slot of `index`; `false` if it does
+    /// not fit in an element.
+    #[inline]
+    pub fn write_slot_bytes(&mut self, index: u32, at: usize, src: &[u8]) -> bool {
+        match at.checked_add(src.len()) {
+            Some(end) if end <= self.q.elem_size() => {}
+            _ => return false,
+        }
+        let p = self.q.slot_ptr(index).wrapping_add(at);
+        // SAFETY: as in `write_slot`; `src` is ordinary memory that cannot
+        // overlap the mapping (a `&[u8]` into the mapping cannot exist:
+        // `Mapping` never hands out references to its bytes, M3).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        true
     }
 
     /// Publishes every element written up to index `new_head` (release:

@@ -16,7 +16,7 @@ use verbs::qp::{
     RcRtsAttr,
 };
 use verbs::srq::{Srq, SrqInitAttr};
-use verbs::{discovery::devices, AccessFlags, Context, Cq, Mr, Pd};
+use verbs::{discovery::devices, AccessFlags, Context, Cq, Mr, Pd, Wc};
 
 /// Passes everything to the system allocator, counting the allocations
 /// made on a thread while that thread's `COUNTING` flag is set.
@@ -116,4 +116,76 @@ fn rxe_control_path_allocates_nothing() {
     assert_eq!(ALLOCS.load(Ordering::Relaxed), 1, "the counting allocator counts");
     let n = control_path(&ctx, &mut buf, sgid);
     assert_eq!(n, 0, "allocations in open -> PD -> MR -> CQ -> SRQ -> QP(RTS) -> destroy");
+}
+
+/// Polls until `n` completions arrived into `out` (no allocation: a
+/// fixed array); returns how many were successful.
+fn drain(cq: &Cq<'_>, n: usize) -> usize {
+    let mut wc = [Wc::ZERO; 8];
+    let (mut got, mut ok) = (0, 0);
+    let mut idle = 0u32;
+    while got < n {
+        let k = cq.poll(&mut wc[..(n - got).min(8)]).unwrap();
+        ok += wc[..k].iter().filter(|w| w.is_success()).count();
+        got += k;
+        if k == 0 {
+            idle += 1;
+            assert!(idle < 3_000_000, "completions stopped after {got} of {n}");
+            core::hint::spin_loop();
+            if idle.is_multiple_of(1024) {
+                std::thread::yield_now();
+            }
+        } else {
+            idle = 0;
+        }
+    }
+    ok
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_data_path_allocates_nothing() {
+    use super::rig::{init_attr, rc_pair, ALL_ACCESS, CAP};
+    use verbs::wr::{RecvWr, SendFlags, SendWr, Sge};
+    let list = devices().expect("ibv_get_device_list");
+    let ctx = Context::open(list.by_name(&rxe_name()).unwrap()).unwrap();
+    let pd = Pd::alloc(&ctx).unwrap();
+    let (scq, rcq) = (Cq::create(&ctx, 256, None, 0).unwrap(), Cq::create(&ctx, 256, None, 0).unwrap());
+    let srq = Srq::create(&pd, SrqInitAttr { max_wr: 64, max_sge: 1, srq_limit: 0 }).unwrap();
+    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut c, _d) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, Some(&srq), CAP));
+    let mut abuf = vec![0u8; 4096];
+    let mut bbuf = vec![0u8; 4096];
+    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    const ROUNDS: usize = 1000;
+
+    ALLOCS.store(0, Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
+    let mut ok = 0;
+    for round in 0..ROUNDS {
+        let rs = [Sge::from_mr(&bmr, (round % 8) * 256, 256)];
+        let recvs = [RecvWr::new(round as u64, &rs); 3];
+        b.post_recv(&recvs[..3]).unwrap();
+        srq.post_recv(&recvs[..1]).unwrap();
+        let ss = [Sge::from_mr(&amr, 0, 64)];
+        let w = SendWr::send(round as u64, &ss);
+        // A list of four: SGE, inline, RDMA WRITE; only the last signaled.
+        let sends = [
+            w,
+            SendWr::send(1, &[]).inline(b"inline"),
+            w,
+            SendWr::rdma_write(2, &ss, bmr.addr() + 2048, bmr.rkey()).flags(SendFlags::SIGNALED),
+        ];
+        a.post_send(&sends).unwrap();
+        b.post_recv(&recvs[..1]).unwrap();
+        a.post_send(&[SendWr::send(3, &[]).inline(b"x").flags(SendFlags::SIGNALED)]).unwrap();
+        c.post_send(&[SendWr::send(4, &[]).inline(b"srq").flags(SendFlags::SIGNALED)]).unwrap();
+        ok += drain(&scq, 3);
+        ok += drain(&rcq, 5);
+    }
+    COUNTING.with(|c| c.set(false));
+    let n = ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(ok, ROUNDS * 8, "every operation succeeded");
+    assert_eq!(n, 0, "allocations in {ROUNDS} rounds of post_recv/post_srq_recv/post_send lists/poll_cq");
 }

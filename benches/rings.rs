@@ -1,0 +1,115 @@
+//! Host-only benchmark (no device, no kernel RDMA): the pure-CPU part of
+//! the rxe data path on plain memory. A memfd stands in for the device
+//! file: it is given an `rxe_queue_buf` header and mapped with the same
+//! code that maps the kernel's rings, and the bench plays the kernel's
+//! role (moving the consumer index of a send ring, filling a CQ ring).
+//!
+//! Measures WQE construction + ring publication (`post_send` without the
+//! doorbell, `post_recv`), CQE parsing (`poll` of a batch) and an empty
+//! poll. Prints ns/op; a measurement, not a test. Run with
+//! `cargo bench --bench rings`. `callgrind` on this binary gives
+//! instruction counts per operation (see BENCHMARKS.md).
+
+use core::hint::black_box;
+use core::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rustix::fd::OwnedFd;
+use verbs::abi::uverbs::Wc as AbiWc;
+use verbs::mmap::Mapping;
+use verbs::providers::rxe::post::{poll, post_recv, post_send, SendLimits};
+use verbs::providers::rxe::queue::{Mminfo, Queue};
+use verbs::qp::QpType;
+use verbs::wr::{RecvWr, SendFlags, SendWr, Sge};
+use verbs::Wc;
+use zerocopy::FromZeros;
+
+fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
+    // `cargo test --all-targets` runs this binary without `--bench`: then
+    // only smoke-test each case instead of measuring it.
+    let iters = if std::env::args().any(|a| a == "--bench") { iters } else { 10 };
+    for _ in 0..iters / 10 {
+        f();
+    }
+    let mut samples = Vec::with_capacity(15);
+    for _ in 0..15 {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    println!("{name:<52} median {:>8.2} ns/op  (min {:.2}, max {:.2})", samples[7], samples[0], samples[14]);
+}
+
+/// A fake rxe ring of `slots` elements of `1 << log2` bytes in a memfd.
+fn ring(slots: u32, log2: u32) -> (OwnedFd, Queue) {
+    let fd = rustix::fs::memfd_create("verbs-bench-ring", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    let size = 384 + ((slots as usize) << log2);
+    rustix::fs::ftruncate(&fd, size as u64).unwrap();
+    let mut hdr = Mapping::new("bench", &fd, 0, size).unwrap();
+    assert!(hdr.write::<u32>(0, log2) && hdr.write::<u32>(4, slots - 1));
+    drop(hdr);
+    let q = Queue::map("bench", &fd, Mminfo { offset: 0, size: size as u32, pad: 0 }).unwrap();
+    (fd, q)
+}
+
+/// Plays the kernel: consumes everything the producer published.
+fn kernel_consumes(q: &Queue) {
+    let p = q.producer_word().load(Ordering::Acquire);
+    q.consumer_word().store(p, Ordering::Release);
+}
+
+fn main() {
+    println!("verbs host benchmarks: rxe rings on plain memory (median of 15 runs)");
+    let lim = SendLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 128 };
+
+    let (_f1, mut sq) = ring(256, 9);
+    let sge = [Sge { addr: 0x1000, length: 64, lkey: 7 }];
+    bench("post_send: 1 SEND, 1 SGE (WQE build + publish)", 2_000_000, || {
+        post_send(&mut sq, lim, black_box(&[SendWr::send(1, &sge).flags(SendFlags::SIGNALED)])).unwrap();
+        kernel_consumes(&sq);
+    });
+    let payload = [0x42u8; 64];
+    bench("post_send: 1 SEND, 64 B inline", 2_000_000, || {
+        post_send(&mut sq, lim, black_box(&[SendWr::send(1, &[]).inline(&payload)])).unwrap();
+        kernel_consumes(&sq);
+    });
+    let list: Vec<SendWr<'_>> = (0..8).map(|i| SendWr::rdma_write(i, &sge, 0x9000 + i * 64, 5)).collect();
+    bench("post_send: list of 8 RDMA WRITEs (per list)", 500_000, || {
+        post_send(&mut sq, lim, black_box(&list)).unwrap();
+        kernel_consumes(&sq);
+    });
+
+    let (_f2, mut rq) = ring(256, 7);
+    bench("post_recv: 1 WR, 1 SGE", 2_000_000, || {
+        post_recv("ibv_post_recv", rq.producer_mut(), 4, black_box(&[RecvWr::new(3, &sge)])).unwrap();
+        kernel_consumes(&rq);
+    });
+
+    let (f3, cq) = ring(1024, 6);
+    let mut wc = AbiWc::new_zeroed();
+    wc.wr_id = 9;
+    wc.byte_len = 64;
+    // Plays the kernel: publishes n completions (the elements were
+    // written once, below, through a second view of the memfd).
+    let fill = |q: &Queue, n: u32| {
+        let p = q.producer_word().load(Ordering::Relaxed);
+        q.producer_word().store(p.wrapping_add(n) & q.index_mask(), Ordering::Release);
+    };
+    // A second, writable view of the CQ ring for the "kernel" side.
+    let mut kernel_view = Mapping::new("bench", &f3, 0, 384 + (1024 << 6)).unwrap();
+    for i in 0..1024u32 {
+        assert!(kernel_view.write(cq.slot_offset(i), wc));
+    }
+    let mut out = [Wc::ZERO; 16];
+    bench("poll_cq: batch of 16 (per batch)", 1_000_000, || {
+        fill(&cq, 16);
+        let n = poll(&cq, black_box(&mut out));
+        assert_eq!(n, 16);
+    });
+    bench("poll_cq: empty", 5_000_000, || {
+        black_box(poll(&cq, black_box(&mut out)));
+    });
+}

@@ -4,7 +4,8 @@
 #   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features,
 #      cargo clippy -D warnings, and a short fuzz run of every fuzz target (scripts/fuzz.sh)
 #      (the device tests show up there as "ignored, device test: ...")
-#   3. builds the device test binary (test target `device`, tests/device.rs) on the host
+#   3. builds the device test binary (test target `device`, tests/device.rs) on the host,
+#      in a debug and a release build (optimizer-only bugs show up only in the latter)
 #   4. boots the VM once (rxe0 + siw0) and runs there: the harness self-test
 #      (vm/selftest.sh) and the device binary with --ignored --test-threads=1
 #   5. fails if anything failed, if the device suite did not run, or if it ran zero tests.
@@ -138,6 +139,19 @@ if [ $brc != 0 ] || [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
     finish
 fi
 echo "device test binary: $BIN"
+# The same suite in a release build: optimizer-only bugs (the compiler assuming memory the
+# kernel writes during a syscall is unchanged) show up only there.
+t=$(date +%s.%N)
+cargo test --release --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
+brc=$?
+TIMES+=("device-build-release $(elapsed "$t")s")
+RBIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build-release.json" | grep '"name":"device"' \
+      | grep '"kind":\["test"\]' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+if [ $brc != 0 ] || [ -z "$RBIN" ] || [ ! -x "$RBIN" ]; then
+    FAILS+=("building the release device test binary (exit $brc, executable '${RBIN}')")
+    finish
+fi
+echo "device test binary (release): $RBIN"
 
 TEST_ARGS=(--ignored --test-threads=1)
 if [ "$NATIVE" = 1 ]; then
@@ -152,6 +166,10 @@ if [ "$NATIVE" = 1 ]; then
     timed "device-native" "$LOGDIR/device.log" \
         env CARGO_MANIFEST_DIR="$ROOT" "$BIN" "${TEST_ARGS[@]}" "${DEVICE_ARGS[@]}"
     DRC=$?
+    timed "device-native-release" "$LOGDIR/device-release.log" \
+        env CARGO_MANIFEST_DIR="$ROOT" "$RBIN" "${TEST_ARGS[@]}" "${DEVICE_ARGS[@]}"
+    [ $? = 0 ] || DRC=1
+    cat "$LOGDIR/device-release.log" >> "$LOGDIR/device.log"
 else
     banner "VM run: selftest + device suite (one boot)"
     # in the guest: the harness self-test, then the device binary; the VM's exit status is
@@ -161,10 +179,14 @@ else
             echo "----- vm/selftest.sh"; vm/selftest.sh --inside
             echo "----- device tests: $*"
         fi
-        exec "$@"'
+        "$@"; rc=$?
+        shift
+        echo "----- device tests, release build: $VERBS_RELEASE_BIN $*"
+        "$VERBS_RELEASE_BIN" "$@" || rc=$?
+        exit $rc'
     timed "vm-run" "$LOGDIR/device.log" "$ROOT/vm/run-in-vm.sh" \
         --timeout "${VERBS_DEVICE_TIMEOUT:-2400}" \
-        -e VERBS_SELFTEST="$SELFTEST" -e CARGO_MANIFEST_DIR="$ROOT" \
+        -e VERBS_SELFTEST="$SELFTEST" -e CARGO_MANIFEST_DIR="$ROOT" -e VERBS_RELEASE_BIN="$RBIN" \
         -- bash -c "$GUEST_SCRIPT" guest "$BIN" "${TEST_ARGS[@]}" "${DEVICE_ARGS[@]}"
     DRC=$?
     case $DRC in
@@ -186,7 +208,7 @@ if [ "$dn" = 0 ]; then
     DEVICE_LINE="device: 0 passed, 0 failed (no libtest summary: the suite did not run to the end)"
     FAILS+=("device suite produced no 'test result:' line (exit $DRC)")
 else
-    DEVICE_LINE="device: $dp passed, $df failed"
+    DEVICE_LINE="device: $dp passed, $df failed"  # debug and release builds of the suite
     echo "test.sh: device tests run: $((dp + df)) ($dp passed, $df failed, $di ignored)"
     [ "$df" = 0 ] && [ "$DRC" = 0 ] || FAILS+=("device suite: $df failed, exit $DRC")
     [ "$dp" -gt 0 ] || FAILS+=("device suite ran zero tests")

@@ -347,8 +347,18 @@ pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
 /// syscall that only reads memory, so without this an optimized build may
 /// assume `out` still holds the zeros it was initialized with (in release
 /// builds every response read back as zeros: handles 0, `num_comp_vectors`
-/// 0). `black_box` hands the buffer to an opaque asm block that may write it.
+/// 0). An empty `asm!` block that receives the buffer's address and is
+/// not declared `nomem`/`readonly` must, by the language's rules for inline
+/// assembly, be assumed to read and write that memory; `black_box` would
+/// only be a best-effort hint.
 #[inline(always)]
 fn kernel_wrote(out: &mut [u8]) {
-    core::hint::black_box(out);
+    // SAFETY: the template is a comment: no instruction executes, no
+    // register but the input is named, the stack is untouched (`nostack`)
+    // and flags are preserved. Its only effect is on the compiler, which
+    // must now assume `out`'s bytes may have changed, as the kernel's
+    // write into them during the syscall did.
+    unsafe {
+        core::arch::asm!("/* kernel wrote {0} */", in(reg) out.as_mut_ptr(), options(nostack, preserves_flags));
+    }
 }

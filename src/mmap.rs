@@ -37,11 +37,6 @@
 //!   alive (and leaked): that is memory safe for us because the kernel
 //!   holds its own reference to the pages and user space no longer touches
 //!   them.
-//! * **M5 — one writer per slot.** Plain stores through `&self`
-//!   ([`Mapping::write_unsync`]) are `unsafe fn`s whose callers prove that
-//!   no other thread of the process touches the same bytes meanwhile: the
-//!   rxe queue producers hold the queue by `&mut` or hold its claim flag
-//!   (`providers/rxe/queue.rs`).
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -136,66 +131,12 @@ impl Mapping {
     /// A volatile store of `v` at `offset` (must be `T`-aligned and in
     /// bounds). Returns `false` (nothing written) if it is not.
     pub fn write<T: IntoBytes + Immutable>(&mut self, offset: usize, v: T) -> bool {
-        // SAFETY: `&mut self` excludes every other access from this
-        // process's safe code for the duration of the call (M3), which is
-        // `write_unsync`'s contract.
-        unsafe { self.write_unsync(offset, v) }
-    }
-
-    /// A volatile store of `v` at `offset` through a shared reference
-    /// (must be `T`-aligned and in bounds; returns `false`, nothing
-    /// written, if it is not).
-    ///
-    /// # Safety
-    ///
-    /// No other thread of this process may read or write (non-atomically)
-    /// any of the bytes `offset..offset + size_of::<T>()` during the call.
-    /// Queue producers guarantee it by owning the queue exclusively or by
-    /// holding the queue's claim flag (M5).
-    pub unsafe fn write_unsync<T: IntoBytes + Immutable>(&self, offset: usize, v: T) -> bool {
         let Some(p) = self.check::<T>(offset) else {
             return false;
         };
-        // SAFETY: in bounds and aligned (M1, M2); no concurrent access from
-        // this process by the caller's contract (M5); the kernel's
-        // concurrent access is why the store is volatile (M3).
+        // SAFETY: in bounds and aligned (M1, M2); `&mut self` excludes any
+        // other access from this process's safe code during the store (M3).
         unsafe { p.cast::<T>().write_volatile(v) };
-        true
-    }
-
-    /// Copies `src` to `offset` with volatile byte stores, through a shared
-    /// reference. Returns `false` (nothing written) if the range is out of
-    /// bounds.
-    ///
-    /// # Safety
-    ///
-    /// As [`Mapping::write_unsync`], for `offset..offset + src.len()`.
-    pub unsafe fn write_bytes_unsync(&self, offset: usize, src: &[u8]) -> bool {
-        let Some(end) = offset.checked_add(src.len()) else {
-            return false;
-        };
-        if end > self.len {
-            return false;
-        }
-        let base = self.ptr.as_ptr().wrapping_add(offset);
-        // Whole 8-byte words first (unaligned stores are fine on the
-        // byte-granular memory of a mapping), then the tail.
-        let mut i = 0;
-        while i + 8 <= src.len() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&src[i..i + 8]);
-            // SAFETY: `base + i .. base + i + 8` is inside the mapping
-            // (`end <= len`, M1); `write_unaligned`-style volatile store of
-            // a byte array has alignment 1; no concurrent access from this
-            // process (caller's contract, M5).
-            unsafe { base.wrapping_add(i).cast::<[u8; 8]>().write_volatile(w) };
-            i += 8;
-        }
-        while i < src.len() {
-            // SAFETY: as above, one byte inside the mapping.
-            unsafe { base.wrapping_add(i).write_volatile(src[i]) };
-            i += 1;
-        }
         true
     }
 

@@ -36,14 +36,13 @@
 //!   store of the consumer index frees it. So the owner may use plain
 //!   (non-volatile) reads and writes on them: the index store/load pair
 //!   orders them with the kernel's accesses, as io_uring rings do.
-//!
-//! A [`Producer`] writes slots through [`Mapping::write_unsync`], whose
-//! contract (M5 of `src/mmap.rs`) is that no other thread of the process
-//! touches the same bytes meanwhile. A `Producer` exists either as a
-//! borrow of `&mut Queue` (exclusive by the borrow rules) or while holding
-//! the queue's `claim` flag, which only one `Producer` at a time can hold
-//! (acquire compare-exchange on entry, release store in `Drop`). The same
-//! flag serialises consumers of a shared CQ ([`Queue::claim`]).
+//! * **Q3 — one writer.** Only a [`Producer`] writes slots, and no other
+//!   thread of the process touches them meanwhile: a `Producer` exists
+//!   either as a borrow of `&mut Queue` (exclusive by the borrow rules) or
+//!   while holding the queue's `claim` flag, which only one `Producer` at a
+//!   time can hold (acquire compare-exchange on entry, release store in
+//!   `Drop`). The same flag serialises consumers of a shared CQ
+//!   ([`Queue::with_consumer`]).
 #![allow(unsafe_code)]
 
 use core::mem::size_of;
@@ -103,7 +102,7 @@ pub struct Queue {
 // thread-safe as its `Mapping` (which is `Send` and `Sync`, see
 // `src/mmap.rs`): through `&Queue` only atomics and reads of owned slots
 // happen, and slot writes need a `Producer` (exclusive by `&mut` or by the
-// claim flag, M5).
+// claim flag, Q3).
 unsafe impl Send for Queue {}
 // SAFETY: as above.
 unsafe impl Sync for Queue {}
@@ -253,12 +252,6 @@ impl Queue {
         }
     }
 
-    /// A volatile copy of the element part at `off` (bounds-checked).
-    #[inline]
-    pub fn read<T: FromBytes>(&self, off: usize) -> Option<T> {
-        self.map.read(off)
-    }
-
     /// Address of the slot of `index` (in bounds by Q1).
     #[inline]
     fn slot_ptr(&self, index: u32) -> *mut u8 {
@@ -315,23 +308,6 @@ impl Producer<'_> {
         self.q.producer_word().load(Ordering::Relaxed)
     }
 
-    /// Stores `v` at byte offset `off` of the mapping; `false` if out of
-    /// bounds or misaligned.
-    #[inline]
-    pub fn write<T: IntoBytes + Immutable>(&mut self, off: usize, v: T) -> bool {
-        // SAFETY: this `Producer` is the only writer of the ring's slots in
-        // the process: it borrows `&mut Queue` or holds the claim flag
-        // (module docs), which is `write_unsync`'s contract.
-        unsafe { self.q.map.write_unsync(off, v) }
-    }
-
-    /// Copies `src` to byte offset `off`; `false` if out of bounds.
-    #[inline]
-    pub fn write_bytes(&mut self, off: usize, src: &[u8]) -> bool {
-        // SAFETY: as in `write`.
-        unsafe { self.q.map.write_bytes_unsync(off, src) }
-    }
-
     /// Stores `v` at byte `at` of the slot of `index` (plain store, Q2);
     /// `false` (nothing written) if it does not fit in an element.
     #[inline]
@@ -342,7 +318,7 @@ impl Producer<'_> {
         }
         let p = self.q.slot_ptr(index).wrapping_add(at);
         // SAFETY: in bounds (Q1 and the check above); this `Producer` is
-        // the process's only writer of the ring (M5, module docs) and the
+        // the process's only writer of the ring (Q3) and the
         // kernel does not read an unpublished slot (Q2), so a plain,
         // unaligned-tolerant store races with nothing.
         unsafe { p.cast::<T>().write_unaligned(v) };

@@ -275,15 +275,9 @@ impl Channel {
     /// `post_send_db`). One `write()` of 32 bytes, built on the stack.
     #[inline]
     pub fn post_send_doorbell(&self, verb: &'static str, qp_handle: u32) -> Result<()> {
-        self.empty_post(verb, crate::abi::uverbs::CMD_POST_SEND, qp_handle, size_of::<AbiSendWr>())
-    }
-
-    /// `POST_SEND` with no work requests.
-    #[inline]
-    fn empty_post(&self, verb: &'static str, command: u32, qp_handle: u32, wqe_size: usize) -> Result<()> {
         let mut resp = [0u32; 1];
         let hdr = CmdHdr {
-            command,
+            command: crate::abi::uverbs::CMD_POST_SEND,
             in_words: ((size_of::<CmdHdr>() + size_of::<PostSend>()) / 4) as u16,
             out_words: (size_of::<PostSendResp>() / 4) as u16,
         };
@@ -293,8 +287,8 @@ impl Channel {
             qp_handle,
             wr_count: 0,
             sge_count: 0,
-            // The kernel wants at least one WR record's size.
-            wqe_size: wqe_size as u32,
+            // The kernel wants at least one `ib_uverbs_send_wr` per WR.
+            wqe_size: size_of::<AbiSendWr>() as u32,
         };
         let mut frame = [0u8; size_of::<CmdHdr>() + size_of::<PostSend>()];
         frame[..size_of::<CmdHdr>()].copy_from_slice(hdr.as_bytes());

@@ -31,18 +31,7 @@ use verbs::wr::Sge;
 use verbs::{AccessFlags, CompChannel, Cq, Mr, Pd};
 
 fn main() -> ExitCode {
-    match dev::parse_or_exit(Tool::Rc) {
-        Ok((o, _)) => match pingpong(&o) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(msg) => {
-                if !msg.is_empty() {
-                    eprintln!("{msg}");
-                }
-                ExitCode::from(1)
-            }
-        },
-        Err(code) => code,
-    }
+    dev::run_tool(Tool::Rc, pingpong)
 }
 
 /// The QP and CQ during the loop.

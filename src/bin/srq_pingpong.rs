@@ -33,18 +33,7 @@ use verbs::wr::{RecvWr, Sge};
 use verbs::{AccessFlags, CompChannel, Cq, Mr, Pd};
 
 fn main() -> ExitCode {
-    match dev::parse_or_exit(Tool::Srq) {
-        Ok((o, _)) => match pingpong(&o) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(msg) => {
-                if !msg.is_empty() {
-                    eprintln!("{msg}");
-                }
-                ExitCode::from(1)
-            }
-        },
-        Err(code) => code,
-    }
+    dev::run_tool(Tool::Srq, pingpong)
 }
 
 struct SrqEndpoint<'q, 'a> {

@@ -36,18 +36,7 @@ const QKEY: u32 = 0x1111_1111;
 const GRH_ROOM: usize = 40;
 
 fn main() -> ExitCode {
-    match dev::parse_or_exit(Tool::Ud) {
-        Ok((o, _)) => match pingpong(&o) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(msg) => {
-                if !msg.is_empty() {
-                    eprintln!("{msg}");
-                }
-                ExitCode::from(1)
-            }
-        },
-        Err(code) => code,
-    }
+    dev::run_tool(Tool::Ud, pingpong)
 }
 
 /// Where sends go.

@@ -14,12 +14,14 @@ use verbs::qp::{CanPostRecv, CanPostSend, QueuePair, Transport};
 use verbs::wr::{RecvWr, SendFlags, SendWr, Sge, UdDest};
 use verbs::{CompChannel, Context, Cq, Mr, Wc};
 
-/// Parses the command line, or prints what C prints and gives exit status 1.
-pub(crate) fn parse_or_exit(tool: Tool) -> Result<(Opts, String), ExitCode> {
+/// A tool's `main`: parses the command line (on a bad one prints what C
+/// prints), runs `pingpong` with the options, prints its error message if
+/// it has one, and gives C's exit status (0, or 1 on any failure).
+pub(crate) fn run_tool(tool: Tool, pingpong: impl FnOnce(&Opts) -> Result<(), String>) -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let prog = argv.first().cloned().unwrap_or_default();
-    match opts::parse(tool, &argv) {
-        Ok(o) => Ok((o, prog)),
+    let o = match opts::parse(tool, &argv) {
+        Ok(o) => o,
         Err(Stop { stderr, usage }) => {
             if let Some(e) = stderr {
                 eprintln!("{e}");
@@ -27,7 +29,16 @@ pub(crate) fn parse_or_exit(tool: Tool) -> Result<(Opts, String), ExitCode> {
             if usage {
                 print!("{}", opts::usage(tool, &prog));
             }
-            Err(ExitCode::from(1))
+            return ExitCode::from(1);
+        }
+    };
+    match pingpong(&o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("{msg}");
+            }
+            ExitCode::from(1)
         }
     }
 }

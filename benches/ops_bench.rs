@@ -12,6 +12,8 @@
 //!   every 16th signaled and waited for (outside the wrapper);
 //! * `bench_post_recv`: post_recv of one WR on B, consumed by SENDs from A;
 //! * `bench_poll_cq`: poll for a batch of N completions already in the CQ;
+//! * `bench_poll_with`: the same with `Cq::poll_with` (in place; no C twin,
+//!   BENCHMARKS.md compares it with `ibv_poll_cq`);
 //! * `bench_poll_cq_empty`: poll an empty CQ.
 //!
 //! Output lines: `ops_bench impl=ours op=<name> calls=<n> items=<n> ns_per_call=<wall>`.
@@ -48,6 +50,21 @@ fn bench_post_recv(qp: &mut RcQp<'_, Rts>, wr: &[RecvWr<'_>]) -> Result<(), Post
 #[inline(never)]
 fn bench_poll_cq(cq: &Cq<'_>, wc: &mut [Wc]) -> verbs::Result<usize> {
     cq.poll(wc)
+}
+
+/// The in-place poll (`Cq::poll_with`), doing with each completion what
+/// the bench checks of it: keeps its `wr_id`, counts failed statuses.
+#[inline(never)]
+fn bench_poll_with(cq: &Cq<'_>, ids: &mut [u64]) -> verbs::Result<(usize, usize)> {
+    let (mut n, mut failed) = (0, 0);
+    let got = cq.poll_with(ids.len(), |wc| {
+        if let Some(slot) = ids.get_mut(n) {
+            *slot = wc.wr_id();
+        }
+        n += 1;
+        failed += usize::from(!wc.status().is_success());
+    })?;
+    Ok((got, failed))
 }
 
 /// The same call as `bench_poll_cq`; its parameters are in the other order
@@ -234,30 +251,46 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // poll_cq: `batch` signaled WRITEs complete, then one poll takes them all.
     let mut wc = [Wc::ZERO; MAX_BATCH];
-    let (mut got, mut short, mut wait_us, mut ns) = (0u64, 0u64, 2000u64, 0u128);
+    let mut ids = [0u64; MAX_BATCH];
+    let (mut short, mut wait_us) = (0u64, 2000u64);
     wr[0].flags = SendFlags::SIGNALED;
-    for _ in 0..o.rounds {
-        for i in 0..o.batch {
-            wr[0].wr_id = i as u64;
-            a.post_send(&wr).map_err(pe("ibv_post_send"))?;
-        }
-        std::thread::sleep(core::time::Duration::from_micros(wait_us)); // let the device finish
-        let t = Instant::now();
-        let k = bench_poll_cq(&scq, &mut wc[..o.batch]).map_err(e("ibv_poll_cq"))?;
-        ns += t.elapsed().as_nanos();
-        for (i, w) in wc[..k].iter().enumerate() {
-            if !w.status().is_success() || w.wr_id() != i as u64 {
-                return Err(format!("bad completion {i}: {:?} wr_id {}", w.status(), w.wr_id()));
+    for in_place in [false, true] {
+        let (mut got, mut ns) = (0u64, 0u128);
+        for _ in 0..o.rounds {
+            for i in 0..o.batch {
+                wr[0].wr_id = i as u64;
+                a.post_send(&wr).map_err(pe("ibv_post_send"))?;
+            }
+            std::thread::sleep(core::time::Duration::from_micros(wait_us)); // let the device finish
+            let t = Instant::now();
+            let k = if in_place {
+                let (k, failed) = bench_poll_with(&scq, &mut ids[..o.batch]).map_err(e("ibv_poll_cq"))?;
+                ns += t.elapsed().as_nanos();
+                if failed > 0 {
+                    return Err(format!("{failed} failed completions"));
+                }
+                k
+            } else {
+                let k = bench_poll_cq(&scq, &mut wc[..o.batch]).map_err(e("ibv_poll_cq"))?;
+                ns += t.elapsed().as_nanos();
+                if let Some(w) = wc[..k].iter().find(|w| !w.status().is_success()) {
+                    return Err(format!("bad completion: {:?} wr_id {}", w.status(), w.wr_id()));
+                }
+                ids[..k].iter_mut().zip(&wc[..k]).for_each(|(id, w)| *id = w.wr_id());
+                k
+            };
+            if let Some(i) = (0..k).find(|&i| ids[i] != i as u64) {
+                return Err(format!("completion {i} has wr_id {}", ids[i]));
+            }
+            got += k as u64;
+            if k < o.batch {
+                short += 1;
+                wait_us *= 2;
+                drain(&scq, o.batch - k)?;
             }
         }
-        got += k as u64;
-        if k < o.batch {
-            short += 1;
-            wait_us *= 2;
-            drain(&scq, o.batch - k)?;
-        }
+        report(if in_place { "poll_with" } else { "poll_cq" }, o.rounds, got, ns);
     }
-    report("poll_cq", o.rounds, got, ns);
     println!("ops_bench impl=ours op=poll_cq_batch batch={} short_batches={short}", o.batch);
 
     // poll_cq on an empty CQ

@@ -17,12 +17,64 @@ use std::time::Instant;
 use rustix::fd::OwnedFd;
 use verbs::abi::uverbs::Wc as AbiWc;
 use verbs::mmap::Mapping;
-use verbs::providers::rxe::post::{poll, post_recv, post_send, SendLimits};
+use verbs::providers::rxe::post::{poll, poll_with, post_recv, post_send, SendLimits};
 use verbs::providers::rxe::queue::{Mminfo, Queue};
 use verbs::qp::QpType;
-use verbs::wr::{RecvWr, SendFlags, SendWr, Sge};
+use verbs::wr::{PostError, RecvWr, SendFlags, SendWr, Sge};
 use verbs::Wc;
 use zerocopy::FromZeros;
+
+// The measured calls, each behind a wrapper the compiler may not inline, so
+// that `scripts/host-instr.sh` (callgrind `--toggle-collect=<wrapper>`) can
+// count the instructions of exactly one call. Wrappers with the same body
+// take their parameters in different orders: otherwise LLVM merges them
+// into one symbol and the counts mix.
+
+#[inline(never)]
+fn host_post_send(sq: &mut Queue, lim: SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    post_send(sq, lim, wrs)
+}
+
+#[inline(never)]
+fn host_post_send_inline(wrs: &[SendWr<'_>], sq: &mut Queue, lim: SendLimits) -> Result<(), PostError> {
+    post_send(sq, lim, wrs)
+}
+
+#[inline(never)]
+fn host_post_send_list(lim: SendLimits, wrs: &[SendWr<'_>], sq: &mut Queue) -> Result<(), PostError> {
+    post_send(sq, lim, wrs)
+}
+
+#[inline(never)]
+fn host_post_recv(rq: &mut Queue, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    post_recv("ibv_post_recv", rq.producer_mut(), 4, wrs)
+}
+
+#[inline(never)]
+fn host_poll_cq(cq: &Queue, out: &mut [Wc]) -> usize {
+    poll(cq, out)
+}
+
+/// The in-place poll, doing what the ops bench checks of each completion:
+/// its `wr_id` (kept) and its status (failures counted).
+#[inline(never)]
+fn host_poll_with(cq: &Queue, ids: &mut [u64; 16]) -> (usize, usize) {
+    let (mut n, mut failed) = (0, 0);
+    let got = poll_with(cq, ids.len(), |wc| {
+        if let Some(slot) = ids.get_mut(n) {
+            *slot = wc.wr_id();
+        }
+        n += 1;
+        failed += usize::from(!wc.status().is_success());
+    });
+    (got, failed)
+}
+
+/// Parameters swapped so that function merging cannot fold it into `host_poll_cq`.
+#[inline(never)]
+fn host_poll_cq_empty(out: &mut [Wc], cq: &Queue) -> usize {
+    poll(cq, out)
+}
 
 fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
     // `cargo test --all-targets` runs this binary without `--bench`: then
@@ -67,24 +119,25 @@ fn main() {
 
     let (_f1, mut sq) = ring(256, 9);
     let sge = [Sge { addr: 0x1000, length: 64, lkey: 7 }];
-    bench("post_send: 1 SEND, 1 SGE (WQE build + publish)", 2_000_000, || {
-        post_send(&mut sq, lim, black_box(&[SendWr::send(1, &sge).flags(SendFlags::SIGNALED)])).unwrap();
+    bench("post_send: 1 RDMA WRITE, 1 SGE (WQE build + publish)", 2_000_000, || {
+        let wr = SendWr::rdma_write(1, &sge, 0x9000, 5).flags(SendFlags::SIGNALED);
+        host_post_send(&mut sq, lim, black_box(&[wr])).unwrap();
         kernel_consumes(&sq);
     });
     let payload = [0x42u8; 64];
     bench("post_send: 1 SEND, 64 B inline", 2_000_000, || {
-        post_send(&mut sq, lim, black_box(&[SendWr::send(1, &[]).inline(&payload)])).unwrap();
+        host_post_send_inline(black_box(&[SendWr::send(1, &[]).inline(&payload)]), &mut sq, lim).unwrap();
         kernel_consumes(&sq);
     });
     let list: Vec<SendWr<'_>> = (0..8).map(|i| SendWr::rdma_write(i, &sge, 0x9000 + i * 64, 5)).collect();
     bench("post_send: list of 8 RDMA WRITEs (per list)", 500_000, || {
-        post_send(&mut sq, lim, black_box(&list)).unwrap();
+        host_post_send_list(lim, black_box(&list), &mut sq).unwrap();
         kernel_consumes(&sq);
     });
 
     let (_f2, mut rq) = ring(256, 7);
     bench("post_recv: 1 WR, 1 SGE", 2_000_000, || {
-        post_recv("ibv_post_recv", rq.producer_mut(), 4, black_box(&[RecvWr::new(3, &sge)])).unwrap();
+        host_post_recv(&mut rq, black_box(&[RecvWr::new(3, &sge)])).unwrap();
         kernel_consumes(&rq);
     });
 
@@ -106,10 +159,16 @@ fn main() {
     let mut out = [Wc::ZERO; 16];
     bench("poll_cq: batch of 16 (per batch)", 1_000_000, || {
         fill(&cq, 16);
-        let n = poll(&cq, black_box(&mut out));
+        let n = host_poll_cq(&cq, black_box(&mut out));
         assert_eq!(n, 16);
     });
+    let mut ids = [0u64; 16];
+    bench("poll_with: batch of 16, wr_id + status (per batch)", 1_000_000, || {
+        fill(&cq, 16);
+        let (n, failed) = host_poll_with(&cq, black_box(&mut ids));
+        assert_eq!((n, failed), (16, 0));
+    });
     bench("poll_cq: empty", 5_000_000, || {
-        black_box(poll(&cq, black_box(&mut out)));
+        black_box(host_poll_cq_empty(black_box(&mut out), &cq));
     });
 }

@@ -162,7 +162,7 @@ def breakdown(raw, res):
     if not shutil.which("callgrind_annotate"):
         return []
     rows = []
-    for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
+    for op in ("post_send", "post_recv", "poll_cq", "poll_with", "poll_cq_empty"):
         d = res["cg"].get(op, {}).get("ours")
         path = os.path.join(raw, "cg", f"bench_{op}.ours.callgrind")
         if not d or not os.path.exists(path):
@@ -252,10 +252,14 @@ def render(raw):
               ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
               ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
               ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
+              ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per call)", "per_call"),
+              ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per completion)", "per_item"),
               ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
     for op, label, key in labels:
         d = res["cg"].get(op, {})
-        c = d.get("c") and d["c"][key]
+        # poll_with has no C twin: its C column is ibv_poll_cq's.
+        cd = res["cg"].get("poll_cq", {}) if op == "poll_with" else d
+        c = cd.get("c") and cd["c"][key]
         o = d.get("ours") and d["ours"][key]
         r = ratio(o, c)
         mk = mark(r, INS_TARGET, False)

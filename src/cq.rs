@@ -231,7 +231,7 @@ impl<'ctx> Cq<'ctx> {
     ///
     /// Takes `&self` because QPs share their CQs: pollers on several
     /// threads are serialised by an atomic claim flag (uncontended: one
-    /// compare-exchange).
+    /// compare-exchange). An empty CQ is answered without taking it.
     #[doc(alias = "ibv_poll_cq")]
     #[inline]
     #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
@@ -239,6 +239,34 @@ impl<'ctx> Cq<'ctx> {
         match self.ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => Ok(crate::providers::rxe::post::poll(ring.queue(), wc)),
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+        }
+    }
+
+    /// `ibv_start_poll` / `ibv_next_poll` / `ibv_end_poll` in one call:
+    /// hands up to `max` completions to `f`, oldest first, without copying
+    /// them into an array, and returns how many (0: the CQ is empty).
+    ///
+    /// `f` sees each completion only for the duration of the call; its
+    /// slot is freed for the device once `poll_with` returns. When `f` is
+    /// inlined (a closure usually is), only the fields it reads are loaded
+    /// from the ring, which makes this the cheapest way to drain a CQ:
+    /// see BENCHMARKS.md. Same locking as [`Cq::poll`].
+    ///
+    /// ```no_run
+    /// # fn f(cq: &verbs::Cq<'_>) -> verbs::Result<()> {
+    /// let mut failed = 0;
+    /// let n = cq.poll_with(16, |wc| failed += usize::from(!wc.status().is_success()))?;
+    /// # let _ = n; Ok(()) }
+    /// ```
+    #[doc(alias = "ibv_start_poll", alias = "ibv_next_poll", alias = "ibv_end_poll")]
+    #[inline]
+    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
+    pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref ring) => Ok(crate::providers::rxe::post::poll_with(ring.queue(), max, f)),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
         }

@@ -204,6 +204,12 @@ impl Wc {
         Self(wc)
     }
 
+    /// The same, borrowed: `Wc` is a transparent wrapper.
+    #[inline(always)]
+    pub fn from_abi_ref(wc: &AbiWc) -> &Self {
+        zerocopy::transmute_ref!(wc)
+    }
+
     /// The kernel's record.
     pub const fn as_abi(&self) -> &AbiWc {
         &self.0

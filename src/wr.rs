@@ -25,7 +25,8 @@ use crate::qp::QpType;
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr`
 /// inside a region registered with local key `lkey`.
 #[doc(alias = "ibv_sge")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, zerocopy::IntoBytes, zerocopy::Immutable)]
+#[repr(C)]
 pub struct Sge {
     /// Start address in a registered region.
     pub addr: u64,
@@ -34,6 +35,12 @@ pub struct Sge {
     /// The region's local key.
     pub lkey: u32,
 }
+
+// `struct ibv_sge` and `struct rxe_sge`: the rxe provider copies these
+// into its WQEs as they are.
+static_assertions::const_assert_eq!(core::mem::size_of::<Sge>(), 16);
+static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, length), 8);
+static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, lkey), 12);
 
 impl Sge {
     /// `len` bytes at `offset` into `mr` (no bounds check here: the device
@@ -194,24 +201,29 @@ impl SendOp<'_> {
     /// tables 9-3/9-4, as rxe enforces them: RDMA READ, atomics and local
     /// invalidate need RC; RDMA WRITE and binds need RC or UC; UD sends
     /// only).
+    #[inline]
     pub const fn valid_for(&self, qp_type: QpType) -> bool {
-        match qp_type {
-            QpType::Rc | QpType::XrcSend => true,
-            QpType::Uc => matches!(
-                self,
-                SendOp::Send
-                    | SendOp::SendWithImm { .. }
-                    | SendOp::SendWithInv { .. }
-                    | SendOp::RdmaWrite { .. }
-                    | SendOp::RdmaWriteWithImm { .. }
-                    | SendOp::BindMw(_)
-            ),
-            QpType::Ud => matches!(
-                self,
-                SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. }
-            ),
-            _ => false,
+        const fn bits(ops: &[u32]) -> u32 {
+            let mut m = 0;
+            let mut i = 0;
+            while i < ops.len() {
+                m |= 1 << ops[i];
+                i += 1;
+            }
+            m
         }
+        const SENDS: [u32; 3] = [op::WR_SEND, op::WR_SEND_WITH_IMM, op::WR_SEND_WITH_INV];
+        const UD: u32 = bits(&SENDS);
+        const UC: u32 = UD | bits(&[op::WR_RDMA_WRITE, op::WR_RDMA_WRITE_WITH_IMM, op::WR_BIND_MW]);
+        // One bit per `ibv_wr_opcode` the transport takes: a table lookup
+        // and a shift instead of a match per post.
+        let allowed = match qp_type {
+            QpType::Rc | QpType::XrcSend => u32::MAX,
+            QpType::Uc => UC,
+            QpType::Ud => UD,
+            QpType::XrcRecv => 0,
+        };
+        (allowed >> self.opcode()) & 1 != 0
     }
 }
 
@@ -350,7 +362,7 @@ impl core::error::Error for PostError {}
 /// Total bytes of a gather/scatter list. Lists are short (usually one
 /// entry), so the common lengths are answered without a loop that the
 /// compiler would vectorise for long slices.
-#[inline]
+#[inline(always)]
 pub(crate) fn sge_len(s: &[Sge]) -> u64 {
     match s {
         [] => 0,
@@ -370,6 +382,7 @@ pub(crate) fn sge_len(s: &[Sge]) -> u64 {
 /// `qp_type` with send capacities `max_sge` / `max_inline`; returns the
 /// byte length of the payload.
 #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+#[inline(always)]
 pub(crate) fn check_send(
     wr: &SendWr<'_>,
     qp_type: QpType,

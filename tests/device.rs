@@ -32,6 +32,7 @@ mod device {
     mod query;
     #[allow(dead_code)]
     mod rig;
+    mod ring_reuse;
     mod srq;
     mod syscalls;
     mod ud_events;

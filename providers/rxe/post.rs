@@ -18,25 +18,58 @@
 //! the queue must have room for all of them: a refused list leaves the
 //! ring untouched (the producer index is published only at the end).
 
-use core::mem::size_of;
+use core::mem::{offset_of, size_of};
 use core::sync::atomic::Ordering;
 
-use zerocopy::FromZeros;
+use static_assertions::const_assert_eq;
 
-use super::abi::{
-    RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSendWrUd,
-    RxeSge,
-};
-use super::queue::{Producer, Queue};
+use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma};
+use super::queue::{Producer, Queue, SlotMut};
+use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
+use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
-const SGE: usize = size_of::<RxeSge>();
+
+// The fields of `struct rxe_send_wqe` user space writes. The rest (`mask`,
+// the PSNs, `ack_length`, `ssn`) belong to the kernel, which sets them
+// before it reads them; rdma-core does not write them either.
+const WR_ID: usize = offset_of!(RxeSendWqe, wr.wr_id);
+const OPCODE: usize = offset_of!(RxeSendWqe, wr.opcode);
+const SEND_FLAGS: usize = offset_of!(RxeSendWqe, wr.send_flags);
+const EX: usize = offset_of!(RxeSendWqe, wr.ex);
+const WR_UNION: usize = offset_of!(RxeSendWqe, wr.wr);
+const STATUS_STATE: usize = offset_of!(RxeSendWqe, status);
+const IOVA: usize = offset_of!(RxeSendWqe, iova);
+const HAS_RD_ATOMIC: usize = offset_of!(RxeSendWqe, has_rd_atomic);
+const SEND_DMA: usize = offset_of!(RxeSendWqe, dma);
+const_assert_eq!(offset_of!(RxeSendWqe, state), STATUS_STATE + 4);
+const RECV_WR_ID: usize = offset_of!(RxeRecvWqe, wr_id);
+const RECV_DMA: usize = offset_of!(RxeRecvWqe, dma);
+
+abi_struct! {
+    /// The head of `wr.ud` in `struct rxe_send_wr`: everything the kernel
+    /// reads of it when `ah_num` is set (the address vector after it is
+    /// only for kernels older than 5.12, which return no AH index).
+    #[repr(C)]
+    pub struct UdHead {
+        /// Destination QP number.
+        pub remote_qpn: u32,
+        /// Q_Key.
+        pub remote_qkey: u32,
+        /// P_Key index (GSI only).
+        pub pkey_index: u16,
+        /// Reserved.
+        pub reserved: u16,
+        /// The kernel's AH index.
+        pub ah_num: u32,
+    }
+}
+const_assert_eq!(size_of::<UdHead>(), 16);
 
 /// What a send queue accepts (the capacities the kernel granted).
 #[derive(Clone, Copy, Debug)]
@@ -49,206 +82,272 @@ pub struct SendLimits {
     pub max_inline: u32,
 }
 
-/// Checks a whole list against `lim` and the ring's element size, then
-/// checks that the ring has room for all of it.
-fn check_send_list(
-    verb: &'static str,
-    prod: &Producer<'_>,
-    lim: SendLimits,
-    wrs: &[SendWr<'_>],
-) -> Result<(), PostError> {
-    // What fits in an element bounds the SGE count and inline size too.
-    let room = prod.queue().elem_size().saturating_sub(SEND_HDR);
-    let max_sge = lim.max_sge.min((room / SGE) as u32);
-    let max_inline = lim.max_inline.min(room as u32);
-    for (i, wr) in wrs.iter().enumerate() {
-        check_send(wr, lim.qp_type, max_sge, max_inline).map_err(|k| PostError::new(verb, k, i))?;
-        if let Some(ud) = wr.ud {
-            // Kernels before 5.12 return no AH index and want the whole
-            // address vector in each WQE; that form is not implemented.
-            if ud.ah.ah_num() == 0 {
-                return Err(PostError::new(verb, ErrorKind::Unsupported, i));
-            }
-        }
-    }
-    let free = prod.free() as usize;
-    if wrs.len() > free {
-        return Err(PostError::new(verb, ErrorKind::QueueFull, free));
-    }
-    Ok(())
-}
-
-/// Builds the 208-byte WQE header of `wr` (whose payload is `len` bytes).
-#[inline]
-fn send_header(wr: &SendWr<'_>, len: u32) -> RxeSendWqe {
-    let mut wqe = RxeSendWqe::new_zeroed();
-    let w = &mut wqe.wr;
-    w.wr_id = wr.wr_id;
-    w.opcode = wr.op.opcode();
-    let inline = matches!(wr.payload, Payload::Inline(_));
-    w.send_flags = wr.flags.bits() | if inline { SEND_INLINE } else { 0 };
+/// Checks `wr` and writes it into `slot`; `Ok(true)` for a bind (whose
+/// window takes its new rkey once the list is published). On error the
+/// slot holds a partial WQE, which is harmless: it is not published.
+#[inline(always)]
+fn write_send(
+    slot: &mut SlotMut<'_, SEND_HDR>,
+    wr: &SendWr<'_>,
+    lim: &SendLimits,
+) -> Result<bool, ErrorKind> {
+    let len = check_send(wr, lim.qp_type, lim.max_sge, lim.max_inline)?;
+    let mut iova = 0;
+    let mut ex = 0;
+    let mut bind = false;
     match wr.op {
         SendOp::Send => {}
-        SendOp::SendWithImm { imm } => w.ex = imm.to_be(),
-        SendOp::SendWithInv { invalidate_rkey } => w.ex = invalidate_rkey,
-        SendOp::LocalInv { rkey } => w.ex = rkey,
+        SendOp::SendWithImm { imm } => ex = imm.to_be(),
+        SendOp::SendWithInv { invalidate_rkey } => ex = invalidate_rkey,
+        SendOp::LocalInv { rkey } => ex = rkey,
         SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
-            w.set_rdma(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
-            wqe.iova = remote_addr;
+            // The kernel reads `wr.rdma.remote_addr` again when it retries.
+            slot.put::<WR_UNION, _>(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
+            iova = remote_addr;
         }
         SendOp::RdmaWriteWithImm { remote_addr, rkey, imm } => {
-            w.ex = imm.to_be();
-            w.set_rdma(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
-            wqe.iova = remote_addr;
+            ex = imm.to_be();
+            slot.put::<WR_UNION, _>(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
+            iova = remote_addr;
         }
         SendOp::AtomicCmpSwp { remote_addr, rkey, compare, swap } => {
-            w.set_atomic(RxeSendWrAtomic { remote_addr, compare_add: compare, swap, rkey, reserved: 0 });
-            wqe.iova = remote_addr;
+            slot.put::<WR_UNION, _>(RxeSendWrAtomic { remote_addr, compare_add: compare, swap, rkey, reserved: 0 });
+            iova = remote_addr;
         }
         SendOp::AtomicFetchAdd { remote_addr, rkey, add } => {
-            w.set_atomic(RxeSendWrAtomic { remote_addr, compare_add: add, swap: 0, rkey, reserved: 0 });
-            wqe.iova = remote_addr;
+            slot.put::<WR_UNION, _>(RxeSendWrAtomic { remote_addr, compare_add: add, swap: 0, rkey, reserved: 0 });
+            iova = remote_addr;
         }
-        SendOp::BindMw(b) => w.set_mw(RxeSendWrMw {
-            addr: b.addr,
-            length: b.length,
-            mr_lkey: b.mr.lkey(),
-            mw_rkey: b.mw.rkey(),
-            rkey: b.rkey,
-            access: b.access.bits(),
-        }),
+        SendOp::BindMw(b) => {
+            slot.put::<WR_UNION, _>(RxeSendWrMw {
+                addr: b.addr,
+                length: b.length,
+                mr_lkey: b.mr.lkey(),
+                mw_rkey: b.mw.rkey(),
+                rkey: b.rkey,
+                access: b.access.bits(),
+            });
+            bind = true;
+        }
     }
     if let Some(ud) = wr.ud {
-        let mut u = RxeSendWrUd::new_zeroed();
-        u.remote_qpn = ud.remote_qpn;
-        u.remote_qkey = ud.remote_qkey;
-        u.ah_num = ud.ah.ah_num();
-        w.set_ud(&u);
+        let ah_num = ud.ah.ah_num();
+        // Kernels before 5.12 return no AH index and want the whole
+        // address vector in each WQE; that form is not implemented.
+        if ah_num == 0 {
+            return Err(ErrorKind::Unsupported);
+        }
+        slot.put::<WR_UNION, _>(UdHead {
+            remote_qpn: ud.remote_qpn,
+            remote_qkey: ud.remote_qkey,
+            pkey_index: 0,
+            reserved: 0,
+            ah_num,
+        });
     }
-    let num_sge = match wr.payload {
-        Payload::Sges(s) => s.len() as u32,
-        Payload::Inline(_) => 0,
+    slot.put::<WR_ID, u64>(wr.wr_id);
+    slot.put::<OPCODE, u32>(wr.op.opcode());
+    let (inline, num_sge) = match wr.payload {
+        Payload::Sges(s) => (0, s.len() as u32),
+        Payload::Inline(_) => (SEND_INLINE, 0),
     };
-    wqe.dma = RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 };
-    wqe
+    slot.put::<SEND_FLAGS, u32>(wr.flags.bits() | inline);
+    slot.put::<EX, u32>(ex);
+    // `status` 0 and `state` 0 (posted): the kernel reports `status` as
+    // it finds it for a WQE that succeeds.
+    slot.put::<STATUS_STATE, u64>(0);
+    slot.put::<IOVA, u64>(iova);
+    // Set by the kernel when it takes a read/atomic credit for the WQE.
+    slot.put::<HAS_RD_ATOMIC, u32>(0);
+    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    // More than the granted capacity was refused above; this refuses what
+    // the granted capacity allows but the kernel's element cannot hold.
+    match wr.payload {
+        // `ibv_sge` and `rxe_sge` are one layout.
+        Payload::Sges(s) if !slot.put_all(SEND_HDR, s) => Err(ErrorKind::TooManySge),
+        Payload::Inline(d) if !slot.put_bytes(SEND_HDR, d) => Err(ErrorKind::InlineTooLarge),
+        _ => Ok(bind),
+    }
 }
 
-/// `ibv_post_send` on rxe: writes every WQE of `wrs` into the send ring,
-/// publishes them with one release store, and returns; the caller rings
-/// the doorbell. Nothing is written if any request is refused.
+/// A refused request: out of line, so that the fast path keeps its
+/// registers for the work.
+#[cold]
+#[inline(never)]
+fn refuse(verb: &'static str, kind: ErrorKind, index: usize) -> PostError {
+    PostError::new(verb, kind, index)
+}
+
+const POST_SEND: &str = "ibv_post_send";
+
+/// `ibv_post_send` on rxe: checks and writes every WQE of `wrs` into the
+/// send ring, publishes them with one release store, and returns; the
+/// caller rings the doorbell. If a request is refused nothing is
+/// published: the slots written so far are not the kernel's to read and
+/// the next post overwrites them.
+#[inline]
 pub fn post_send(
     sq: &mut Queue,
     lim: SendLimits,
     wrs: &[SendWr<'_>],
 ) -> Result<(), PostError> {
-    const VERB: &str = "ibv_post_send";
+    match wrs {
+        [wr] => post_one(sq, &lim, wr),
+        _ => post_list(sq, &lim, wrs),
+    }
+}
+
+/// One request, the common case: inlined into the caller, no loop.
+#[inline(always)]
+fn post_one(sq: &mut Queue, lim: &SendLimits, wr: &SendWr<'_>) -> Result<(), PostError> {
     let mut prod = sq.producer_mut();
-    check_send_list(VERB, &prod, lim, wrs)?;
-    let mut head = prod.head();
+    let (head, free) = prod.room();
+    if free == 0 {
+        return Err(refuse(POST_SEND, ErrorKind::QueueFull, 0));
+    }
+    let Some(mut slot) = prod.slot::<SEND_HDR>(head) else {
+        return Err(refuse(POST_SEND, ErrorKind::Malformed, 0));
+    };
+    match write_send(&mut slot, wr, lim) {
+        Ok(bind) => {
+            prod.publish(head.wrapping_add(1));
+            if let (true, SendOp::BindMw(b)) = (bind, wr.op) {
+                b.mw.set_rkey(b.rkey);
+            }
+            Ok(())
+        }
+        Err(kind) => Err(refuse(POST_SEND, kind, 0)),
+    }
+}
+
+/// A list (or nothing): every request checked and written, then one
+/// publication for all.
+#[inline(never)]
+fn post_list(sq: &mut Queue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    let mut prod = sq.producer_mut();
+    let (mut head, free) = prod.room();
+    if wrs.len() > free as usize {
+        return Err(refuse(POST_SEND, ErrorKind::QueueFull, free as usize));
+    }
+    let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
-        // The list was checked: lengths fit in u32 and in the element.
-        let len = match wr.payload {
-            Payload::Sges(s) => sge_len(s) as u32,
-            Payload::Inline(d) => d.len() as u32,
+        let Some(mut slot) = prod.slot::<SEND_HDR>(head) else {
+            return Err(refuse(POST_SEND, ErrorKind::Malformed, i));
         };
-        let ok = prod.write_slot(head, 0, send_header(wr, len))
-            && match wr.payload {
-                Payload::Sges(s) => s.iter().enumerate().all(|(j, s)| {
-                    prod.write_slot(head, SEND_HDR + j * SGE, RxeSge { addr: s.addr, length: s.length, lkey: s.lkey })
-                }),
-                Payload::Inline(d) => prod.write_slot_bytes(head, SEND_HDR, d),
-            };
-        if !ok {
-            // Unreachable after the checks (slot offsets come from the
-            // validated header); refuse rather than publish a torn WQE.
-            return Err(PostError::new(VERB, ErrorKind::Malformed, i));
+        match write_send(&mut slot, wr, lim) {
+            Ok(bind) => binds |= bind,
+            Err(kind) => return Err(refuse(POST_SEND, kind, i)),
         }
         head = head.wrapping_add(1);
     }
     prod.publish(head);
-    for wr in wrs {
-        if let SendOp::BindMw(b) = wr.op {
-            b.mw.set_rkey(b.rkey);
+    if binds {
+        for wr in wrs {
+            if let SendOp::BindMw(b) = wr.op {
+                b.mw.set_rkey(b.rkey);
+            }
         }
     }
     Ok(())
 }
 
-/// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: writes every receive WQE
-/// of `wrs` and publishes them. No doorbell. Nothing is written if any
-/// request is refused.
+/// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: checks and writes every
+/// receive WQE of `wrs`, and publishes them. No doorbell. If a request is
+/// refused nothing is published.
+#[inline]
 pub fn post_recv(
     verb: &'static str,
     mut prod: Producer<'_>,
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
-    // What fits in an element bounds the SGE count too.
-    let fit = (prod.queue().elem_size().saturating_sub(RECV_HDR) / SGE) as u32;
-    let max_sge = max_sge.min(fit);
-    for (i, wr) in wrs.iter().enumerate() {
-        check_recv(wr, max_sge).map_err(|k| PostError::new(verb, k, i))?;
+    let (mut head, free) = prod.room();
+    if wrs.len() > free as usize {
+        return Err(refuse(verb, ErrorKind::QueueFull, free as usize));
     }
-    let free = prod.free() as usize;
-    if wrs.len() > free {
-        return Err(PostError::new(verb, ErrorKind::QueueFull, free));
-    }
-    let mut head = prod.head();
     for (i, wr) in wrs.iter().enumerate() {
-        // SGEs first, adding up the length, then the header.
-        let mut len = 0u32;
-        let mut ok = true;
-        for (j, s) in wr.sg_list.iter().enumerate() {
-            len = len.wrapping_add(s.length);
-            ok &= prod.write_slot(head, RECV_HDR + j * SGE, RxeSge { addr: s.addr, length: s.length, lkey: s.lkey });
+        if let Err(kind) = check_recv(wr, max_sge) {
+            return Err(refuse(verb, kind, i));
         }
-        let wqe = RxeRecvWqe {
-            wr_id: wr.wr_id,
-            reserved: 0,
-            padding: 0,
-            dma: RxeDmaInfo {
-                length: len,
-                resid: len,
-                cur_sge: 0,
-                num_sge: wr.sg_list.len() as u32,
-                sge_offset: 0,
-                reserved: 0,
-            },
+        let Some(mut slot) = prod.slot::<RECV_HDR>(head) else {
+            return Err(refuse(verb, ErrorKind::Malformed, i));
         };
-        if !(ok && prod.write_slot(head, 0, wqe)) {
-            // Unreachable after the checks; refuse rather than publish.
-            return Err(PostError::new(verb, ErrorKind::Malformed, i));
+        let mut len = 0u32;
+        for s in wr.sg_list {
+            len = len.wrapping_add(s.length);
         }
+        if !slot.put_all(RECV_HDR, wr.sg_list) {
+            // More SGEs than the kernel's element holds.
+            return Err(refuse(verb, ErrorKind::TooManySge, i));
+        }
+        slot.put::<RECV_WR_ID, u64>(wr.wr_id);
+        let num_sge = wr.sg_list.len() as u32;
+        slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
         head = head.wrapping_add(1);
     }
     prod.publish(head);
     Ok(())
 }
 
+/// Whether the CQ ring is empty: the test every poll starts with, made
+/// without taking the claim flag (an answer that is stale by the time it
+/// returns is as good as one taken a moment earlier).
+#[inline(always)]
+pub fn is_empty(cq: &Queue) -> bool {
+    cq.producer_word().load(Ordering::Acquire) == cq.consumer_word().load(Ordering::Relaxed)
+}
+
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
-/// ring and frees their slots. Returns how many.
+/// ring and frees their slots. Returns how many. The empty case is
+/// inlined into the caller; the copying is not.
+#[inline(always)]
 pub fn poll(cq: &Queue, out: &mut [Wc]) -> usize {
-    // Empty (or nothing asked for): answer without taking the claim.
-    let prod = cq.producer_word().load(Ordering::Acquire);
-    if prod == cq.consumer_word().load(Ordering::Relaxed) || out.is_empty() {
+    if is_empty(cq) || out.is_empty() {
         return 0;
     }
+    poll_copy(cq, out)
+}
+
+#[inline(never)]
+fn poll_copy(cq: &Queue, out: &mut [Wc]) -> usize {
+    let max = out.len();
+    // `consume` hands out at most `max` completions, numbered from 0.
+    consume(cq, max, |i, wc| {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = *wc;
+        }
+    })
+}
+
+/// Hands up to `max` completions to `f`, in ring order, then frees their
+/// slots with one release store. Returns how many. Each completion is read
+/// into a local `Wc` (the kernel's flag bits put right) that `f` borrows;
+/// when `f` is inlined, only the fields it reads are loaded.
+#[inline(always)]
+pub fn poll_with(cq: &Queue, max: usize, mut f: impl FnMut(&Wc)) -> usize {
+    if is_empty(cq) || max == 0 {
+        return 0;
+    }
+    consume(cq, max, |_, wc| f(wc))
+}
+
+#[inline(always)]
+fn consume(cq: &Queue, max: usize, mut f: impl FnMut(usize, &Wc)) -> usize {
     cq.with_consumer(|q| {
         let mask = q.index_mask();
         let cons = q.consumer_word().load(Ordering::Relaxed);
         let prod = q.producer_word().load(Ordering::Acquire);
-        let n = ((prod.wrapping_sub(cons) & mask) as usize).min(out.len());
+        let n = ((prod.wrapping_sub(cons) & mask) as usize).min(max);
+        // `RxeCq::map` checked that an element holds a `Wc`, so this is
+        // `Some`; `None` would take nothing, never tear.
+        let Some(ring) = q.reader::<AbiWc>() else {
+            return 0;
+        };
         let mut i = 0;
         while i < n {
-            // `RxeCq::map` checked that an element holds a `Wc`, so this
-            // is `Some`; a `None` would stop short, never tear.
-            match q.read_slot::<AbiWc>(cons.wrapping_add(i as u32)) {
-                Some(mut wc) => {
-                    wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
-                    out[i] = Wc::from_abi(wc);
-                }
-                None => break,
-            }
+            let mut wc = ring.read(cons.wrapping_add(i as u32));
+            wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+            f(i, Wc::from_abi_ref(&wc));
             i += 1;
         }
         if i > 0 {
@@ -267,9 +366,9 @@ pub fn poll(cq: &Queue, out: &mut [Wc]) -> usize {
 /// "checksum ok"; we translate.
 #[inline]
 pub const fn kernel_wc_flags_to_ibv(k: u32) -> u32 {
-    let b2 = (k >> 2) & 1;
-    let b3 = (k >> 3) & 1;
-    (k & !0b1100) | (b2 << 3) | (b3 << 2)
+    // Swapping two bits is flipping both when they differ.
+    let differ = ((k >> 1) ^ k) & 0b100;
+    k ^ (differ | (differ << 1))
 }
 
 /// How many completions are waiting in the ring.
@@ -277,4 +376,23 @@ pub fn pending(cq: &Queue) -> u32 {
     let cons = cq.consumer_word().load(Ordering::Acquire);
     let prod = cq.producer_word().load(Ordering::Acquire);
     prod.wrapping_sub(cons) & cq.index_mask()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_wc_flags_to_ibv;
+
+    #[test]
+    fn wc_flags_swap_bits_2_and_3_only() {
+        for k in 0u32..64 {
+            for high in [0u32, 1 << 31, 0xffff_0000] {
+                let v = k | high;
+                let (b2, b3) = ((v >> 2) & 1, (v >> 3) & 1);
+                let want = (v & !0b1100) | (b2 << 3) | (b3 << 2);
+                assert_eq!(kernel_wc_flags_to_ibv(v), want, "{v:#x}");
+            }
+        }
+        // IB_WC_WITH_INVALIDATE (kernel bit 2) is IBV_WC_WITH_INV (bit 3).
+        assert_eq!(kernel_wc_flags_to_ibv(1 << 2), 1 << 3);
+    }
 }

@@ -45,6 +45,7 @@
 //!   ([`Queue::with_consumer`]).
 #![allow(unsafe_code)]
 
+use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -258,6 +259,20 @@ impl Queue {
         self.base.as_ptr().wrapping_add(self.slot_offset(index))
     }
 
+    /// A [`SlotReader`] of `T`s; `None` if a `T` does not fit in an element.
+    #[inline]
+    pub fn reader<T: FromBytes>(&self) -> Option<SlotReader<'_, T>> {
+        if size_of::<T>() > self.elem_size {
+            return None;
+        }
+        Some(SlotReader {
+            base: self.base.as_ptr(),
+            mask: self.index_mask,
+            log2: self.log2_elem_size,
+            _q: PhantomData,
+        })
+    }
+
     /// A plain copy of the `T` at the start of the slot of `index`, for the
     /// consumer. `None` if a `T` does not fit in an element.
     ///
@@ -279,6 +294,32 @@ impl Queue {
     }
 }
 
+
+/// Reads `T`s at the start of a ring's slots: the ring's geometry copied
+/// into locals once (so that a loop does not reload it after every store
+/// it makes elsewhere), and `size_of::<T>() <= elem_size` checked once.
+#[derive(Clone, Copy)]
+pub struct SlotReader<'q, T> {
+    base: *const u8,
+    mask: u32,
+    log2: u32,
+    _q: PhantomData<(&'q Queue, T)>,
+}
+
+impl<T: FromBytes> SlotReader<'_, T> {
+    /// A plain copy of the `T` in the slot of `index`: meaningful for a
+    /// slot the consumer owns, see [`Queue::read_slot`].
+    #[inline(always)]
+    pub fn read(&self, index: u32) -> T {
+        let off = DATA + (((index & self.mask) as usize) << self.log2);
+        // SAFETY: as in `Queue::read_slot`: the slot is inside the mapping
+        // (Q1: `off` is the offset of a slot, computed as `slot_offset`
+        // does from the checked header), a `T` fits in it (checked when
+        // this reader was made), `T: FromBytes` accepts any bytes, and the
+        // mapping outlives the `'q` borrow of the queue (M1).
+        unsafe { self.base.wrapping_add(off).cast::<T>().read_unaligned() }
+    }
+}
 
 /// The right to write elements of a producer ring and publish them.
 pub struct Producer<'q> {
@@ -308,37 +349,28 @@ impl Producer<'_> {
         self.q.producer_word().load(Ordering::Relaxed)
     }
 
-    /// Stores `v` at byte `at` of the slot of `index` (plain store, Q2);
-    /// `false` (nothing written) if it does not fit in an element.
+    /// [`Self::head`] and [`Self::free`] with one load of each index.
     #[inline]
-    pub fn write_slot<T: IntoBytes + Immutable>(&mut self, index: u32, at: usize, v: T) -> bool {
-        match at.checked_add(size_of::<T>()) {
-            Some(end) if end <= self.q.elem_size() => {}
-            _ => return false,
-        }
-        let p = self.q.slot_ptr(index).wrapping_add(at);
-        // SAFETY: in bounds (Q1 and the check above); this `Producer` is
-        // the process's only writer of the ring (Q3) and the
-        // kernel does not read an unpublished slot (Q2), so a plain,
-        // unaligned-tolerant store races with nothing.
-        unsafe { p.cast::<T>().write_unaligned(v) };
-        true
+    pub fn room(&self) -> (u32, u32) {
+        let prod = self.q.producer_word().load(Ordering::Relaxed);
+        let cons = self.q.consumer_word().load(Ordering::Acquire);
+        (prod, self.q.index_mask - (prod.wrapping_sub(cons) & self.q.index_mask))
     }
 
-    /// Copies `src` to byte `at` of the slot of `index`; `false` if it does
-    /// not fit in an element.
+    /// The slot of `index`, to be written before [`Producer::publish`]
+    /// covers it; `None` if an element is shorter than `MIN` bytes. The
+    /// first `MIN` bytes are then written with offsets checked at compile
+    /// time ([`SlotMut::put`]), the rest with run-time checks.
     #[inline]
-    pub fn write_slot_bytes(&mut self, index: u32, at: usize, src: &[u8]) -> bool {
-        match at.checked_add(src.len()) {
-            Some(end) if end <= self.q.elem_size() => {}
-            _ => return false,
+    pub fn slot<const MIN: usize>(&mut self, index: u32) -> Option<SlotMut<'_, MIN>> {
+        if MIN > self.q.elem_size {
+            return None;
         }
-        let p = self.q.slot_ptr(index).wrapping_add(at);
-        // SAFETY: as in `write_slot`; `src` is ordinary memory that cannot
-        // overlap the mapping (a `&[u8]` into the mapping cannot exist:
-        // `Mapping` never hands out references to its bytes, M3).
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
-        true
+        Some(SlotMut {
+            ptr: self.q.slot_ptr(index),
+            len: self.q.elem_size,
+            _producer: PhantomData,
+        })
     }
 
     /// Publishes every element written up to index `new_head` (release:
@@ -348,6 +380,86 @@ impl Producer<'_> {
         self.q
             .producer_word()
             .store(new_head & self.q.index_mask, Ordering::Release);
+    }
+}
+
+/// One slot of a producer ring, borrowed from the [`Producer`] (so from
+/// the ring's only writer, Q3) and at least `MIN` bytes long. Its writes
+/// are plain stores (Q2: the kernel does not read the slot until the
+/// producer index is published past it).
+pub struct SlotMut<'p, const MIN: usize> {
+    /// Start of the slot: inside the mapping, `len` bytes (Q1).
+    ptr: *mut u8,
+    /// The element size; `MIN <= len` (checked by [`Producer::slot`]).
+    len: usize,
+    _producer: PhantomData<&'p mut ()>,
+}
+
+impl<const MIN: usize> SlotMut<'_, MIN> {
+    /// Stores `v` at byte `AT`, which with `T` must lie inside the first
+    /// `MIN` bytes: checked at compile time, so the store is all that runs.
+    #[inline(always)]
+    pub fn put<const AT: usize, T: IntoBytes + Immutable>(&mut self, v: T) {
+        const { assert!(AT + size_of::<T>() <= MIN, "store past the checked part of the slot") };
+        // SAFETY: `AT + size_of::<T>() <= MIN <= len` (compile-time assert
+        // above; `MIN <= len` checked by `Producer::slot`), and the slot's
+        // `len` bytes are inside the mapping (Q1), live while the borrowed
+        // `Producer`'s queue is (M1). The `Producer` is the process's only
+        // writer (Q3) and the kernel does not read the slot before it is
+        // published (Q2), so a plain, unaligned-tolerant store races with
+        // nothing.
+        unsafe { self.ptr.wrapping_add(AT).cast::<T>().write_unaligned(v) }
+    }
+
+    /// Stores `v` at byte `at` (checked at run time); `false`, and nothing
+    /// written, if it would end past the element.
+    #[inline(always)]
+    pub fn put_at<T: IntoBytes + Immutable>(&mut self, at: usize, v: T) -> bool {
+        if at > self.len || self.len - at < size_of::<T>() {
+            return false;
+        }
+        // SAFETY: as in `put`, with `at + size_of::<T>() <= len` checked
+        // just above (without overflow).
+        unsafe { self.ptr.wrapping_add(at).cast::<T>().write_unaligned(v) };
+        true
+    }
+
+    /// Stores the elements of `src` back to back from byte `at` (element
+    /// by element: one or two, the common counts, take no `memcpy` call);
+    /// `false`, and nothing written, if they would end past the element.
+    #[inline(always)]
+    pub fn put_all<T: IntoBytes + Immutable + Copy>(&mut self, at: usize, src: &[T]) -> bool {
+        if at > self.len || (self.len - at) / size_of::<T>().max(1) < src.len() {
+            return false;
+        }
+        let mut p = self.ptr.wrapping_add(at);
+        if let [v] = src {
+            // SAFETY: as below, for the one element.
+            unsafe { p.cast::<T>().write_unaligned(*v) };
+            return true;
+        }
+        for v in src {
+            // SAFETY: as in `put`: the check above puts all
+            // `src.len() * size_of::<T>()` bytes from `at` inside the
+            // element, and `p` advances through them one `T` at a time.
+            unsafe { p.cast::<T>().write_unaligned(*v) };
+            p = p.wrapping_add(size_of::<T>());
+        }
+        true
+    }
+
+    /// Copies `src` to byte `at`; `false`, and nothing written, if it would
+    /// end past the element.
+    #[inline]
+    pub fn put_bytes(&mut self, at: usize, src: &[u8]) -> bool {
+        if at > self.len || self.len - at < src.len() {
+            return false;
+        }
+        // SAFETY: in bounds as in `put_at`; `src` is ordinary memory that
+        // cannot overlap the mapping (no `&[u8]` into a ring exists: the
+        // rings hand out no references to their bytes, M3).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };
+        true
     }
 }
 

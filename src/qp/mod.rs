@@ -229,6 +229,18 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
         self.inner.qp_num
     }
 
+    /// rxe only: the number of slots of the mapped send ring
+    /// (`index_mask + 1`, one more than the requests it can hold); `None`
+    /// on other providers.
+    pub fn rxe_send_ring_slots(&self) -> Option<u32> {
+        match self.inner.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => Some(r.sq().slots()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// The kernel's handle for this QP.
     pub fn handle(&self) -> u32 {
         self.inner.handle

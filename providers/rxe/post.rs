@@ -30,7 +30,7 @@ use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
+use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
@@ -251,6 +251,22 @@ fn post_list(sq: &mut Queue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(),
     Ok(())
 }
 
+/// Checks `wr` and writes it into `slot` (a receive WQE: header, SGEs).
+#[inline(always)]
+fn write_recv(slot: &mut SlotMut<'_, RECV_HDR>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
+    check_recv(wr, max_sge)?;
+    if !slot.put_all(RECV_HDR, wr.sg_list) {
+        // More SGEs than the kernel's element holds.
+        return Err(ErrorKind::TooManySge);
+    }
+    // The kernel's `dma.length` is 32 bits, as rdma-core's sum is.
+    let len = sge_len(wr.sg_list) as u32;
+    slot.put::<RECV_WR_ID, u64>(wr.wr_id);
+    let num_sge = wr.sg_list.len() as u32;
+    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    Ok(())
+}
+
 /// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: checks and writes every
 /// receive WQE of `wrs`, and publishes them. No doorbell. If a request is
 /// refused nothing is published.
@@ -265,24 +281,24 @@ pub fn post_recv(
     if wrs.len() > free as usize {
         return Err(refuse(verb, ErrorKind::QueueFull, free as usize));
     }
-    for (i, wr) in wrs.iter().enumerate() {
-        if let Err(kind) = check_recv(wr, max_sge) {
-            return Err(refuse(verb, kind, i));
+    if let [wr] = wrs {
+        // One request, the common case: no loop.
+        let Some(mut slot) = prod.slot::<RECV_HDR>(head) else {
+            return Err(refuse(verb, ErrorKind::Malformed, 0));
+        };
+        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, kind, 0));
         }
+        prod.publish(head.wrapping_add(1));
+        return Ok(());
+    }
+    for (i, wr) in wrs.iter().enumerate() {
         let Some(mut slot) = prod.slot::<RECV_HDR>(head) else {
             return Err(refuse(verb, ErrorKind::Malformed, i));
         };
-        let mut len = 0u32;
-        for s in wr.sg_list {
-            len = len.wrapping_add(s.length);
+        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, kind, i));
         }
-        if !slot.put_all(RECV_HDR, wr.sg_list) {
-            // More SGEs than the kernel's element holds.
-            return Err(refuse(verb, ErrorKind::TooManySge, i));
-        }
-        slot.put::<RECV_WR_ID, u64>(wr.wr_id);
-        let num_sge = wr.sg_list.len() as u32;
-        slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
         head = head.wrapping_add(1);
     }
     prod.publish(head);

@@ -395,7 +395,9 @@ impl QpInner<'_> {
         self.pd.context().channel().exec("ibv_post_recv", &cmd, &[], &mut [])
     }
 
-    #[inline]
+    // Inlined into the typed `post_send`, so that the transport is a
+    // constant and the per-transport checks fold away.
+    #[inline(always)]
     #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     fn post_send(&mut self, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         const VERB: &str = "ibv_post_send";
@@ -424,7 +426,7 @@ impl QpInner<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
         const VERB: &str = "ibv_post_recv";
         if wrs.is_empty() {

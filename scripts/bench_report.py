@@ -381,9 +381,9 @@ def render(raw):
           f"{fmt(min((m[1] for m in misses if m[1] and m[1] < 1), default=None)) or 'n/a'}x; "
           f"{len(inside)} of them have our median inside perftest's own min-max over its runs "
           f"({', '.join(m[0] for m in inside) or 'none'}). Under TCG a round trip is ~30 us of emulated kernel "
-          "work (rxe's requester, responder and completer tasks, the UDP loopback) against well under a "
-          "microsecond of library code on either side, so the library's share cannot move these rows by "
-          "more than the run-to-run noise of a shared 2-CPU host.")
+          "work (rxe's requester, responder and completer tasks, the UDP loopback) against the few hundred "
+          "userspace instructions per round trip counted above, on either side; the rows differ by less than "
+          "the run-to-run noise of a shared 2-CPU host, in both directions.")
     w("")
 
     # --- wall time of the ops bench ---

@@ -184,7 +184,7 @@ impl Queue {
     /// Byte offset (in the mapping) of element `index`.
     #[inline]
     pub fn slot_offset(&self, index: u32) -> usize {
-        DATA + (((index & self.index_mask) as usize) << self.log2_elem_size)
+        slot_offset(self.index_mask, self.log2_elem_size, index)
     }
 
     #[inline]
@@ -272,28 +272,15 @@ impl Queue {
             _q: PhantomData,
         })
     }
-
-    /// A plain copy of the `T` at the start of the slot of `index`, for the
-    /// consumer. `None` if a `T` does not fit in an element.
-    ///
-    /// Only meaningful for a slot the consumer owns (Q2: in
-    /// `[consumer, producer)` after an acquire load of the producer index,
-    /// inside [`Queue::with_consumer`]); for any other slot the bytes may
-    /// be stale or changing, but the read is still in bounds.
-    #[inline]
-    pub fn read_slot<T: FromBytes>(&self, index: u32) -> Option<T> {
-        if size_of::<T>() > self.elem_size() {
-            return None;
-        }
-        // SAFETY: the slot is inside the mapping (Q1) and `size_of::<T>()`
-        // fits in it (checked); `T: FromBytes` accepts any bytes; the read
-        // is unaligned-tolerant. The kernel does not write a slot the
-        // consumer owns (Q2); for a slot it does not own, the mapping is
-        // still live memory (M1) and the value is just meaningless.
-        Some(unsafe { self.slot_ptr(index).cast::<T>().read_unaligned() })
-    }
 }
 
+
+/// Byte offset of element `index` in a ring of `mask + 1` slots of
+/// `1 << log2` bytes.
+#[inline(always)]
+fn slot_offset(mask: u32, log2: u32, index: u32) -> usize {
+    DATA + (((index & mask) as usize) << log2)
+}
 
 /// Reads `T`s at the start of a ring's slots: the ring's geometry copied
 /// into locals once (so that a loop does not reload it after every store
@@ -307,16 +294,22 @@ pub struct SlotReader<'q, T> {
 }
 
 impl<T: FromBytes> SlotReader<'_, T> {
-    /// A plain copy of the `T` in the slot of `index`: meaningful for a
-    /// slot the consumer owns, see [`Queue::read_slot`].
+    /// A plain copy of the `T` at the start of the slot of `index`.
+    ///
+    /// Only meaningful for a slot the consumer owns (Q2: in
+    /// `[consumer, producer)` after an acquire load of the producer index,
+    /// inside [`Queue::with_consumer`]); for any other slot the bytes may
+    /// be stale or changing, but the read is still in bounds.
     #[inline(always)]
     pub fn read(&self, index: u32) -> T {
-        let off = DATA + (((index & self.mask) as usize) << self.log2);
-        // SAFETY: as in `Queue::read_slot`: the slot is inside the mapping
-        // (Q1: `off` is the offset of a slot, computed as `slot_offset`
-        // does from the checked header), a `T` fits in it (checked when
+        let off = slot_offset(self.mask, self.log2, index);
+        // SAFETY: the slot is inside the mapping (Q1: `off` comes from the
+        // header checked by `Queue::map`), a `T` fits in it (checked when
         // this reader was made), `T: FromBytes` accepts any bytes, and the
-        // mapping outlives the `'q` borrow of the queue (M1).
+        // read is unaligned-tolerant. The kernel does not write a slot the
+        // consumer owns (Q2); for a slot it does not own, the mapping is
+        // still live memory (M1) and the value is just meaningless. The
+        // mapping outlives the `'q` borrow of the queue.
         unsafe { self.base.wrapping_add(off).cast::<T>().read_unaligned() }
     }
 }
@@ -334,22 +327,9 @@ impl Producer<'_> {
         self.q
     }
 
-    /// Free slots (the ring keeps one empty): how many elements can be
-    /// written before the kernel consumes more.
-    #[inline]
-    pub fn free(&self) -> u32 {
-        let prod = self.q.producer_word().load(Ordering::Relaxed);
-        let cons = self.q.consumer_word().load(Ordering::Acquire);
-        self.q.index_mask - (prod.wrapping_sub(cons) & self.q.index_mask)
-    }
-
-    /// The producer index (only this producer moves it).
-    #[inline]
-    pub fn head(&self) -> u32 {
-        self.q.producer_word().load(Ordering::Relaxed)
-    }
-
-    /// [`Self::head`] and [`Self::free`] with one load of each index.
+    /// The producer index (only this producer moves it) and the free
+    /// slots (the ring keeps one empty): how many elements can be written
+    /// at it before the kernel consumes more.
     #[inline]
     pub fn room(&self) -> (u32, u32) {
         let prod = self.q.producer_word().load(Ordering::Relaxed);
@@ -411,19 +391,6 @@ impl<const MIN: usize> SlotMut<'_, MIN> {
         unsafe { self.ptr.wrapping_add(AT).cast::<T>().write_unaligned(v) }
     }
 
-    /// Stores `v` at byte `at` (checked at run time); `false`, and nothing
-    /// written, if it would end past the element.
-    #[inline(always)]
-    pub fn put_at<T: IntoBytes + Immutable>(&mut self, at: usize, v: T) -> bool {
-        if at > self.len || self.len - at < size_of::<T>() {
-            return false;
-        }
-        // SAFETY: as in `put`, with `at + size_of::<T>() <= len` checked
-        // just above (without overflow).
-        unsafe { self.ptr.wrapping_add(at).cast::<T>().write_unaligned(v) };
-        true
-    }
-
     /// Stores the elements of `src` back to back from byte `at` (element
     /// by element: one or two, the common counts, take no `memcpy` call);
     /// `false`, and nothing written, if they would end past the element.
@@ -455,7 +422,7 @@ impl<const MIN: usize> SlotMut<'_, MIN> {
         if at > self.len || self.len - at < src.len() {
             return false;
         }
-        // SAFETY: in bounds as in `put_at`; `src` is ordinary memory that
+        // SAFETY: in bounds as in `put_all`; `src` is ordinary memory that
         // cannot overlap the mapping (no `&[u8]` into a ring exists: the
         // rings hand out no references to their bytes, M3).
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };

@@ -297,15 +297,14 @@ impl Channel {
         kernel_wrote(&mut resp);
         match r {
             Ok(n) if n == size_of::<Doorbell>() => Ok(()),
-            r => Err(doorbell_failed(verb, r)),
+            r => Err(write_failed(verb, r)),
         }
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
         match rustix::io::write(&self.fd, frame) {
             Ok(n) if n == frame.len() => Ok(()),
-            Ok(_) => Err(Error::new(verb, ErrorKind::Malformed)),
-            Err(e) => Err(Error::from_errno(verb, e)),
+            r => Err(write_failed(verb, r)),
         }
     }
 }
@@ -319,11 +318,11 @@ struct Doorbell {
 }
 static_assertions::const_assert_eq!(size_of::<Doorbell>(), 32);
 
-/// A doorbell `write()` that failed or came back short (out of line: the
-/// fast path keeps its registers).
+/// A command `write()` that failed or came back short (out of line: the
+/// doorbell's fast path keeps its registers).
 #[cold]
 #[inline(never)]
-fn doorbell_failed(verb: &'static str, r: rustix::io::Result<usize>) -> Error {
+fn write_failed(verb: &'static str, r: rustix::io::Result<usize>) -> Error {
     match r {
         Err(e) => Error::from_errno(verb, e),
         Ok(_) => Error::new(verb, ErrorKind::Malformed),

@@ -18,7 +18,7 @@ use rustix::fd::OwnedFd;
 use verbs::abi::uverbs::Wc as AbiWc;
 use verbs::mmap::Mapping;
 use verbs::providers::rxe::post::{poll, poll_with, post_recv, post_send, SendLimits};
-use verbs::providers::rxe::queue::{Mminfo, Queue};
+use verbs::providers::rxe::queue::{CompletionQueue, Mminfo, Queue, RecvQueue, SendQueue};
 use verbs::qp::QpType;
 use verbs::wr::{PostError, RecvWr, SendFlags, SendWr, Sge};
 use verbs::Wc;
@@ -28,37 +28,40 @@ use zerocopy::FromZeros;
 // that `scripts/host-instr.sh` (callgrind `--toggle-collect=<wrapper>`) can
 // count the instructions of exactly one call. Wrappers with the same body
 // take their parameters in different orders: otherwise LLVM merges them
-// into one symbol and the counts mix.
+// into one symbol and the counts mix. The transport is a constant (RC), as
+// it is in a typed `QueuePair::post_send`.
 
 #[inline(never)]
-fn host_post_send(sq: &mut Queue, lim: SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-    post_send(sq, lim, wrs)
+fn host_post_send(sq: &mut SendQueue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    post_send(sq, QpType::Rc, lim, wrs)
+}
+
+/// One request by reference (not a slice): different code from
+/// `host_post_send`, so that the two are not merged.
+#[inline(never)]
+fn host_post_send_inline(wr: &SendWr<'_>, sq: &mut SendQueue, lim: &SendLimits) -> Result<(), PostError> {
+    post_send(sq, QpType::Rc, lim, core::slice::from_ref(wr))
 }
 
 #[inline(never)]
-fn host_post_send_inline(wrs: &[SendWr<'_>], sq: &mut Queue, lim: SendLimits) -> Result<(), PostError> {
-    post_send(sq, lim, wrs)
+fn host_post_send_list(lim: &SendLimits, wrs: &[SendWr<'_>], sq: &mut SendQueue) -> Result<(), PostError> {
+    post_send(sq, QpType::Rc, lim, wrs)
 }
 
 #[inline(never)]
-fn host_post_send_list(lim: SendLimits, wrs: &[SendWr<'_>], sq: &mut Queue) -> Result<(), PostError> {
-    post_send(sq, lim, wrs)
-}
-
-#[inline(never)]
-fn host_post_recv(rq: &mut Queue, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+fn host_post_recv(rq: &mut RecvQueue, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
     post_recv("ibv_post_recv", rq.producer_mut(), 4, wrs)
 }
 
 #[inline(never)]
-fn host_poll_cq(cq: &Queue, out: &mut [Wc]) -> usize {
+fn host_poll_cq(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
     poll(cq, out)
 }
 
 /// The in-place poll, doing what the ops bench checks of each completion:
 /// its `wr_id` (kept) and its status (failures counted).
 #[inline(never)]
-fn host_poll_with(cq: &Queue, ids: &mut [u64; 16]) -> (usize, usize) {
+fn host_poll_with(cq: &CompletionQueue, ids: &mut [u64; 16]) -> (usize, usize) {
     let (mut n, mut failed) = (0, 0);
     let got = poll_with(cq, ids.len(), |wc| {
         if let Some(slot) = ids.get_mut(n) {
@@ -72,7 +75,7 @@ fn host_poll_with(cq: &Queue, ids: &mut [u64; 16]) -> (usize, usize) {
 
 /// Parameters swapped so that function merging cannot fold it into `host_poll_cq`.
 #[inline(never)]
-fn host_poll_cq_empty(out: &mut [Wc], cq: &Queue) -> usize {
+fn host_poll_cq_empty(out: &mut [Wc], cq: &CompletionQueue) -> usize {
     poll(cq, out)
 }
 
@@ -96,7 +99,7 @@ fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
 }
 
 /// A fake rxe ring of `slots` elements of `1 << log2` bytes in a memfd.
-fn ring(slots: u32, log2: u32) -> (OwnedFd, Queue) {
+fn ring<const MIN: usize>(slots: u32, log2: u32) -> (OwnedFd, Queue<MIN>) {
     let fd = rustix::fs::memfd_create("verbs-bench-ring", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     let size = 384 + ((slots as usize) << log2);
     rustix::fs::ftruncate(&fd, size as u64).unwrap();
@@ -108,14 +111,14 @@ fn ring(slots: u32, log2: u32) -> (OwnedFd, Queue) {
 }
 
 /// Plays the kernel: consumes everything the producer published.
-fn kernel_consumes(q: &Queue) {
+fn kernel_consumes<const MIN: usize>(q: &Queue<MIN>) {
     let p = q.producer_word().load(Ordering::Acquire);
     q.consumer_word().store(p, Ordering::Release);
 }
 
 fn main() {
     println!("verbs host benchmarks: rxe rings on plain memory (median of 15 runs)");
-    let lim = SendLimits { qp_type: QpType::Rc, max_sge: 4, max_inline: 128 };
+    let lim = &SendLimits { max_sge: 4, max_inline: 128 };
 
     let (_f1, mut sq) = ring(256, 9);
     let sge = [Sge { addr: 0x1000, length: 64, lkey: 7 }];
@@ -126,7 +129,7 @@ fn main() {
     });
     let payload = [0x42u8; 64];
     bench("post_send: 1 SEND, 64 B inline", 2_000_000, || {
-        host_post_send_inline(black_box(&[SendWr::send(1, &[]).inline(&payload)]), &mut sq, lim).unwrap();
+        host_post_send_inline(black_box(&SendWr::send(1, &[]).inline(&payload)), &mut sq, lim).unwrap();
         kernel_consumes(&sq);
     });
     let list: Vec<SendWr<'_>> = (0..8).map(|i| SendWr::rdma_write(i, &sge, 0x9000 + i * 64, 5)).collect();
@@ -147,7 +150,7 @@ fn main() {
     wc.byte_len = 64;
     // Plays the kernel: publishes n completions (the elements were
     // written once, below, through a second view of the memfd).
-    let fill = |q: &Queue, n: u32| {
+    let fill = |q: &CompletionQueue, n: u32| {
         let p = q.producer_word().load(Ordering::Relaxed);
         q.producer_word().store(p.wrapping_add(n) & q.index_mask(), Ordering::Release);
     };

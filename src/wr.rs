@@ -107,27 +107,31 @@ pub struct MwBind<'w> {
 /// `wr` union). Immediate data is in host order here and in
 /// [`Wc::imm_data`](crate::Wc::imm_data); it travels big-endian, like the
 /// `htonl`'d value a C program puts in `imm_data`.
+///
+/// Each variant's discriminant is its `IBV_WR_*` value, so
+/// [`SendOp::opcode`] is the tag itself, not a table lookup.
 #[derive(Clone, Copy, Debug)]
+#[repr(u32)]
 pub enum SendOp<'w> {
     /// `IBV_WR_SEND`.
-    Send,
+    Send = op::WR_SEND,
     /// `IBV_WR_SEND_WITH_IMM`.
     SendWithImm {
         /// Immediate data (host order).
         imm: u32,
-    },
+    } = op::WR_SEND_WITH_IMM,
     /// `IBV_WR_SEND_WITH_INV`: the receiver invalidates `invalidate_rkey`.
     SendWithInv {
         /// The remote rkey to invalidate.
         invalidate_rkey: u32,
-    },
+    } = op::WR_SEND_WITH_INV,
     /// `IBV_WR_RDMA_WRITE`.
     RdmaWrite {
         /// Remote address.
         remote_addr: u64,
         /// Remote key.
         rkey: u32,
-    },
+    } = op::WR_RDMA_WRITE,
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`.
     RdmaWriteWithImm {
         /// Remote address.
@@ -136,14 +140,14 @@ pub enum SendOp<'w> {
         rkey: u32,
         /// Immediate data (host order).
         imm: u32,
-    },
+    } = op::WR_RDMA_WRITE_WITH_IMM,
     /// `IBV_WR_RDMA_READ`.
     RdmaRead {
         /// Remote address.
         remote_addr: u64,
         /// Remote key.
         rkey: u32,
-    },
+    } = op::WR_RDMA_READ,
     /// `IBV_WR_ATOMIC_CMP_AND_SWP`: the old value lands in the first 8
     /// bytes of the gather list.
     AtomicCmpSwp {
@@ -155,7 +159,7 @@ pub enum SendOp<'w> {
         compare: u64,
         /// Stored if equal.
         swap: u64,
-    },
+    } = op::WR_ATOMIC_CMP_AND_SWP,
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD`: the old value lands in the first 8
     /// bytes of the gather list.
     AtomicFetchAdd {
@@ -165,14 +169,14 @@ pub enum SendOp<'w> {
         rkey: u32,
         /// Added to the remote value.
         add: u64,
-    },
+    } = op::WR_ATOMIC_FETCH_AND_ADD,
     /// `IBV_WR_LOCAL_INV`: invalidate a local rkey.
     LocalInv {
         /// The rkey to invalidate.
         rkey: u32,
-    },
+    } = op::WR_LOCAL_INV,
     /// `IBV_WR_BIND_MW`.
-    BindMw(MwBind<'w>),
+    BindMw(MwBind<'w>) = op::WR_BIND_MW,
 }
 
 impl SendOp<'_> {

@@ -7,9 +7,8 @@ use rustix::fd::AsFd;
 use static_assertions::const_assert_eq;
 use zerocopy::FromBytes;
 
-use super::queue::{Mminfo, Queue};
+use super::queue::{CompletionQueue, Mminfo, Queue};
 use crate::abi::abi_struct;
-use crate::abi::uverbs::Wc;
 use crate::error::{Error, ErrorKind, Result};
 
 abi_struct! {
@@ -29,7 +28,7 @@ pub const CQ_RESP_LEN: usize = size_of::<CreateCqResp>();
 /// The user-space side of an rxe CQ: its mapped completion ring.
 #[derive(Debug)]
 pub struct RxeCq {
-    queue: Queue,
+    queue: CompletionQueue,
 }
 
 impl RxeCq {
@@ -39,15 +38,12 @@ impl RxeCq {
     pub fn map<Fd: AsFd>(verb: &'static str, fd: Fd, drv_out: &[u8]) -> Result<Self> {
         let resp = CreateCqResp::read_from_bytes(drv_out)
             .map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
-        let queue = Queue::map(verb, fd, resp.mi)?;
-        if queue.elem_size() < size_of::<Wc>() {
-            return Err(Error::new(verb, ErrorKind::Malformed));
-        }
-        Ok(Self { queue })
+        // `Queue::map` refuses an element too short for a `Wc`.
+        Ok(Self { queue: Queue::map(verb, fd, resp.mi)? })
     }
 
     /// The completion ring.
-    pub fn queue(&self) -> &Queue {
+    pub fn queue(&self) -> &CompletionQueue {
         &self.queue
     }
 }

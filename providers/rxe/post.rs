@@ -23,17 +23,21 @@ use core::sync::atomic::Ordering;
 
 use static_assertions::const_assert_eq;
 
-use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma};
-use super::queue::{Producer, Queue, SlotMut};
+use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge};
+use super::queue::{CompletionQueue, Producer, SendQueue, SlotMut};
 use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, SEND_INLINE};
+use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, Sge, SEND_INLINE};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
+/// What every send slot holds (checked when the ring is mapped).
+const SEND_MIN: usize = SEND_HDR + size_of::<RxeSge>();
+/// What every receive slot holds.
+const RECV_MIN: usize = RECV_HDR + size_of::<RxeSge>();
 
 // The fields of `struct rxe_send_wqe` user space writes. The rest (`mask`,
 // the PSNs, `ack_length`, `ssn`) belong to the kernel, which sets them
@@ -74,8 +78,6 @@ const_assert_eq!(size_of::<UdHead>(), 16);
 /// What a send queue accepts (the capacities the kernel granted).
 #[derive(Clone, Copy, Debug)]
 pub struct SendLimits {
-    /// The QP's transport.
-    pub qp_type: QpType,
     /// `max_send_sge`.
     pub max_sge: u32,
     /// `max_inline_data`.
@@ -87,11 +89,12 @@ pub struct SendLimits {
 /// slot holds a partial WQE, which is harmless: it is not published.
 #[inline(always)]
 fn write_send(
-    slot: &mut SlotMut<'_, SEND_HDR>,
+    slot: &mut SlotMut<'_, SEND_MIN>,
     wr: &SendWr<'_>,
+    qp_type: QpType,
     lim: &SendLimits,
 ) -> Result<bool, ErrorKind> {
-    let len = check_send(wr, lim.qp_type, lim.max_sge, lim.max_inline)?;
+    let len = check_send(wr, qp_type, lim.max_sge, lim.max_inline)?;
     let mut iova = 0;
     let mut ex = 0;
     let mut bind = false;
@@ -185,45 +188,152 @@ const POST_SEND: &str = "ibv_post_send";
 /// caller rings the doorbell. If a request is refused nothing is
 /// published: the slots written so far are not the kernel's to read and
 /// the next post overwrites them.
-#[inline]
+#[inline(always)]
 pub fn post_send(
-    sq: &mut Queue,
-    lim: SendLimits,
+    sq: &mut SendQueue,
+    qp_type: QpType,
+    lim: &SendLimits,
     wrs: &[SendWr<'_>],
 ) -> Result<(), PostError> {
-    match wrs {
-        [wr] => post_one(sq, &lim, wr),
-        _ => post_list(sq, &lim, wrs),
+    if post_gather(sq, qp_type, lim, wrs) {
+        Ok(())
+    } else {
+        post_general(sq, qp_type, lim, wrs)
     }
 }
 
-/// One request, the common case: inlined into the caller, no loop.
+/// The straight path, inlined into the caller: one request with a gather
+/// list of at most one SGE, on a connected QP, of an operation that needs
+/// no more than the transport check (SEND, SEND with immediate or
+/// invalidate, RDMA WRITE with or without immediate, RDMA READ). `true`
+/// if it was written and published; `false`, with nothing published, for
+/// anything else and for anything it would refuse, which the caller then
+/// hands to [`post_general`]. The straight path never refuses on its own,
+/// so there is one place where requests are judged.
 #[inline(always)]
-fn post_one(sq: &mut Queue, lim: &SendLimits, wr: &SendWr<'_>) -> Result<(), PostError> {
+pub fn post_gather(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendWr<'_>]) -> bool {
+    match wrs {
+        [wr] if matches!(wr.payload, Payload::Sges(_)) => post_plain(sq, qp_type, lim, wr),
+        _ => false,
+    }
+}
+
+/// Everything [`post_gather`] leaves, out of line: one request with
+/// inline data (the same straight path; its copy is a `memcpy` call, whose
+/// saved registers the gather path should not pay for), lists, and every
+/// request that is refused.
+#[inline(never)]
+pub fn post_general(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    if let [wr @ SendWr { payload: Payload::Inline(_), .. }] = wrs {
+        if post_plain(sq, qp_type, lim, wr) {
+            return Ok(());
+        }
+    }
+    post_list(sq, qp_type, lim, wrs)
+}
+
+/// What the straight path carries.
+#[derive(Clone, Copy)]
+enum Plain<'w> {
+    /// No data (SEND of immediate data only, zero-length WRITE).
+    Empty,
+    /// One SGE.
+    Sge(&'w Sge),
+    /// Inline bytes.
+    Inline(&'w [u8]),
+}
+
+/// The straight path of [`post_gather`] (and of one request with inline
+/// data): `true` if `wr` was written and published, `false` (nothing
+/// published) if it is not that kind of request or something about it
+/// needs the full checks.
+#[inline(always)]
+fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr<'_>) -> bool {
+    // A UD send needs a destination (and goes the general way).
+    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) {
+        return false;
+    }
+    // A message is at most 2^31 bytes; nothing can land in inline data.
+    let data = match wr.payload {
+        Payload::Sges([]) => Plain::Empty,
+        Payload::Sges([s]) if lim.max_sge >= 1 && s.length <= 1 << 31 => Plain::Sge(s),
+        Payload::Inline(d)
+            if d.len() <= lim.max_inline as usize
+                && d.len() <= 1 << 31
+                && !matches!(wr.op, SendOp::RdmaRead { .. }) =>
+        {
+            Plain::Inline(d)
+        }
+        _ => return false,
+    };
+    if !matches!(
+        wr.op,
+        SendOp::Send
+            | SendOp::SendWithImm { .. }
+            | SendOp::SendWithInv { .. }
+            | SendOp::RdmaWrite { .. }
+            | SendOp::RdmaRead { .. }
+            | SendOp::RdmaWriteWithImm { .. }
+    ) {
+        return false;
+    }
     let mut prod = sq.producer_mut();
     let (head, free) = prod.room();
     if free == 0 {
-        return Err(refuse(POST_SEND, ErrorKind::QueueFull, 0));
+        return false;
     }
-    let Some(mut slot) = prod.slot::<SEND_HDR>(head) else {
-        return Err(refuse(POST_SEND, ErrorKind::Malformed, 0));
-    };
-    match write_send(&mut slot, wr, lim) {
-        Ok(bind) => {
-            prod.publish(head.wrapping_add(1));
-            if let (true, SendOp::BindMw(b)) = (bind, wr.op) {
-                b.mw.set_rkey(b.rkey);
-            }
-            Ok(())
+    let mut slot = prod.slot(head);
+    let (len, num_sge, inline) = match data {
+        Plain::Empty => (0, 0, 0),
+        Plain::Sge(s) => {
+            // `ibv_sge` and `rxe_sge` are one layout.
+            slot.put::<SEND_HDR, Sge>(*s);
+            (s.length, 1, 0)
         }
-        Err(kind) => Err(refuse(POST_SEND, kind, 0)),
+        Plain::Inline(d) => {
+            // The granted `max_inline_data` fits in the element unless the
+            // kernel lied; then the full path names the error.
+            if !slot.put_bytes(SEND_HDR, d) {
+                return false;
+            }
+            (d.len() as u32, 0, SEND_INLINE)
+        }
+    };
+    // Each arm stores what its operation carries, so that none of it
+    // stays in a register past the match. For SEND the remote address and
+    // key are zero: the kernel does not read them.
+    match wr.op {
+        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            put_remote(&mut slot, remote_addr, rkey, 0);
+        }
+        SendOp::RdmaWriteWithImm { remote_addr, rkey, imm } => put_remote(&mut slot, remote_addr, rkey, imm.to_be()),
+        SendOp::SendWithImm { imm } => put_remote(&mut slot, 0, 0, imm.to_be()),
+        SendOp::SendWithInv { invalidate_rkey } => put_remote(&mut slot, 0, 0, invalidate_rkey),
+        _ => put_remote(&mut slot, 0, 0, 0),
     }
+    slot.put::<WR_ID, u64>(wr.wr_id);
+    slot.put::<OPCODE, u32>(wr.op.opcode());
+    slot.put::<SEND_FLAGS, u32>(wr.flags.bits() | inline);
+    slot.put::<STATUS_STATE, u64>(0);
+    slot.put::<HAS_RD_ATOMIC, u32>(0);
+    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    prod.publish(head.wrapping_add(1));
+    true
 }
 
-/// A list (or nothing): every request checked and written, then one
-/// publication for all.
-#[inline(never)]
-fn post_list(sq: &mut Queue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+/// The straight path's operation fields: `ex` (immediate data or rkey to
+/// invalidate), `wr.rdma`, and `iova` (the remote address).
+#[inline(always)]
+fn put_remote(slot: &mut SlotMut<'_, SEND_MIN>, remote_addr: u64, rkey: u32, ex: u32) {
+    slot.put::<EX, u32>(ex);
+    slot.put::<WR_UNION, _>(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
+    slot.put::<IOVA, u64>(remote_addr);
+}
+
+/// A list (or nothing, or a request the straight path left): every
+/// request checked and written, then one publication for all.
+#[inline]
+fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
     let mut prod = sq.producer_mut();
     let (mut head, free) = prod.room();
     if wrs.len() > free as usize {
@@ -231,10 +341,8 @@ fn post_list(sq: &mut Queue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(),
     }
     let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
-        let Some(mut slot) = prod.slot::<SEND_HDR>(head) else {
-            return Err(refuse(POST_SEND, ErrorKind::Malformed, i));
-        };
-        match write_send(&mut slot, wr, lim) {
+        let mut slot = prod.slot(head);
+        match write_send(&mut slot, wr, qp_type, lim) {
             Ok(bind) => binds |= bind,
             Err(kind) => return Err(refuse(POST_SEND, kind, i)),
         }
@@ -253,7 +361,7 @@ fn post_list(sq: &mut Queue, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(),
 
 /// Checks `wr` and writes it into `slot` (a receive WQE: header, SGEs).
 #[inline(always)]
-fn write_recv(slot: &mut SlotMut<'_, RECV_HDR>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
+fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
     check_recv(wr, max_sge)?;
     if !slot.put_all(RECV_HDR, wr.sg_list) {
         // More SGEs than the kernel's element holds.
@@ -273,7 +381,7 @@ fn write_recv(slot: &mut SlotMut<'_, RECV_HDR>, wr: &RecvWr<'_>, max_sge: u32) -
 #[inline]
 pub fn post_recv(
     verb: &'static str,
-    mut prod: Producer<'_>,
+    mut prod: Producer<'_, RECV_MIN>,
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
@@ -283,9 +391,7 @@ pub fn post_recv(
     }
     if let [wr] = wrs {
         // One request, the common case: no loop.
-        let Some(mut slot) = prod.slot::<RECV_HDR>(head) else {
-            return Err(refuse(verb, ErrorKind::Malformed, 0));
-        };
+        let mut slot = prod.slot(head);
         if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, kind, 0));
         }
@@ -293,9 +399,7 @@ pub fn post_recv(
         return Ok(());
     }
     for (i, wr) in wrs.iter().enumerate() {
-        let Some(mut slot) = prod.slot::<RECV_HDR>(head) else {
-            return Err(refuse(verb, ErrorKind::Malformed, i));
-        };
+        let mut slot = prod.slot(head);
         if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, kind, i));
         }
@@ -309,7 +413,7 @@ pub fn post_recv(
 /// without taking the claim flag (an answer that is stale by the time it
 /// returns is as good as one taken a moment earlier).
 #[inline(always)]
-pub fn is_empty(cq: &Queue) -> bool {
+pub fn is_empty(cq: &CompletionQueue) -> bool {
     cq.producer_word().load(Ordering::Acquire) == cq.consumer_word().load(Ordering::Relaxed)
 }
 
@@ -317,7 +421,7 @@ pub fn is_empty(cq: &Queue) -> bool {
 /// ring and frees their slots. Returns how many. The empty case is
 /// inlined into the caller; the copying is not.
 #[inline(always)]
-pub fn poll(cq: &Queue, out: &mut [Wc]) -> usize {
+pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
     if is_empty(cq) || out.is_empty() {
         return 0;
     }
@@ -325,7 +429,7 @@ pub fn poll(cq: &Queue, out: &mut [Wc]) -> usize {
 }
 
 #[inline(never)]
-fn poll_copy(cq: &Queue, out: &mut [Wc]) -> usize {
+fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
     let max = out.len();
     // `consume` hands out at most `max` completions, numbered from 0.
     consume(cq, max, |i, wc| {
@@ -340,7 +444,7 @@ fn poll_copy(cq: &Queue, out: &mut [Wc]) -> usize {
 /// into a local `Wc` (the kernel's flag bits put right) that `f` borrows;
 /// when `f` is inlined, only the fields it reads are loaded.
 #[inline(always)]
-pub fn poll_with(cq: &Queue, max: usize, mut f: impl FnMut(&Wc)) -> usize {
+pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> usize {
     if is_empty(cq) || max == 0 {
         return 0;
     }
@@ -348,24 +452,18 @@ pub fn poll_with(cq: &Queue, max: usize, mut f: impl FnMut(&Wc)) -> usize {
 }
 
 #[inline(always)]
-fn consume(cq: &Queue, max: usize, mut f: impl FnMut(usize, &Wc)) -> usize {
+fn consume(cq: &CompletionQueue, max: usize, mut f: impl FnMut(usize, &Wc)) -> usize {
     cq.with_consumer(|q| {
         let mask = q.index_mask();
         let cons = q.consumer_word().load(Ordering::Relaxed);
         let prod = q.producer_word().load(Ordering::Acquire);
         let n = ((prod.wrapping_sub(cons) & mask) as usize).min(max);
-        // `RxeCq::map` checked that an element holds a `Wc`, so this is
-        // `Some`; `None` would take nothing, never tear.
-        let Some(ring) = q.reader::<AbiWc>() else {
-            return 0;
-        };
         let mut i = 0;
-        while i < n {
-            let mut wc = ring.read(cons.wrapping_add(i as u32));
+        q.reader::<AbiWc>().for_each(cons, n as u32, |mut wc| {
             wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
             f(i, Wc::from_abi_ref(&wc));
             i += 1;
-        }
+        });
         if i > 0 {
             q.consumer_word()
                 .store(cons.wrapping_add(i as u32) & mask, Ordering::Release);
@@ -388,7 +486,7 @@ pub const fn kernel_wc_flags_to_ibv(k: u32) -> u32 {
 }
 
 /// How many completions are waiting in the ring.
-pub fn pending(cq: &Queue) -> u32 {
+pub fn pending(cq: &CompletionQueue) -> u32 {
     let cons = cq.consumer_word().load(Ordering::Acquire);
     let prod = cq.producer_word().load(Ordering::Acquire);
     prod.wrapping_sub(cons) & cq.index_mask()

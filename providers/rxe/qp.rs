@@ -3,13 +3,17 @@
 
 use core::mem::size_of;
 
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, BorrowedFd};
 use static_assertions::const_assert_eq;
 use zerocopy::FromBytes;
 
-use super::queue::{Mminfo, Queue};
+use super::post::{self, SendLimits};
+use super::queue::{Mminfo, Queue, RecvQueue, SendQueue};
 use crate::abi::abi_struct;
+use crate::cmd::channel::Doorbell;
 use crate::error::{Error, ErrorKind, Result};
+use crate::qp::QpType;
+use crate::wr::{PostError, SendWr};
 
 abi_struct! {
     /// `struct rxe_create_qp_resp`.
@@ -26,18 +30,25 @@ const_assert_eq!(size_of::<CreateQpResp>(), 32);
 /// The user-space side of an rxe QP.
 #[derive(Debug)]
 pub struct RxeQp {
-    sq: Queue,
-    rq: Option<Queue>,
+    sq: SendQueue,
+    rq: Option<RecvQueue>,
+    /// The send capacities the kernel granted.
+    lim: SendLimits,
+    /// This QP's send doorbell, built once.
+    doorbell: Doorbell,
 }
 
 impl RxeQp {
     /// Maps the rings named in the create response `drv_out`: the SQ, and
-    /// the RQ unless `has_srq` (as rdma-core's `map_queue_pair`).
+    /// the RQ unless `has_srq` (as rdma-core's `map_queue_pair`). `handle`
+    /// and `lim` are the QP's handle and granted send capacities.
     pub fn map<Fd: AsFd>(
         verb: &'static str,
         fd: Fd,
         drv_out: &[u8],
         has_srq: bool,
+        handle: u32,
+        lim: SendLimits,
     ) -> Result<Self> {
         let resp = CreateQpResp::read_from_bytes(drv_out)
             .map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
@@ -47,26 +58,55 @@ impl RxeQp {
             Some(Queue::map(verb, fd.as_fd(), resp.rq_mi)?)
         };
         let sq = Queue::map(verb, fd, resp.sq_mi)?;
-        Ok(Self { sq, rq })
+        Ok(Self { sq, rq, lim, doorbell: Doorbell::new(handle) })
+    }
+
+    /// `ibv_post_send` on an rxe QP of transport `qp_type`: writes and
+    /// publishes the requests (all or none, see [`post::post_send`]), then
+    /// rings the doorbell through `dev`, the device file. A doorbell that
+    /// fails is reported at index `wrs.len()`: the requests are posted,
+    /// the kernel was not told.
+    ///
+    /// The straight path ([`post::post_gather`]) and the doorbell are
+    /// inlined; everything else is one out-of-line call in tail position,
+    /// so the inlined part keeps nothing in registers across a call.
+    #[inline(always)]
+    pub fn post_send(&mut self, dev: BorrowedFd<'_>, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        if post::post_gather(&mut self.sq, qp_type, &self.lim, wrs) {
+            return self.ring(dev, 1);
+        }
+        self.post_send_general(dev, qp_type, wrs)
+    }
+
+    #[inline(never)]
+    fn post_send_general(&mut self, dev: BorrowedFd<'_>, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        post::post_general(&mut self.sq, qp_type, &self.lim, wrs)?;
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        self.ring(dev, wrs.len())
+    }
+
+    /// Rings the doorbell after `posted` requests.
+    #[inline(always)]
+    fn ring(&self, dev: BorrowedFd<'_>, posted: usize) -> core::result::Result<(), PostError> {
+        self.doorbell
+            .ring(dev, "ibv_post_send")
+            .map_err(|error| PostError { error, index: posted })
     }
 
     /// The send ring.
-    pub fn sq(&self) -> &Queue {
+    pub fn sq(&self) -> &SendQueue {
         &self.sq
     }
 
     /// The receive ring (`None` with an SRQ).
-    pub fn rq(&self) -> Option<&Queue> {
+    pub fn rq(&self) -> Option<&RecvQueue> {
         self.rq.as_ref()
     }
 
-    /// The send ring, for the producer.
-    pub fn sq_mut(&mut self) -> &mut Queue {
-        &mut self.sq
-    }
-
     /// The receive ring, for the producer (`None` with an SRQ).
-    pub fn rq_mut(&mut self) -> Option<&mut Queue> {
+    pub fn rq_mut(&mut self) -> Option<&mut RecvQueue> {
         self.rq.as_mut()
     }
 }

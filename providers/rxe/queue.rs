@@ -28,7 +28,9 @@
 //! * **Q1 — every slot is in bounds.** [`Queue::map`] checks
 //!   `DATA + (index_mask + 1) << log2_elem_size <= mapping length`, so the
 //!   slot of any index (`index & index_mask`) lies inside the mapping, and
-//!   an access of `at + size <= elem_size()` bytes inside it does too.
+//!   an access of `at + size <= elem_size()` bytes inside it does too. It
+//!   also checks `MIN <= elem_size()` for a `Queue<MIN>`, so accesses
+//!   whose end is checked against `MIN` at compile time are in bounds.
 //! * **Q2 — slot ownership.** A producer slot at or after the producer
 //!   index is not read by the kernel until a release store of the producer
 //!   index covers it; a consumer slot in `[consumer, producer)` (producer
@@ -53,7 +55,9 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use rustix::fd::AsFd;
 use static_assertions::const_assert_eq;
 
+use super::abi::{RxeRecvWqe, RxeSendWqe, RxeSge};
 use crate::abi::abi_struct;
+use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mmap::Mapping;
 use zerocopy::{FromBytes, Immutable, IntoBytes};
@@ -83,9 +87,22 @@ pub const CONSUMER_INDEX: usize = 256;
 /// Offset of `data[]`, the first element.
 pub const DATA: usize = 384;
 
-/// A mapped rxe ring whose header has been checked.
+/// A send queue: an element holds at least the WQE header and one SGE
+/// (rxe rounds its element size up to a power of two, at least 256).
+pub type SendQueue = Queue<{ size_of::<RxeSendWqe>() + size_of::<RxeSge>() }>;
+/// A receive queue or SRQ: an element holds at least the header and one
+/// SGE (at least 64 bytes, by the same rounding).
+pub type RecvQueue = Queue<{ size_of::<RxeRecvWqe>() + size_of::<RxeSge>() }>;
+/// A completion queue: an element holds a `struct ib_uverbs_wc` (as
+/// rdma-core's `rxe_create_cq` checks).
+pub type CompletionQueue = Queue<{ size_of::<AbiWc>() }>;
+
+/// A mapped rxe ring whose header has been checked, with elements of at
+/// least `MIN` bytes (checked once, by [`Queue::map`]: the data path then
+/// writes and reads the first `MIN` bytes of a slot with offsets checked
+/// at compile time and no per-call length test).
 #[derive(Debug)]
-pub struct Queue {
+pub struct Queue<const MIN: usize = 0> {
     map: Mapping,
     mminfo: Mminfo,
     log2_elem_size: u32,
@@ -104,14 +121,15 @@ pub struct Queue {
 // `src/mmap.rs`): through `&Queue` only atomics and reads of owned slots
 // happen, and slot writes need a `Producer` (exclusive by `&mut` or by the
 // claim flag, Q3).
-unsafe impl Send for Queue {}
+unsafe impl<const MIN: usize> Send for Queue<MIN> {}
 // SAFETY: as above.
-unsafe impl Sync for Queue {}
+unsafe impl<const MIN: usize> Sync for Queue<MIN> {}
 
-impl Queue {
+impl<const MIN: usize> Queue<MIN> {
     /// Maps the ring described by `mi` from the device file `fd` and checks
     /// its header: the element array `(index_mask + 1) << log2_elem_size`
-    /// must fit in `mi.size` and the slot count must be a power of two.
+    /// must fit in `mi.size`, the slot count must be a power of two and an
+    /// element must be at least `MIN` bytes.
     pub fn map<Fd: AsFd>(verb: &'static str, fd: Fd, mi: Mminfo) -> Result<Self> {
         let bad = || Error::new(verb, ErrorKind::Malformed);
         let len = mi.size as usize;
@@ -122,7 +140,7 @@ impl Queue {
         let log2 = map.read::<u32>(LOG2_ELEM_SIZE).ok_or_else(bad)?;
         let mask = map.read::<u32>(INDEX_MASK).ok_or_else(bad)?;
         let slots = u64::from(mask) + 1;
-        if log2 >= 16 || !slots.is_power_of_two() {
+        if log2 >= 16 || !slots.is_power_of_two() || (1usize << log2) < MIN {
             return Err(bad());
         }
         let need = (DATA as u64).checked_add(slots << log2).ok_or_else(bad)?;
@@ -214,7 +232,7 @@ impl Queue {
     /// Exclusive producer access (send and receive queues, owned by a QP
     /// taken by `&mut`).
     #[inline]
-    pub fn producer_mut(&mut self) -> Producer<'_> {
+    pub fn producer_mut(&mut self) -> Producer<'_, MIN> {
         Producer {
             q: self,
             claimed: false,
@@ -224,7 +242,7 @@ impl Queue {
     /// Shared producer access (SRQ, posted to through `&Srq`): waits for
     /// the claim flag; uncontended, one compare-exchange.
     #[inline]
-    pub fn producer_shared(&self) -> Producer<'_> {
+    pub fn producer_shared(&self) -> Producer<'_, MIN> {
         self.acquire_claim();
         Producer {
             q: self,
@@ -259,18 +277,17 @@ impl Queue {
         self.base.as_ptr().wrapping_add(self.slot_offset(index))
     }
 
-    /// A [`SlotReader`] of `T`s; `None` if a `T` does not fit in an element.
+    /// A [`SlotReader`] of `T`s, which fit in the checked `MIN` bytes of
+    /// an element (a compile-time check).
     #[inline]
-    pub fn reader<T: FromBytes>(&self) -> Option<SlotReader<'_, T>> {
-        if size_of::<T>() > self.elem_size {
-            return None;
-        }
-        Some(SlotReader {
+    pub fn reader<T: FromBytes>(&self) -> SlotReader<'_, T> {
+        const { assert!(size_of::<T>() <= MIN, "reads past the checked part of the slot") };
+        SlotReader {
             base: self.base.as_ptr(),
             mask: self.index_mask,
             log2: self.log2_elem_size,
             _q: PhantomData,
-        })
+        }
     }
 }
 
@@ -290,7 +307,7 @@ pub struct SlotReader<'q, T> {
     base: *const u8,
     mask: u32,
     log2: u32,
-    _q: PhantomData<(&'q Queue, T)>,
+    _q: PhantomData<(&'q (), T)>,
 }
 
 impl<T: FromBytes> SlotReader<'_, T> {
@@ -304,8 +321,9 @@ impl<T: FromBytes> SlotReader<'_, T> {
     pub fn read(&self, index: u32) -> T {
         let off = slot_offset(self.mask, self.log2, index);
         // SAFETY: the slot is inside the mapping (Q1: `off` comes from the
-        // header checked by `Queue::map`), a `T` fits in it (checked when
-        // this reader was made), `T: FromBytes` accepts any bytes, and the
+        // header checked by `Queue::map`), a `T` fits in it (`size_of::<T>()
+        // <= MIN` at compile time when this reader was made, `MIN <=
+        // elem_size` by `Queue::map`), `T: FromBytes` accepts any bytes, and the
         // read is unaligned-tolerant. The kernel does not write a slot the
         // consumer owns (Q2); for a slot it does not own, the mapping is
         // still live memory (M1) and the value is just meaningless. The
@@ -314,16 +332,50 @@ impl<T: FromBytes> SlotReader<'_, T> {
     }
 }
 
+impl<T: FromBytes> SlotReader<'_, T> {
+    /// Hands `f` the `T` of each of the `n` slots from index `start`, in
+    /// ring order (at most one lap: `n` is capped at the slot count). The
+    /// slots form at most two runs of consecutive addresses, before and
+    /// after the end of the ring, so the loop steps a pointer by the
+    /// element size instead of computing each slot's address.
+    ///
+    /// Meaningful for slots the consumer owns, as [`SlotReader::read`].
+    #[inline(always)]
+    pub fn for_each(&self, start: u32, n: u32, mut f: impl FnMut(T)) {
+        let slots = self.mask.wrapping_add(1);
+        let first = start & self.mask;
+        let n = n.min(slots);
+        // Slots `first..first + run1` then `0..n - run1`, all `<= mask`.
+        let run1 = n.min(slots - first);
+        let step = 1usize << self.log2;
+        for (from, count) in [(first, run1), (0, n - run1)] {
+            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+            for _ in 0..count {
+                // SAFETY: `p` is the address of slot `from + k` for the
+                // k-th iteration, and `from + count <= slots` (run 1:
+                // `run1 <= slots - first`; run 2: `n - run1 <= slots`), so
+                // every slot read is one of the ring's, inside the mapping
+                // (Q1); the rest is as in `read`: a `T` fits in a slot
+                // (checked when this reader was made), any bytes are a
+                // `T`, the read is unaligned-tolerant, and the kernel does
+                // not write slots the consumer owns (Q2).
+                f(unsafe { p.cast::<T>().read_unaligned() });
+                p = p.wrapping_add(step);
+            }
+        }
+    }
+}
+
 /// The right to write elements of a producer ring and publish them.
-pub struct Producer<'q> {
-    q: &'q Queue,
+pub struct Producer<'q, const MIN: usize> {
+    q: &'q Queue<MIN>,
     claimed: bool,
 }
 
-impl Producer<'_> {
+impl<const MIN: usize> Producer<'_, MIN> {
     /// The ring.
     #[inline]
-    pub fn queue(&self) -> &Queue {
+    pub fn queue(&self) -> &Queue<MIN> {
         self.q
     }
 
@@ -338,19 +390,15 @@ impl Producer<'_> {
     }
 
     /// The slot of `index`, to be written before [`Producer::publish`]
-    /// covers it; `None` if an element is shorter than `MIN` bytes. The
-    /// first `MIN` bytes are then written with offsets checked at compile
-    /// time ([`SlotMut::put`]), the rest with run-time checks.
+    /// covers it. Its first `MIN` bytes are written with offsets checked
+    /// at compile time ([`SlotMut::put`]), the rest with run-time checks.
     #[inline]
-    pub fn slot<const MIN: usize>(&mut self, index: u32) -> Option<SlotMut<'_, MIN>> {
-        if MIN > self.q.elem_size {
-            return None;
-        }
-        Some(SlotMut {
+    pub fn slot(&mut self, index: u32) -> SlotMut<'_, MIN> {
+        SlotMut {
             ptr: self.q.slot_ptr(index),
             len: self.q.elem_size,
             _producer: PhantomData,
-        })
+        }
     }
 
     /// Publishes every element written up to index `new_head` (release:
@@ -370,7 +418,7 @@ impl Producer<'_> {
 pub struct SlotMut<'p, const MIN: usize> {
     /// Start of the slot: inside the mapping, `len` bytes (Q1).
     ptr: *mut u8,
-    /// The element size; `MIN <= len` (checked by [`Producer::slot`]).
+    /// The element size; `MIN <= len` (checked by [`Queue::map`]).
     len: usize,
     _producer: PhantomData<&'p mut ()>,
 }
@@ -382,7 +430,7 @@ impl<const MIN: usize> SlotMut<'_, MIN> {
     pub fn put<const AT: usize, T: IntoBytes + Immutable>(&mut self, v: T) {
         const { assert!(AT + size_of::<T>() <= MIN, "store past the checked part of the slot") };
         // SAFETY: `AT + size_of::<T>() <= MIN <= len` (compile-time assert
-        // above; `MIN <= len` checked by `Producer::slot`), and the slot's
+        // above; `MIN <= len` checked by `Queue::map` for this queue type), and the slot's
         // `len` bytes are inside the mapping (Q1), live while the borrowed
         // `Producer`'s queue is (M1). The `Producer` is the process's only
         // writer (Q3) and the kernel does not read the slot before it is
@@ -430,7 +478,7 @@ impl<const MIN: usize> SlotMut<'_, MIN> {
     }
 }
 
-impl Drop for Producer<'_> {
+impl<const MIN: usize> Drop for Producer<'_, MIN> {
     #[inline]
     fn drop(&mut self) {
         if self.claimed {

@@ -8,7 +8,7 @@ use rustix::fd::AsFd;
 use static_assertions::const_assert_eq;
 use zerocopy::FromBytes;
 
-use super::queue::{Mminfo, Queue};
+use super::queue::{Mminfo, Queue, RecvQueue};
 use crate::abi::abi_struct;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -41,7 +41,7 @@ const_assert_eq!(size_of::<ModifySrqCmd>(), 8);
 /// The user-space side of an rxe SRQ.
 #[derive(Debug)]
 pub struct RxeSrq {
-    queue: Queue,
+    queue: RecvQueue,
     srq_num: u32,
 }
 
@@ -70,7 +70,7 @@ impl RxeSrq {
     }
 
     /// The receive ring.
-    pub fn queue(&self) -> &Queue {
+    pub fn queue(&self) -> &RecvQueue {
         &self.queue
     }
 }

@@ -12,12 +12,16 @@
 //!   is live for the whole syscall: `&'a mut T` for memory the kernel
 //!   writes, `&'a T` for memory it only reads, with `'a` outliving the
 //!   frame or call that carries the address, and the length given next to
-//!   it never exceeds the borrowed object's size.
+//!   it never exceeds the borrowed object's size. The one exception is the
+//!   doorbell's response word, a `'static` [`AtomicU32`] that nothing
+//!   reads (see [`Doorbell`]): `'static` outlives every call, and interior
+//!   mutability is what lets the kernel write it through a shared address.
 //!
 //! The `ioctl` call itself is the only `unsafe` operation here.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
+use core::sync::atomic::AtomicU32;
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
@@ -269,38 +273,6 @@ impl Channel {
         }
     }
 
-    /// The send doorbell of the software providers (rxe, siw): a legacy
-    /// `POST_SEND` command carrying zero work requests, which makes the
-    /// kernel look at the QP's mapped send queue (rdma-core's
-    /// `post_send_db`). One `write()` of 32 bytes, built on the stack.
-    #[inline]
-    pub fn post_send_doorbell(&self, verb: &'static str, qp_handle: u32) -> Result<()> {
-        let mut resp = [0u8; size_of::<PostSendResp>()];
-        let frame = Doorbell {
-            hdr: CmdHdr {
-                command: crate::abi::uverbs::CMD_POST_SEND,
-                in_words: (size_of::<Doorbell>() / 4) as u16,
-                out_words: (size_of::<PostSendResp>() / 4) as u16,
-            },
-            cmd: PostSend {
-                // The response address: `resp` lives until we return.
-                response: resp.as_mut_ptr() as u64,
-                qp_handle,
-                wr_count: 0,
-                sge_count: 0,
-                // The kernel wants at least one `ib_uverbs_send_wr` per WR.
-                wqe_size: size_of::<AbiSendWr>() as u32,
-            },
-        };
-        let r = rustix::io::write(&self.fd, frame.as_bytes());
-        // `bad_wr` (0) is not read, but the bytes did change.
-        kernel_wrote(&mut resp);
-        match r {
-            Ok(n) if n == size_of::<Doorbell>() => Ok(()),
-            r => Err(write_failed(verb, r)),
-        }
-    }
-
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
         match rustix::io::write(&self.fd, frame) {
             Ok(n) if n == frame.len() => Ok(()),
@@ -309,14 +281,60 @@ impl Channel {
     }
 }
 
-/// The doorbell's 32 bytes: header and `struct ib_uverbs_post_send`.
-#[derive(IntoBytes, Immutable)]
+/// The send doorbell of the software providers (rxe, siw): a legacy
+/// `POST_SEND` command of zero work requests for one QP. It never changes,
+/// so a QP builds it once and rings it with [`Doorbell::ring`].
+#[derive(Clone, Copy, Debug, IntoBytes, Immutable)]
 #[repr(C)]
-struct Doorbell {
+pub struct Doorbell {
     hdr: CmdHdr,
     cmd: PostSend,
 }
 static_assertions::const_assert_eq!(size_of::<Doorbell>(), 32);
+
+/// Where the kernel writes every doorbell's response (`bad_wr`, which is
+/// 0 for zero work requests). Nothing reads it. A `'static` atomic word:
+/// the address stays valid for as long as any prebuilt frame can be rung,
+/// and a word written behind the compiler's back by the kernel (from any
+/// number of threads at once) is what atomics are for.
+static DOORBELL_RESP: AtomicU32 = AtomicU32::new(0);
+static_assertions::const_assert_eq!(size_of::<PostSendResp>(), size_of::<AtomicU32>());
+
+impl Doorbell {
+    /// Rings the doorbell: one `write()` of its 32 bytes to `dev`, the
+    /// device file (a [`Channel`]'s, which the QP borrows), which makes
+    /// the kernel look at the QP's mapped send queue (rdma-core's
+    /// `post_send_db`).
+    #[inline(always)]
+    pub fn ring(&self, dev: BorrowedFd<'_>, verb: &'static str) -> Result<()> {
+        // Three arms rather than `r => write_failed(verb, r)`: the result
+        // then never has to be built in memory for the cold call.
+        match rustix::io::write(dev, self.as_bytes()) {
+            Ok(n) if n == size_of::<Doorbell>() => Ok(()),
+            Ok(_) => Err(short_write(verb)),
+            Err(e) => Err(write_errno(verb, e)),
+        }
+    }
+
+    /// The doorbell of the QP with handle `qp_handle`.
+    pub fn new(qp_handle: u32) -> Self {
+        Self {
+            hdr: CmdHdr {
+                command: crate::abi::uverbs::CMD_POST_SEND,
+                in_words: (size_of::<Doorbell>() / 4) as u16,
+                out_words: (size_of::<PostSendResp>() / 4) as u16,
+            },
+            cmd: PostSend {
+                response: DOORBELL_RESP.as_ptr() as u64,
+                qp_handle,
+                wr_count: 0,
+                sge_count: 0,
+                // The kernel wants at least one `ib_uverbs_send_wr` per WR.
+                wqe_size: size_of::<AbiSendWr>() as u32,
+            },
+        }
+    }
+}
 
 /// A command `write()` that failed or came back short (out of line: the
 /// doorbell's fast path keeps its registers).
@@ -327,6 +345,20 @@ fn write_failed(verb: &'static str, r: rustix::io::Result<usize>) -> Error {
         Err(e) => Error::from_errno(verb, e),
         Ok(_) => Error::new(verb, ErrorKind::Malformed),
     }
+}
+
+/// A doorbell `write()` that came back short.
+#[cold]
+#[inline(never)]
+fn short_write(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::Malformed)
+}
+
+/// A doorbell `write()` that failed.
+#[cold]
+#[inline(never)]
+fn write_errno(verb: &'static str, e: rustix::io::Errno) -> Error {
+    Error::from_errno(verb, e)
 }
 
 impl AsFd for Channel {

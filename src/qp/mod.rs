@@ -44,6 +44,7 @@ mod transition;
 
 use core::marker::PhantomData;
 
+use rustix::fd::{AsFd, BorrowedFd};
 use zerocopy::FromZeros;
 
 use crate::abi::uverbs::{CreateQp, DestroyQp, QueryQp};
@@ -117,6 +118,8 @@ enum Ring {
 #[derive(Debug)]
 struct QpInner<'a> {
     pd: &'a Pd<'a>,
+    /// The device file (the context's), kept at hand for the doorbell.
+    dev: BorrowedFd<'a>,
     send_cq: &'a Cq<'a>,
     recv_cq: &'a Cq<'a>,
     srq: Option<&'a Srq<'a>>,
@@ -184,7 +187,13 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         let has_srq = init.srq.is_some();
         let ring = match ctx.provider() {
             #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => RxeQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Rxe),
+            ProviderKind::Rxe => {
+                let lim = crate::providers::rxe::post::SendLimits {
+                    max_sge: resp.max_send_sge,
+                    max_inline: resp.max_inline_data,
+                };
+                RxeQp::map(VERB, ctx.channel(), &drv_out, has_srq, resp.qp_handle, lim).map(Ring::Rxe)
+            }
             #[cfg(feature = "siw")]
             ProviderKind::Siw => SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Siw),
         };
@@ -198,6 +207,7 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         };
         let inner = QpInner {
             pd,
+            dev: ctx.channel().as_fd(),
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
             srq: init.srq,
@@ -401,24 +411,9 @@ impl QpInner<'_> {
     #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     fn post_send(&mut self, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         const VERB: &str = "ibv_post_send";
-        if wrs.is_empty() {
-            return Ok(());
-        }
         match self.ring {
             #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut r) => {
-                let lim = crate::providers::rxe::post::SendLimits {
-                    qp_type,
-                    max_sge: self.cap.max_send_sge,
-                    max_inline: self.cap.max_inline_data,
-                };
-                crate::providers::rxe::post::post_send(r.sq_mut(), lim, wrs)?;
-                self.pd
-                    .context()
-                    .channel()
-                    .post_send_doorbell(VERB, self.handle)
-                    .map_err(|error| PostError { error, index: wrs.len() })
-            }
+            Ring::Rxe(ref mut r) => r.post_send(self.dev, qp_type, wrs),
             // siw QPs are connected through rdma_cm, which this crate does
             // not have yet; its data path comes with it.
             #[cfg(feature = "siw")]

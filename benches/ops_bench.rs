@@ -12,8 +12,9 @@
 //!   every 16th signaled and waited for (outside the wrapper);
 //! * `bench_post_recv`: post_recv of one WR on B, consumed by SENDs from A;
 //! * `bench_poll_cq`: poll for a batch of N completions already in the CQ;
-//! * `bench_poll_with`: the same with `Cq::poll_with` (in place; no C twin,
-//!   BENCHMARKS.md compares it with `ibv_poll_cq`);
+//! * `bench_poll_with`: the same with `Cq::poll_with` (in place: reads each
+//!   completion's wr_id and status where it lies; no C twin, BENCHMARKS.md
+//!   compares it with `ibv_poll_cq`);
 //! * `bench_poll_cq_empty`: poll an empty CQ.
 //!
 //! Output lines: `ops_bench impl=ours op=<name> calls=<n> items=<n> ns_per_call=<wall>`.
@@ -53,18 +54,17 @@ fn bench_poll_cq(cq: &Cq<'_>, wc: &mut [Wc]) -> verbs::Result<usize> {
 }
 
 /// The in-place poll (`Cq::poll_with`), doing with each completion what
-/// the bench checks of it: keeps its `wr_id`, counts failed statuses.
+/// a caller of `ibv_poll_cq` does with the records it gets: reads its
+/// `wr_id` (summed, for the bench to check) and its status (failures
+/// counted).
 #[inline(never)]
-fn bench_poll_with(cq: &Cq<'_>, ids: &mut [u64]) -> verbs::Result<(usize, usize)> {
-    let (mut n, mut failed) = (0, 0);
-    let got = cq.poll_with(ids.len(), |wc| {
-        if let Some(slot) = ids.get_mut(n) {
-            *slot = wc.wr_id();
-        }
-        n += 1;
+fn bench_poll_with(cq: &Cq<'_>, max: usize) -> verbs::Result<(usize, u64, usize)> {
+    let (mut ids, mut failed) = (0u64, 0);
+    let got = cq.poll_with(max, |wc| {
+        ids = ids.wrapping_add(wc.wr_id());
         failed += usize::from(!wc.status().is_success());
     })?;
-    Ok((got, failed))
+    Ok((got, ids, failed))
 }
 
 /// The same call as `bench_poll_cq`; its parameters are in the other order
@@ -251,7 +251,6 @@ fn run(o: &Opts) -> Result<(), String> {
 
     // poll_cq: `batch` signaled WRITEs complete, then one poll takes them all.
     let mut wc = [Wc::ZERO; MAX_BATCH];
-    let mut ids = [0u64; MAX_BATCH];
     let (mut short, mut wait_us) = (0u64, 2000u64);
     wr[0].flags = SendFlags::SIGNALED;
     for in_place in [false, true] {
@@ -264,10 +263,15 @@ fn run(o: &Opts) -> Result<(), String> {
             std::thread::sleep(core::time::Duration::from_micros(wait_us)); // let the device finish
             let t = Instant::now();
             let k = if in_place {
-                let (k, failed) = bench_poll_with(&scq, &mut ids[..o.batch]).map_err(e("ibv_poll_cq"))?;
+                let (k, sum, failed) = bench_poll_with(&scq, o.batch).map_err(e("ibv_poll_cq"))?;
                 ns += t.elapsed().as_nanos();
                 if failed > 0 {
                     return Err(format!("{failed} failed completions"));
+                }
+                // Completions come in posting order: wr_ids 0..k.
+                let want = (k as u64) * (k as u64).saturating_sub(1) / 2;
+                if sum != want {
+                    return Err(format!("poll_with: wr_ids of {k} completions sum to {sum}, not {want}"));
                 }
                 k
             } else {
@@ -276,12 +280,12 @@ fn run(o: &Opts) -> Result<(), String> {
                 if let Some(w) = wc[..k].iter().find(|w| !w.status().is_success()) {
                     return Err(format!("bad completion: {:?} wr_id {}", w.status(), w.wr_id()));
                 }
-                ids[..k].iter_mut().zip(&wc[..k]).for_each(|(id, w)| *id = w.wr_id());
+                // Completions come in posting order: wr_ids 0..k.
+                if let Some((i, w)) = wc[..k].iter().enumerate().find(|(i, w)| w.wr_id() != *i as u64) {
+                    return Err(format!("completion {i} has wr_id {}", w.wr_id()));
+                }
                 k
             };
-            if let Some(i) = (0..k).find(|&i| ids[i] != i as u64) {
-                return Err(format!("completion {i} has wr_id {}", ids[i]));
-            }
             got += k as u64;
             if k < o.batch {
                 short += 1;

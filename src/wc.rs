@@ -215,6 +215,13 @@ impl Wc {
         &self.0
     }
 
+    /// The kernel's record, for a provider that puts right what its kernel
+    /// driver reports differently.
+    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+    pub(crate) fn as_abi_mut(&mut self) -> &mut AbiWc {
+        &mut self.0
+    }
+
     /// The `wr_id` of the work request that completed.
     pub const fn wr_id(&self) -> u64 {
         self.0.wr_id

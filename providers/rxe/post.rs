@@ -430,12 +430,22 @@ pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
 
 #[inline(never)]
 fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
-    let max = out.len();
-    // `consume` hands out at most `max` completions, numbered from 0.
-    consume(cq, max, |i, wc| {
-        if let Some(slot) = out.get_mut(i) {
-            *slot = *wc;
-        }
+    cq.with_consumer(|q| {
+        let ring = q.reader::<AbiWc>();
+        let (cons, n) = ready(q, out.len());
+        // `ready` caps `n` at `out.len()`.
+        let got = out.get_mut(..n as usize).unwrap_or_default();
+        ring.copy_into(cons, got, |slot, wc| {
+            *slot = Wc::from_abi(wc);
+            // The flag bits are put right in the copy, and only when one
+            // of the two swapped bits is set: a test, not a rewrite.
+            let flags = &mut slot.as_abi_mut().wc_flags;
+            if *flags & FLAGS_SWAPPED != 0 {
+                *flags = kernel_wc_flags_to_ibv(*flags);
+            }
+        });
+        release(q, cons, n);
+        n as usize
     })
 }
 
@@ -454,23 +464,41 @@ pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> us
 #[inline(always)]
 fn consume(cq: &CompletionQueue, max: usize, mut f: impl FnMut(usize, &Wc)) -> usize {
     cq.with_consumer(|q| {
-        let mask = q.index_mask();
-        let cons = q.consumer_word().load(Ordering::Relaxed);
-        let prod = q.producer_word().load(Ordering::Acquire);
-        let n = ((prod.wrapping_sub(cons) & mask) as usize).min(max);
+        let ring = q.reader::<AbiWc>();
+        let (cons, n) = ready(q, max);
         let mut i = 0;
-        q.reader::<AbiWc>().for_each(cons, n as u32, |mut wc| {
+        ring.for_each(cons, n, |mut wc| {
             wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
             f(i, Wc::from_abi_ref(&wc));
             i += 1;
         });
-        if i > 0 {
-            q.consumer_word()
-                .store(cons.wrapping_add(i as u32) & mask, Ordering::Release);
-        }
-        i
+        release(q, cons, n);
+        n as usize
     })
 }
+
+/// The consumer index and how many completions (at most `max`) are ready
+/// after it (acquire: their slots are then the consumer's to read).
+#[inline(always)]
+fn ready(q: &CompletionQueue, max: usize) -> (u32, u32) {
+    let cons = q.consumer_word().load(Ordering::Relaxed);
+    let prod = q.producer_word().load(Ordering::Acquire);
+    let n = ((prod.wrapping_sub(cons) & q.index_mask()) as usize).min(max);
+    (cons, n as u32)
+}
+
+/// Frees the `n` slots after `cons` (release: our reads of them come
+/// first).
+#[inline(always)]
+fn release(q: &CompletionQueue, cons: u32, n: u32) {
+    if n > 0 {
+        q.consumer_word()
+            .store(cons.wrapping_add(n) & q.index_mask(), Ordering::Release);
+    }
+}
+
+/// The two bits [`kernel_wc_flags_to_ibv`] swaps.
+const FLAGS_SWAPPED: u32 = 0b1100;
 
 /// rxe writes the kernel's `enum ib_wc_flags` into the ring, whose bits
 /// 2 and 3 are swapped relative to `enum ibv_wc_flags`:

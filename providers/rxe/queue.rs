@@ -347,20 +347,47 @@ impl<T: FromBytes> SlotReader<'_, T> {
         let n = n.min(slots);
         // Slots `first..first + run1` then `0..n - run1`, all `<= mask`.
         let run1 = n.min(slots - first);
-        let step = 1usize << self.log2;
         for (from, count) in [(first, run1), (0, n - run1)] {
             let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
             for _ in 0..count {
-                // SAFETY: `p` is the address of slot `from + k` for the
-                // k-th iteration, and `from + count <= slots` (run 1:
-                // `run1 <= slots - first`; run 2: `n - run1 <= slots`), so
-                // every slot read is one of the ring's, inside the mapping
-                // (Q1); the rest is as in `read`: a `T` fits in a slot
-                // (checked when this reader was made), any bytes are a
-                // `T`, the read is unaligned-tolerant, and the kernel does
-                // not write slots the consumer owns (Q2).
+                // SAFETY: `p` is the address of slot `from + k` on the k-th
+                // of `count` passes; `from + count <= slots` (run 1: `run1 <= slots -
+                // first`; run 2: `n - run1 <= slots`), so every slot read
+                // is one of the ring's, inside the mapping (Q1). The rest
+                // is as in `read`: a `T` fits in a slot (checked when this
+                // reader was made), any bytes are a `T`, the read is
+                // unaligned-tolerant, and the kernel does not write slots
+                // the consumer owns (Q2).
                 f(unsafe { p.cast::<T>().read_unaligned() });
-                p = p.wrapping_add(step);
+                p = p.wrapping_add(1 << self.log2);
+            }
+        }
+    }
+}
+
+impl<T: FromBytes> SlotReader<'_, T> {
+    /// Fills `dst` with `map` of the `T`s of the `dst.len()` slots from
+    /// index `start` (at most one lap: `dst` is cut at the slot count),
+    /// walking the same two runs as [`SlotReader::for_each`] but driven by
+    /// the destination, so the copy loop has no bounds test.
+    #[inline(always)]
+    pub fn copy_into<U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) {
+        let slots = self.mask.wrapping_add(1);
+        let first = start & self.mask;
+        let n = dst.len().min(slots as usize);
+        let run1 = n.min((slots - first) as usize);
+        let (a, rest) = dst.split_at_mut(run1);
+        let b = &mut rest[..n - run1];
+        for (from, part) in [(first, a), (0, b)] {
+            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+            for d in part {
+                // SAFETY: `p` is the address of slot `from + k` on the k-th
+                // pass, and `from + part.len() <= slots` (run 1: `run1 <=
+                // slots - first`; run 2: `n - run1 <= slots`): every slot
+                // read is the ring's, inside the mapping (Q1); otherwise
+                // as in `read`.
+                map(d, unsafe { p.cast::<T>().read_unaligned() });
+                p = p.wrapping_add(1 << self.log2);
             }
         }
     }

@@ -458,19 +458,12 @@ pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> us
     if is_empty(cq) || max == 0 {
         return 0;
     }
-    consume(cq, max, |_, wc| f(wc))
-}
-
-#[inline(always)]
-fn consume(cq: &CompletionQueue, max: usize, mut f: impl FnMut(usize, &Wc)) -> usize {
     cq.with_consumer(|q| {
         let ring = q.reader::<AbiWc>();
         let (cons, n) = ready(q, max);
-        let mut i = 0;
-        ring.for_each(cons, n, |mut wc| {
+        ring.for_each(cons, n as usize, |mut wc| {
             wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
-            f(i, Wc::from_abi_ref(&wc));
-            i += 1;
+            f(Wc::from_abi_ref(&wc));
         });
         release(q, cons, n);
         n as usize
@@ -511,13 +504,6 @@ pub const fn kernel_wc_flags_to_ibv(k: u32) -> u32 {
     // Swapping two bits is flipping both when they differ.
     let differ = ((k >> 1) ^ k) & 0b100;
     k ^ (differ | (differ << 1))
-}
-
-/// How many completions are waiting in the ring.
-pub fn pending(cq: &CompletionQueue) -> u32 {
-    let cons = cq.consumer_word().load(Ordering::Acquire);
-    let prod = cq.producer_word().load(Ordering::Acquire);
-    prod.wrapping_sub(cons) & cq.index_mask()
 }
 
 #[cfg(test)]

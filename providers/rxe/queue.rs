@@ -311,84 +311,68 @@ pub struct SlotReader<'q, T> {
 }
 
 impl<T: FromBytes> SlotReader<'_, T> {
-    /// A plain copy of the `T` at the start of the slot of `index`.
-    ///
-    /// Only meaningful for a slot the consumer owns (Q2: in
-    /// `[consumer, producer)` after an acquire load of the producer index,
-    /// inside [`Queue::with_consumer`]); for any other slot the bytes may
-    /// be stale or changing, but the read is still in bounds.
+    /// The slots `start..start + n` (at most one lap: `n` is capped at the
+    /// slot count) as at most two runs of consecutive addresses, before
+    /// and after the end of the ring: `(first slot, count)` pairs, each
+    /// with `first + count <= slots`.
     #[inline(always)]
-    pub fn read(&self, index: u32) -> T {
-        let off = slot_offset(self.mask, self.log2, index);
-        // SAFETY: the slot is inside the mapping (Q1: `off` comes from the
-        // header checked by `Queue::map`), a `T` fits in it (`size_of::<T>()
-        // <= MIN` at compile time when this reader was made, `MIN <=
-        // elem_size` by `Queue::map`), `T: FromBytes` accepts any bytes, and the
-        // read is unaligned-tolerant. The kernel does not write a slot the
-        // consumer owns (Q2); for a slot it does not own, the mapping is
-        // still live memory (M1) and the value is just meaningless. The
-        // mapping outlives the `'q` borrow of the queue.
-        unsafe { self.base.wrapping_add(off).cast::<T>().read_unaligned() }
-    }
-}
-
-impl<T: FromBytes> SlotReader<'_, T> {
-    /// Hands `f` the `T` of each of the `n` slots from index `start`, in
-    /// ring order (at most one lap: `n` is capped at the slot count). The
-    /// slots form at most two runs of consecutive addresses, before and
-    /// after the end of the ring, so the loop steps a pointer by the
-    /// element size instead of computing each slot's address.
-    ///
-    /// Meaningful for slots the consumer owns, as [`SlotReader::read`].
-    #[inline(always)]
-    pub fn for_each(&self, start: u32, n: u32, mut f: impl FnMut(T)) {
-        let slots = self.mask.wrapping_add(1);
+    fn runs(&self, start: u32, n: usize) -> [(u32, usize); 2] {
+        let slots = self.mask as usize + 1;
         let first = start & self.mask;
         let n = n.min(slots);
-        // Slots `first..first + run1` then `0..n - run1`, all `<= mask`.
-        let run1 = n.min(slots - first);
-        for (from, count) in [(first, run1), (0, n - run1)] {
-            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
-            for _ in 0..count {
-                // SAFETY: `p` is the address of slot `from + k` on the k-th
-                // of `count` passes; `from + count <= slots` (run 1: `run1 <= slots -
-                // first`; run 2: `n - run1 <= slots`), so every slot read
-                // is one of the ring's, inside the mapping (Q1). The rest
-                // is as in `read`: a `T` fits in a slot (checked when this
-                // reader was made), any bytes are a `T`, the read is
-                // unaligned-tolerant, and the kernel does not write slots
-                // the consumer owns (Q2).
-                f(unsafe { p.cast::<T>().read_unaligned() });
-                p = p.wrapping_add(1 << self.log2);
-            }
+        let run1 = n.min(slots - first as usize);
+        [(first, run1), (0, n - run1)]
+    }
+
+    /// Hands `f` the position and the `T` of each slot of one run from
+    /// [`SlotReader::runs`], stepping a pointer by the element size
+    /// instead of computing each slot's address. Private: only runs that
+    /// `runs` made (`from + count <= slots`) reach it.
+    #[inline(always)]
+    fn walk(&self, (from, count): (u32, usize), mut f: impl FnMut(usize, T)) {
+        let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+        for k in 0..count {
+            // SAFETY: `p` is the address of slot `from + k`, and `from +
+            // count <= slots` (`runs`: run 1 has `count <= slots - from`,
+            // run 2 starts at 0 with `count <= slots`), so the slot is one
+            // of the ring's, inside the mapping (Q1: the header was checked
+            // by `Queue::map`). A `T` fits in it (`size_of::<T>() <= MIN`
+            // at compile time when this reader was made, `MIN <= elem_size`
+            // by `Queue::map`), `T: FromBytes` accepts any bytes, and the
+            // read is unaligned-tolerant. The kernel does not write a slot
+            // the consumer owns (Q2); for a slot it does not own, the
+            // mapping is still live memory (M1) and the value is just
+            // meaningless. The mapping outlives the `'q` borrow.
+            f(k, unsafe { p.cast::<T>().read_unaligned() });
+            p = p.wrapping_add(1 << self.log2);
         }
     }
-}
 
-impl<T: FromBytes> SlotReader<'_, T> {
+    /// Hands `f` the `T` of each of the `n` slots from index `start`, in
+    /// ring order (at most one lap).
+    ///
+    /// Only meaningful for slots the consumer owns (Q2: in `[consumer,
+    /// producer)` after an acquire load of the producer index, inside
+    /// [`Queue::with_consumer`]); other slots may be stale or changing,
+    /// but the reads are still in bounds.
+    #[inline(always)]
+    pub fn for_each(&self, start: u32, n: usize, mut f: impl FnMut(T)) {
+        for run in self.runs(start, n) {
+            self.walk(run, |_, t| f(t));
+        }
+    }
+
     /// Fills `dst` with `map` of the `T`s of the `dst.len()` slots from
     /// index `start` (at most one lap: `dst` is cut at the slot count),
-    /// walking the same two runs as [`SlotReader::for_each`] but driven by
-    /// the destination, so the copy loop has no bounds test.
+    /// as [`SlotReader::for_each`] but driven by the destination, so the
+    /// copy loop has no bounds test.
     #[inline(always)]
     pub fn copy_into<U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) {
-        let slots = self.mask.wrapping_add(1);
-        let first = start & self.mask;
-        let n = dst.len().min(slots as usize);
-        let run1 = n.min((slots - first) as usize);
-        let (a, rest) = dst.split_at_mut(run1);
-        let b = &mut rest[..n - run1];
-        for (from, part) in [(first, a), (0, b)] {
-            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
-            for d in part {
-                // SAFETY: `p` is the address of slot `from + k` on the k-th
-                // pass, and `from + part.len() <= slots` (run 1: `run1 <=
-                // slots - first`; run 2: `n - run1 <= slots`): every slot
-                // read is the ring's, inside the mapping (Q1); otherwise
-                // as in `read`.
-                map(d, unsafe { p.cast::<T>().read_unaligned() });
-                p = p.wrapping_add(1 << self.log2);
-            }
+        let mut at = 0;
+        for run in self.runs(start, dst.len()) {
+            let Some(part) = dst.get_mut(at..at + run.1) else { return };
+            self.walk(run, |k, t| map(&mut part[k], t));
+            at += run.1;
         }
     }
 }

@@ -274,10 +274,7 @@ impl Channel {
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
-        match rustix::io::write(&self.fd, frame) {
-            Ok(n) if n == frame.len() => Ok(()),
-            r => Err(write_failed(verb, r)),
-        }
+        written(verb, rustix::io::write(&self.fd, frame), frame.len())
     }
 }
 
@@ -307,13 +304,7 @@ impl Doorbell {
     /// `post_send_db`).
     #[inline(always)]
     pub fn ring(&self, dev: BorrowedFd<'_>, verb: &'static str) -> Result<()> {
-        // Three arms rather than `r => write_failed(verb, r)`: the result
-        // then never has to be built in memory for the cold call.
-        match rustix::io::write(dev, self.as_bytes()) {
-            Ok(n) if n == size_of::<Doorbell>() => Ok(()),
-            Ok(_) => Err(short_write(verb)),
-            Err(e) => Err(write_errno(verb, e)),
-        }
+        written(verb, rustix::io::write(dev, self.as_bytes()), size_of::<Doorbell>())
     }
 
     /// The doorbell of the QP with handle `qp_handle`.
@@ -336,25 +327,27 @@ impl Doorbell {
     }
 }
 
-/// A command `write()` that failed or came back short (out of line: the
-/// doorbell's fast path keeps its registers).
-#[cold]
-#[inline(never)]
-fn write_failed(verb: &'static str, r: rustix::io::Result<usize>) -> Error {
+/// The result of a command `write()` of `len` bytes. Three arms, each
+/// error its own cold call, so that the result never has to be built in
+/// memory for one.
+#[inline(always)]
+fn written(verb: &'static str, r: rustix::io::Result<usize>, len: usize) -> Result<()> {
     match r {
-        Err(e) => Error::from_errno(verb, e),
-        Ok(_) => Error::new(verb, ErrorKind::Malformed),
+        Ok(n) if n == len => Ok(()),
+        Ok(_) => Err(short_write(verb)),
+        Err(e) => Err(write_errno(verb, e)),
     }
 }
 
-/// A doorbell `write()` that came back short.
+/// A command `write()` that came back short (out of line, like
+/// [`write_errno`]: the doorbell's fast path keeps its registers).
 #[cold]
 #[inline(never)]
 fn short_write(verb: &'static str) -> Error {
     Error::new(verb, ErrorKind::Malformed)
 }
 
-/// A doorbell `write()` that failed.
+/// A command `write()` that failed.
 #[cold]
 #[inline(never)]
 fn write_errno(verb: &'static str, e: rustix::io::Errno) -> Error {

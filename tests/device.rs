@@ -20,6 +20,7 @@ mod device {
     mod datapath;
     mod devinfo;
     mod discovery;
+    mod faults_access;
     mod fork;
     mod harness;
     mod mcast;

@@ -21,6 +21,7 @@ mod device {
     mod devinfo;
     mod discovery;
     mod faults_access;
+    mod faults_cq;
     mod faults_retry;
     mod fork;
     mod harness;

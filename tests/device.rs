@@ -22,6 +22,7 @@ mod device {
     mod discovery;
     mod faults_access;
     mod faults_cq;
+    mod faults_link;
     mod faults_pollers;
     mod faults_retry;
     mod fork;

@@ -20,6 +20,10 @@ mod device {
     mod datapath;
     mod devinfo;
     mod discovery;
+    mod faults_access;
+    mod faults_cq;
+    mod faults_pollers;
+    mod faults_retry;
     mod fork;
     mod harness;
     mod mcast;

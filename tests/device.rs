@@ -15,6 +15,7 @@ mod device {
 
     mod ah;
     mod async_event;
+    mod capi;
     mod comp_channel;
     mod cq;
     mod datapath;

@@ -19,6 +19,7 @@ mod device {
 
     mod ah;
     mod async_event;
+    mod capi;
     mod comp_channel;
     mod cq;
     mod datapath;

@@ -191,6 +191,14 @@ fn rxe_link_delete_under_load() {
             load.done.len() >= at + 50
         }), "load stalled after the delete: {} completions", load.done.len());
 
+        // The open context still answers: new objects either work or fail
+        // with an error (rxe keeps serving until our files close).
+        match Cq::create(&ctx, 8, None, 0) {
+            Ok(extra) => extra.destroy().map(|_| ()).map_err(|e| e.error).expect("ibv_destroy_cq during the delete"),
+            Err(e) => eprintln!("ibv_create_cq during the delete: {e}"),
+        }
+        assert_eq!(ctx.query_port(1).expect("ibv_query_port during the delete").state, 4);
+
         // New opens fail, by name and through the stale handle.
         let e = open_by_name(&name).unwrap_err();
         assert_eq!((e.verb(), e.kind()), ("ibv_open_device", ErrorKind::NoDevice), "{e}");

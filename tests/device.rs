@@ -38,6 +38,7 @@ mod device {
     mod pingpong;
     mod mw;
     mod pd;
+    mod perf_interop;
     mod qp;
     mod query;
     #[allow(dead_code)]

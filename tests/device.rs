@@ -39,6 +39,7 @@ mod device {
     mod pingpong;
     mod mw;
     mod pd;
+    mod perf_interop;
     mod qp;
     mod query;
     #[allow(dead_code)]

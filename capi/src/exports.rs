@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{comp_channel, context, device, misc, pd, stubs};
+use crate::{comp_channel, context, device, misc, pd, query_device, stubs};
 
 macro_rules! exports {
     (
@@ -83,7 +83,7 @@ exports! {
         ibv_wc_status_str = misc::ibv_wc_status_str,
         mbps_to_ibv_rate = misc::mbps_to_ibv_rate,
         // IBVERBS_1.5
-        ibv_get_pkey_index = stubs::ibv_get_pkey_index,
+        ibv_get_pkey_index = context::ibv_get_pkey_index,
         // IBVERBS_1.6
         ibv_qp_to_qp_ex = stubs::ibv_qp_to_qp_ex,
         // IBVERBS_1.7
@@ -209,7 +209,7 @@ exports! {
         ibv_modify_qp_v1_1 => ibv_modify_qp "@@IBVERBS_1.1" = stubs::ibv_modify_qp,
         ibv_modify_srq_v1_1 => ibv_modify_srq "@@IBVERBS_1.1" = stubs::ibv_modify_srq,
         ibv_open_device_v1_1 => ibv_open_device "@@IBVERBS_1.1" = context::ibv_open_device,
-        ibv_query_device_v1_1 => ibv_query_device "@@IBVERBS_1.1" = context::ibv_query_device,
+        ibv_query_device_v1_1 => ibv_query_device "@@IBVERBS_1.1" = query_device::ibv_query_device,
         ibv_query_gid_v1_1 => ibv_query_gid "@@IBVERBS_1.1" = context::ibv_query_gid,
         ibv_query_pkey_v1_1 => ibv_query_pkey "@@IBVERBS_1.1" = context::ibv_query_pkey,
         ibv_query_port_v1_1 => ibv_query_port "@@IBVERBS_1.1" = context::ibv_query_port,

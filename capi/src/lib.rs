@@ -32,4 +32,5 @@ mod exports;
 mod misc;
 mod ops;
 mod pd;
+mod query_device;
 mod stubs;

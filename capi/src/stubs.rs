@@ -79,7 +79,7 @@ errno_stubs!(E =>
 );
 
 neg1_stubs!(E =>
-    ibv_get_cq_event, ibv_get_async_event, ibv_resolve_eth_l2_from_gid, ibv_get_pkey_index,
+    ibv_get_cq_event, ibv_get_async_event, ibv_resolve_eth_l2_from_gid,
     ibv_rereg_mr, ibv_dontfork_range, ibv_dofork_range, ibv_read_ibdev_sysfs_file,
     __ioctl_final_num_attrs,
 );

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::device::*;
+use super::device_ex::*;
 use super::objects::*;
 use super::wr::*;
 
@@ -52,6 +53,21 @@ fn rust_rows() -> Vec<Row> {
             max_raw_ipv6_qp, max_raw_ethy_qp, max_mcast_grp, max_mcast_qp_attach,
             max_total_mcast_qp_attach, max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr,
             max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt }
+        "ibv_odp_caps" => IbvOdpCaps { general_caps, per_transport_caps }
+        "ibv_tso_caps" => IbvTsoCaps { max_tso, supported_qpts }
+        "ibv_rss_caps" => IbvRssCaps {
+            supported_qpts, max_rwq_indirection_tables, max_rwq_indirection_table_size,
+            rx_hash_fields_mask, rx_hash_function }
+        "ibv_packet_pacing_caps" => IbvPacketPacingCaps { qp_rate_limit_min, qp_rate_limit_max, supported_qpts }
+        "ibv_tm_caps" => IbvTmCaps { max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge }
+        "ibv_cq_moderation_caps" => IbvCqModerationCaps { max_cq_count, max_cq_period }
+        "ibv_pci_atomic_caps" => IbvPciAtomicCaps { fetch_add, swap, compare_swap }
+        "ibv_device_attr_ex" => IbvDeviceAttrEx {
+            orig_attr, comp_mask, odp_caps, completion_timestamp_mask, hca_core_clock,
+            device_cap_flags_ex, tso_caps, rss_caps, max_wq_type_rq, packet_pacing_caps,
+            raw_packet_caps, tm_caps, cq_mod_caps, max_dm_size, pci_atomic_caps, xrc_odp_caps,
+            phys_port_cnt_ex }
+        "ibv_query_device_ex_input" => IbvQueryDeviceExInput { comp_mask }
         "ibv_port_attr" => IbvPortAttr {
             state, max_mtu, active_mtu, gid_tbl_len, port_cap_flags, max_msg_sz, bad_pkey_cntr,
             qkey_viol_cntr, pkey_tbl_len, lid, sm_lid, lmc, max_vl_num, sm_sl, subnet_timeout,

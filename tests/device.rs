@@ -15,6 +15,7 @@ mod device {
 
     mod ah;
     mod async_event;
+    mod checks;
     mod comp_channel;
     mod cq;
     mod datapath;

@@ -151,14 +151,22 @@ impl Context {
     /// sysfs as libibverbs does (in host byte order).
     ///
     /// A port the device does not have, or an index past the port's
-    /// P_Key table, is an `InvalidArgument` error naming which (C's
-    /// `ibv_query_pkey` fails with `ENOENT` for both).
+    /// P_Key table, is an `InvalidArgument` error naming which, with the
+    /// errno C's `ibv_query_pkey` sets for both (`ENOENT`: its sysfs file
+    /// does not exist).
     #[doc(alias = "ibv_query_pkey")]
     pub fn query_pkey(&self, port_num: u8, index: u16) -> Result<u16> {
         const VERB: &str = "ibv_query_pkey";
-        let port = crate::attr_check::port(VERB, self, port_num)?;
+        let no_entry = |detail| {
+            crate::Error::with_errno(VERB, crate::ErrorKind::InvalidArgument, rustix::io::Errno::NOENT)
+                .with_detail(detail)
+        };
+        let port = crate::attr_check::port(VERB, self, port_num).map_err(|e| match e.detail() {
+            Some(d) if e.kind() == crate::ErrorKind::InvalidArgument => no_entry(d),
+            _ => e,
+        })?;
         if index >= port.pkey_tbl_len {
-            return Err(crate::Error::invalid(VERB, "index is past the port's P_Key table (pkey_tbl_len)"));
+            return Err(no_entry("index is past the port's P_Key table (pkey_tbl_len)"));
         }
         crate::query::query_pkey(&self.name, port_num, index)
     }

@@ -15,12 +15,17 @@ mod device {
 
     mod ah;
     mod async_event;
+    mod capi;
     mod checks;
     mod comp_channel;
     mod cq;
     mod datapath;
     mod devinfo;
     mod discovery;
+    mod faults_access;
+    mod faults_cq;
+    mod faults_pollers;
+    mod faults_retry;
     mod fork;
     mod harness;
     mod mcast;

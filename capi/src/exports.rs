@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{comp_channel, context, device, misc, pd, query_device, stubs};
+use crate::{comp_channel, context, device, marshall, misc, pd, query_device, stubs};
 
 macro_rules! exports {
     (
@@ -58,9 +58,9 @@ macro_rules! exports {
 exports! {
     default {
         // IBVERBS_1.0
-        ibv_copy_path_rec_from_kern = stubs::ibv_copy_path_rec_from_kern,
-        ibv_copy_path_rec_to_kern = stubs::ibv_copy_path_rec_to_kern,
-        ibv_copy_qp_attr_from_kern = stubs::ibv_copy_qp_attr_from_kern,
+        ibv_copy_path_rec_from_kern = marshall::ibv_copy_path_rec_from_kern,
+        ibv_copy_path_rec_to_kern = marshall::ibv_copy_path_rec_to_kern,
+        ibv_copy_qp_attr_from_kern = marshall::ibv_copy_qp_attr_from_kern,
         ibv_create_comp_channel = comp_channel::ibv_create_comp_channel,
         ibv_destroy_comp_channel = comp_channel::ibv_destroy_comp_channel,
         ibv_get_sysfs_path = misc::ibv_get_sysfs_path,
@@ -68,7 +68,7 @@ exports! {
         ibv_read_sysfs_file = misc::ibv_read_sysfs_file,
         mult_to_ibv_rate = misc::mult_to_ibv_rate,
         // IBVERBS_1.1
-        ibv_copy_ah_attr_from_kern = stubs::ibv_copy_ah_attr_from_kern,
+        ibv_copy_ah_attr_from_kern = marshall::ibv_copy_ah_attr_from_kern,
         ibv_create_ah_from_wc = stubs::ibv_create_ah_from_wc,
         ibv_dofork_range = stubs::ibv_dofork_range,
         ibv_dontfork_range = stubs::ibv_dontfork_range,

@@ -29,6 +29,7 @@ mod device;
 mod errno;
 #[cfg(not(test))]
 mod exports;
+mod marshall;
 mod misc;
 mod ops;
 mod pd;

@@ -85,9 +85,7 @@ neg1_stubs!(E =>
 );
 
 void_stubs!(
-    ibv_ack_async_event, ibv_ack_cq_events, ibv_copy_path_rec_from_kern,
-    ibv_copy_path_rec_to_kern, ibv_copy_qp_attr_from_kern, ibv_copy_ah_attr_from_kern,
-    ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
+    ibv_ack_async_event, ibv_ack_cq_events, ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
     verbs_init_cq, verbs_uninit_context, __verbs_log,
 );
 

@@ -23,6 +23,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod abi;
+mod async_event;
 mod comp_channel;
 mod context;
 mod device;

@@ -36,6 +36,7 @@ pub mod fork;
 pub mod mcast;
 pub mod mmap;
 pub mod mr;
+mod attr_check;
 mod mr_buf;
 mod mr_io;
 pub mod mw;

@@ -20,6 +20,7 @@ mod device {
     mod ah;
     mod async_event;
     mod capi;
+    mod checks;
     mod comp_channel;
     mod cq;
     mod datapath;

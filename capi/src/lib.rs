@@ -23,12 +23,14 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod abi;
+mod async_event;
 mod comp_channel;
 mod context;
 mod device;
 mod errno;
 #[cfg(not(test))]
 mod exports;
+mod marshall;
 mod misc;
 mod ops;
 mod pd;

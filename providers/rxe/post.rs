@@ -30,7 +30,10 @@ use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, Sge, SEND_INLINE};
+use crate::wr::{
+    check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendOp, SendWr, Sge,
+    SEND_INLINE,
+};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
@@ -93,7 +96,7 @@ fn write_send(
     wr: &SendWr<'_>,
     qp_type: QpType,
     lim: &SendLimits,
-) -> Result<bool, ErrorKind> {
+) -> Result<bool, Refusal> {
     let len = check_send(wr, qp_type, lim.max_sge, lim.max_inline)?;
     let mut iova = 0;
     let mut ex = 0;
@@ -138,7 +141,7 @@ fn write_send(
         // Kernels before 5.12 return no AH index and want the whole
         // address vector in each WQE; that form is not implemented.
         if ah_num == 0 {
-            return Err(ErrorKind::Unsupported);
+            return Err(Refusal(ErrorKind::Unsupported, "the kernel gave the AH no index (kernels before 5.12)"));
         }
         slot.put::<WR_UNION, _>(UdHead {
             remote_qpn: ud.remote_qpn,
@@ -167,8 +170,12 @@ fn write_send(
     // the granted capacity allows but the kernel's element cannot hold.
     match wr.payload {
         // `ibv_sge` and `rxe_sge` are one layout.
-        Payload::Sges(s) if !slot.put_all(SEND_HDR, s) => Err(ErrorKind::TooManySge),
-        Payload::Inline(d) if !slot.put_bytes(SEND_HDR, d) => Err(ErrorKind::InlineTooLarge),
+        Payload::Sges(s) if !slot.put_all(SEND_HDR, s) => {
+            Err(Refusal(ErrorKind::TooManySge, "the SGEs do not fit in the kernel's send queue element"))
+        }
+        Payload::Inline(d) if !slot.put_bytes(SEND_HDR, d) => {
+            Err(Refusal(ErrorKind::InlineTooLarge, "the inline data does not fit in the kernel's send queue element"))
+        }
         _ => Ok(bind),
     }
 }
@@ -177,9 +184,12 @@ fn write_send(
 /// registers for the work.
 #[cold]
 #[inline(never)]
-fn refuse(verb: &'static str, kind: ErrorKind, index: usize) -> PostError {
-    PostError::new(verb, kind, index)
+fn refuse(verb: &'static str, why: Refusal, index: usize) -> PostError {
+    PostError::refused(verb, why, index)
 }
+
+/// A list longer than the free slots.
+const FULL: Refusal = Refusal(ErrorKind::QueueFull, "the queue has fewer free slots than the list has requests");
 
 const POST_SEND: &str = "ibv_post_send";
 
@@ -249,8 +259,9 @@ enum Plain<'w> {
 /// needs the full checks.
 #[inline(always)]
 fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr<'_>) -> bool {
-    // A UD send needs a destination (and goes the general way).
-    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) {
+    // A UD send needs a destination (and goes the general way); unknown
+    // flag bits are refused there.
+    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) || unknown_send_flags(wr.flags) {
         return false;
     }
     // A message is at most 2^31 bytes; nothing can land in inline data.
@@ -337,14 +348,14 @@ fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendW
     let mut prod = sq.producer_mut();
     let (mut head, free) = prod.room();
     if wrs.len() > free as usize {
-        return Err(refuse(POST_SEND, ErrorKind::QueueFull, free as usize));
+        return Err(refuse(POST_SEND, FULL, free as usize));
     }
     let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
         let mut slot = prod.slot(head);
         match write_send(&mut slot, wr, qp_type, lim) {
             Ok(bind) => binds |= bind,
-            Err(kind) => return Err(refuse(POST_SEND, kind, i)),
+            Err(why) => return Err(refuse(POST_SEND, why, i)),
         }
         head = head.wrapping_add(1);
     }
@@ -361,11 +372,11 @@ fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendW
 
 /// Checks `wr` and writes it into `slot` (a receive WQE: header, SGEs).
 #[inline(always)]
-fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
+fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), Refusal> {
     check_recv(wr, max_sge)?;
     if !slot.put_all(RECV_HDR, wr.sg_list) {
         // More SGEs than the kernel's element holds.
-        return Err(ErrorKind::TooManySge);
+        return Err(Refusal(ErrorKind::TooManySge, "the SGEs do not fit in the kernel's receive queue element"));
     }
     // The kernel's `dma.length` is 32 bits, as rdma-core's sum is.
     let len = sge_len(wr.sg_list) as u32;
@@ -387,21 +398,21 @@ pub fn post_recv(
 ) -> Result<(), PostError> {
     let (mut head, free) = prod.room();
     if wrs.len() > free as usize {
-        return Err(refuse(verb, ErrorKind::QueueFull, free as usize));
+        return Err(refuse(verb, FULL, free as usize));
     }
     if let [wr] = wrs {
         // One request, the common case: no loop.
         let mut slot = prod.slot(head);
-        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, kind, 0));
+        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, why, 0));
         }
         prod.publish(head.wrapping_add(1));
         return Ok(());
     }
     for (i, wr) in wrs.iter().enumerate() {
         let mut slot = prod.slot(head);
-        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, kind, i));
+        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, why, i));
         }
         head = head.wrapping_add(1);
     }

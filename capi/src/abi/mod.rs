@@ -7,6 +7,7 @@
 
 pub(crate) mod device;
 pub(crate) mod device_ex;
+pub(crate) mod kern;
 pub(crate) mod objects;
 pub(crate) mod wr;
 

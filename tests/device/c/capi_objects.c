@@ -2,6 +2,7 @@
  * rdma-core's libibverbs and on ours: the outputs must be identical.
  * Prints values and errno names, never addresses. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ static void one(struct ibv_device *dev)
 	struct ibv_gid_entry entries[64], entry;
 	struct ibv_comp_channel *ch;
 	struct ibv_pd *pd, *pd2;
+	struct ibv_async_event ev;
 	union ibv_gid gid;
 	__be16 pkey;
 	ssize_t n;
@@ -94,6 +96,14 @@ static void one(struct ibv_device *dev)
 	       ch ? ch->refcnt : -1);
 	if (ch)
 		printf("  destroy_comp_channel %d\n", ibv_destroy_comp_channel(ch));
+
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	errno = 0;
+	rc = ibv_get_async_event(ctx, &ev);
+	printf("  async_event (non-blocking, none pending) %d %s\n", rc,
+	       rc ? strerror(errno) : ibv_event_type_str(ev.event_type));
+	if (!rc)
+		ibv_ack_async_event(&ev);
 
 	printf("  close %d\n", ibv_close_device(ctx));
 }

@@ -1,9 +1,9 @@
 //! # Safety
 //!
 //! Contexts: `ibv_open_device`, `ibv_close_device` and the device queries
-//! (`ibv_query_device`, `ibv_query_port` and `verbs_context.query_port`,
+//! (`ibv_query_port` and `verbs_context.query_port`,
 //! `ibv_query_gid`, `_ibv_query_gid_ex`, `_ibv_query_gid_table`,
-//! `ibv_query_gid_type`, `ibv_query_pkey`).
+//! `ibv_query_gid_type`, `ibv_query_pkey`, `ibv_get_pkey_index`).
 //!
 //! A context is a boxed [`CContext`] whose first field is the C
 //! `struct verbs_context`; C gets `&vctx.context` (the `ibv_context`), and
@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use verbs::Context;
 
-use crate::abi::device::{IbvContext, IbvDevice, IbvDeviceAttr, IbvGid, IbvGidEntry, IbvPortAttr, VerbsContext};
+use crate::abi::device::{IbvContext, IbvDevice, IbvGid, IbvGidEntry, IbvPortAttr, VerbsContext};
 use crate::device::{lookup, CDevice};
-use crate::errno::{copy_cstr, errno_of, fail_errno, fail_neg1, fail_null};
+use crate::errno::{errno_of, fail_errno, fail_neg1, fail_null};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsCTX");
 
@@ -69,6 +69,7 @@ pub(crate) extern "C" fn ibv_open_device(device: *mut IbvDevice) -> *mut IbvCont
     // all zeros is PTHREAD_MUTEX_INITIALIZER in glibc.
     let mut vctx: VerbsContext = unsafe { core::mem::zeroed() };
     vctx.query_port = Some(query_port_ex);
+    vctx.query_device_ex = Some(crate::query_device::query_device_ex);
     vctx.sz = size_of::<VerbsContext>();
     vctx.context.device = device;
     vctx.context.ops = crate::ops::context_ops();
@@ -95,69 +96,6 @@ pub(crate) extern "C" fn ibv_close_device(context: *mut IbvContext) -> c_int {
     unsafe { (*p).magic = 0 };
     // SAFETY: as above; the box is freed once, p is not used after.
     drop(unsafe { Box::from_raw(p) });
-    0
-}
-
-/// `ibv_query_device`: the classic attributes. 0 or the errno value.
-///
-/// # Safety
-///
-/// `attr` is NULL or points to a writable `struct ibv_device_attr`.
-pub(crate) unsafe extern "C" fn ibv_query_device(context: *mut IbvContext, attr: *mut IbvDeviceAttr) -> c_int {
-    let Some(c) = from_c(context) else { return fail_errno(libc::EINVAL) };
-    if attr.is_null() {
-        return fail_errno(libc::EINVAL);
-    }
-    let a = match c.ctx.query_device() {
-        Ok(a) => a,
-        Err(e) => return fail_errno(errno_of(&e)),
-    };
-    let b = a.base();
-    let mut out = IbvDeviceAttr {
-        fw_ver: [0; 64],
-        node_guid: b.node_guid,
-        sys_image_guid: b.sys_image_guid,
-        max_mr_size: b.max_mr_size,
-        page_size_cap: b.page_size_cap,
-        vendor_id: b.vendor_id,
-        vendor_part_id: b.vendor_part_id,
-        hw_ver: b.hw_ver,
-        max_qp: b.max_qp as c_int,
-        max_qp_wr: b.max_qp_wr as c_int,
-        device_cap_flags: b.device_cap_flags as c_uint,
-        max_sge: b.max_sge as c_int,
-        max_sge_rd: b.max_sge_rd as c_int,
-        max_cq: b.max_cq as c_int,
-        max_cqe: b.max_cqe as c_int,
-        max_mr: b.max_mr as c_int,
-        max_pd: b.max_pd as c_int,
-        max_qp_rd_atom: b.max_qp_rd_atom as c_int,
-        max_ee_rd_atom: b.max_ee_rd_atom as c_int,
-        max_res_rd_atom: b.max_res_rd_atom as c_int,
-        max_qp_init_rd_atom: b.max_qp_init_rd_atom as c_int,
-        max_ee_init_rd_atom: b.max_ee_init_rd_atom as c_int,
-        atomic_cap: b.atomic_cap as c_int,
-        max_ee: b.max_ee as c_int,
-        max_rdd: b.max_rdd as c_int,
-        max_mw: b.max_mw as c_int,
-        max_raw_ipv6_qp: b.max_raw_ipv6_qp as c_int,
-        max_raw_ethy_qp: b.max_raw_ethy_qp as c_int,
-        max_mcast_grp: b.max_mcast_grp as c_int,
-        max_mcast_qp_attach: b.max_mcast_qp_attach as c_int,
-        max_total_mcast_qp_attach: b.max_total_mcast_qp_attach as c_int,
-        max_ah: b.max_ah as c_int,
-        max_fmr: b.max_fmr as c_int,
-        max_map_per_fmr: b.max_map_per_fmr as c_int,
-        max_srq: b.max_srq as c_int,
-        max_srq_wr: b.max_srq_wr as c_int,
-        max_srq_sge: b.max_srq_sge as c_int,
-        max_pkeys: b.max_pkeys,
-        local_ca_ack_delay: b.local_ca_ack_delay,
-        phys_port_cnt: b.phys_port_cnt,
-    };
-    copy_cstr(&mut out.fw_ver, &a.fw_ver);
-    // SAFETY: attr is non-NULL and the caller promises a writable ibv_device_attr.
-    unsafe { attr.write(out) };
     0
 }
 
@@ -363,5 +301,67 @@ pub(crate) unsafe extern "C" fn ibv_query_pkey(context: *mut IbvContext, port_nu
             0
         }
         Err(e) => fail_neg1(errno_of(&e)),
+    }
+}
+
+/// `ibv_get_pkey_index`: the index of P_Key `pkey` (big-endian) in the
+/// port's table, or -1 with errno once the table ends (`ENOENT` from sysfs).
+pub(crate) extern "C" fn ibv_get_pkey_index(context: *mut IbvContext, port_num: u8, pkey: u16) -> c_int {
+    let Some(c) = from_c(context) else { return fail_neg1(libc::EINVAL) };
+    for i in 0..=u16::MAX {
+        match c.ctx.query_pkey(port_num, i) {
+            Ok(v) if v.to_be() == pkey => return c_int::from(i),
+            Ok(_) => {}
+            Err(e) => return fail_neg1(errno_of(&e)),
+        }
+    }
+    fail_neg1(libc::ENOENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::ptr::{null, null_mut};
+
+    fn errno() -> Option<i32> {
+        std::io::Error::last_os_error().raw_os_error()
+    }
+
+    /// C callers passing NULL get EINVAL in the verb's failure convention,
+    /// never a crash.
+    #[test]
+    fn null_handles_and_outputs_are_refused() {
+        assert!(ibv_open_device(null_mut()).is_null());
+        assert_eq!(errno(), Some(libc::EINVAL));
+        assert_eq!(ibv_close_device(null_mut()), -1);
+        let mut port = IbvPortAttr::default();
+        // SAFETY: NULL context: refused before any pointer is used.
+        assert_eq!(unsafe { query_port_ex(null_mut(), 1, &mut port, size_of::<IbvPortAttr>()) }, libc::EINVAL);
+        // SAFETY: as above.
+        assert_eq!(unsafe { ibv_query_port(null_mut(), 1, &mut port) }, libc::EINVAL);
+        let mut gid = IbvGid::default();
+        // SAFETY: as above.
+        assert_eq!(unsafe { ibv_query_gid(null_mut(), 1, 0, &mut gid) }, -1);
+        let mut ty = 0;
+        // SAFETY: as above.
+        assert_eq!(unsafe { ibv_query_gid_type(null_mut(), 1, 0, &mut ty) }, -1);
+        let mut e = IbvGidEntry::default();
+        // SAFETY: as above.
+        assert_eq!(unsafe { _ibv_query_gid_ex(null_mut(), 1, 0, &mut e, 0, size_of::<IbvGidEntry>()) }, libc::EINVAL);
+        // SAFETY: as above.
+        assert_eq!(unsafe { _ibv_query_gid_table(null_mut(), &mut e, 1, 0, size_of::<IbvGidEntry>()) }, -(libc::EINVAL as isize));
+        let mut pkey = 0u16;
+        // SAFETY: as above.
+        assert_eq!(unsafe { ibv_query_pkey(null_mut(), 1, 0, &mut pkey) }, -1);
+        assert_eq!(ibv_get_pkey_index(null_mut(), 1, 0xffff), -1);
+        assert_eq!(errno(), Some(libc::EINVAL));
+        assert!(crate::pd::ibv_alloc_pd(null_mut()).is_null());
+        assert_eq!(crate::pd::ibv_dealloc_pd(null_mut()), libc::EINVAL);
+        assert!(crate::comp_channel::ibv_create_comp_channel(null_mut()).is_null());
+        assert_eq!(crate::comp_channel::ibv_destroy_comp_channel(null_mut()), libc::EINVAL);
+        // SAFETY: as above.
+        assert_eq!(unsafe { crate::query_device::ibv_query_device(null_mut(), null_mut()) }, libc::EINVAL);
+        // SAFETY: as above.
+        assert_eq!(unsafe { crate::query_device::query_device_ex(null_mut(), null(), null_mut(), 0) }, libc::EINVAL);
     }
 }

@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{comp_channel, context, device, misc, pd, stubs};
+use crate::{async_event, comp_channel, context, device, marshall, misc, pd, query_device, stubs};
 
 macro_rules! exports {
     (
@@ -58,9 +58,9 @@ macro_rules! exports {
 exports! {
     default {
         // IBVERBS_1.0
-        ibv_copy_path_rec_from_kern = stubs::ibv_copy_path_rec_from_kern,
-        ibv_copy_path_rec_to_kern = stubs::ibv_copy_path_rec_to_kern,
-        ibv_copy_qp_attr_from_kern = stubs::ibv_copy_qp_attr_from_kern,
+        ibv_copy_path_rec_from_kern = marshall::ibv_copy_path_rec_from_kern,
+        ibv_copy_path_rec_to_kern = marshall::ibv_copy_path_rec_to_kern,
+        ibv_copy_qp_attr_from_kern = marshall::ibv_copy_qp_attr_from_kern,
         ibv_create_comp_channel = comp_channel::ibv_create_comp_channel,
         ibv_destroy_comp_channel = comp_channel::ibv_destroy_comp_channel,
         ibv_get_sysfs_path = misc::ibv_get_sysfs_path,
@@ -68,7 +68,7 @@ exports! {
         ibv_read_sysfs_file = misc::ibv_read_sysfs_file,
         mult_to_ibv_rate = misc::mult_to_ibv_rate,
         // IBVERBS_1.1
-        ibv_copy_ah_attr_from_kern = stubs::ibv_copy_ah_attr_from_kern,
+        ibv_copy_ah_attr_from_kern = marshall::ibv_copy_ah_attr_from_kern,
         ibv_create_ah_from_wc = stubs::ibv_create_ah_from_wc,
         ibv_dofork_range = stubs::ibv_dofork_range,
         ibv_dontfork_range = stubs::ibv_dontfork_range,
@@ -83,7 +83,7 @@ exports! {
         ibv_wc_status_str = misc::ibv_wc_status_str,
         mbps_to_ibv_rate = misc::mbps_to_ibv_rate,
         // IBVERBS_1.5
-        ibv_get_pkey_index = stubs::ibv_get_pkey_index,
+        ibv_get_pkey_index = context::ibv_get_pkey_index,
         // IBVERBS_1.6
         ibv_qp_to_qp_ex = stubs::ibv_qp_to_qp_ex,
         // IBVERBS_1.7
@@ -184,7 +184,7 @@ exports! {
         verbs_uninit_context = stubs::verbs_uninit_context,
     }
     versioned {
-        ibv_ack_async_event_v1_1 => ibv_ack_async_event "@@IBVERBS_1.1" = stubs::ibv_ack_async_event,
+        ibv_ack_async_event_v1_1 => ibv_ack_async_event "@@IBVERBS_1.1" = async_event::ibv_ack_async_event,
         ibv_ack_cq_events_v1_1 => ibv_ack_cq_events "@@IBVERBS_1.1" = stubs::ibv_ack_cq_events,
         ibv_alloc_pd_v1_1 => ibv_alloc_pd "@@IBVERBS_1.1" = pd::ibv_alloc_pd,
         ibv_attach_mcast_v1_1 => ibv_attach_mcast "@@IBVERBS_1.1" = stubs::ibv_attach_mcast,
@@ -201,7 +201,7 @@ exports! {
         ibv_destroy_srq_v1_1 => ibv_destroy_srq "@@IBVERBS_1.1" = stubs::ibv_destroy_srq,
         ibv_detach_mcast_v1_1 => ibv_detach_mcast "@@IBVERBS_1.1" = stubs::ibv_detach_mcast,
         ibv_free_device_list_v1_1 => ibv_free_device_list "@@IBVERBS_1.1" = device::ibv_free_device_list,
-        ibv_get_async_event_v1_1 => ibv_get_async_event "@@IBVERBS_1.1" = stubs::ibv_get_async_event,
+        ibv_get_async_event_v1_1 => ibv_get_async_event "@@IBVERBS_1.1" = async_event::ibv_get_async_event,
         ibv_get_cq_event_v1_1 => ibv_get_cq_event "@@IBVERBS_1.1" = stubs::ibv_get_cq_event,
         ibv_get_device_guid_v1_1 => ibv_get_device_guid "@@IBVERBS_1.1" = device::ibv_get_device_guid,
         ibv_get_device_list_v1_1 => ibv_get_device_list "@@IBVERBS_1.1" = device::ibv_get_device_list,
@@ -209,7 +209,7 @@ exports! {
         ibv_modify_qp_v1_1 => ibv_modify_qp "@@IBVERBS_1.1" = stubs::ibv_modify_qp,
         ibv_modify_srq_v1_1 => ibv_modify_srq "@@IBVERBS_1.1" = stubs::ibv_modify_srq,
         ibv_open_device_v1_1 => ibv_open_device "@@IBVERBS_1.1" = context::ibv_open_device,
-        ibv_query_device_v1_1 => ibv_query_device "@@IBVERBS_1.1" = context::ibv_query_device,
+        ibv_query_device_v1_1 => ibv_query_device "@@IBVERBS_1.1" = query_device::ibv_query_device,
         ibv_query_gid_v1_1 => ibv_query_gid "@@IBVERBS_1.1" = context::ibv_query_gid,
         ibv_query_pkey_v1_1 => ibv_query_pkey "@@IBVERBS_1.1" = context::ibv_query_pkey,
         ibv_query_port_v1_1 => ibv_query_port "@@IBVERBS_1.1" = context::ibv_query_port,

@@ -23,13 +23,16 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod abi;
+mod async_event;
 mod comp_channel;
 mod context;
 mod device;
 mod errno;
 #[cfg(not(test))]
 mod exports;
+mod marshall;
 mod misc;
 mod ops;
 mod pd;
+mod query_device;
 mod stubs;

@@ -79,15 +79,13 @@ errno_stubs!(E =>
 );
 
 neg1_stubs!(E =>
-    ibv_get_cq_event, ibv_get_async_event, ibv_resolve_eth_l2_from_gid, ibv_get_pkey_index,
+    ibv_get_cq_event, ibv_resolve_eth_l2_from_gid,
     ibv_rereg_mr, ibv_dontfork_range, ibv_dofork_range, ibv_read_ibdev_sysfs_file,
     __ioctl_final_num_attrs,
 );
 
 void_stubs!(
-    ibv_ack_async_event, ibv_ack_cq_events, ibv_copy_path_rec_from_kern,
-    ibv_copy_path_rec_to_kern, ibv_copy_qp_attr_from_kern, ibv_copy_ah_attr_from_kern,
-    ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
+    ibv_ack_cq_events, ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
     verbs_init_cq, verbs_uninit_context, __verbs_log,
 );
 

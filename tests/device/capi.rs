@@ -90,3 +90,45 @@ fn capi_ibv_devinfo_is_identical() {
     same_on_both("ibv_devinfo", &["-d", "no-such-dev0"]);
     same_on_both("ibv_devinfo", &["-d", &rxe_name(), "-i", "9"]);
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_ibv_devinfo_verbose_is_identical() {
+    // -v goes through verbs_context.query_device_ex, the GID table and
+    // ibv_query_gid_type.
+    let out = same_on_both("ibv_devinfo", &["-v"]);
+    assert!(out.contains("GID[") && out.contains("max_qp_wr"), "{out}");
+}
+
+/// Compiles `tests/device/c/<name>.c` against rdma-core's verbs.h (linked
+/// with `-libverbs`; which library it runs on is `LD_LIBRARY_PATH`'s choice).
+fn compile_c(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/device/c/{name}.c"));
+    let dir = std::env::temp_dir().join(format!("verbs-capi-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .output()
+        .expect("a C compiler (cc) in the test environment");
+    assert!(out.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_control_path_c_program_is_identical() {
+    // open/close, device/port/GID/P_Key queries (good and bad indexes),
+    // PDs, completion channels, fork status, on every device.
+    let exe = compile_c("capi_objects");
+    let out = same_on_both(exe.to_str().unwrap(), &[]);
+    for dev in [rxe_name(), siw_name()] {
+        assert!(out.contains(&format!("{dev} index")), "{dev} missing:\n{out}");
+    }
+    assert!(out.contains("alloc_pd ok ok context same"), "{out}");
+    assert!(out.contains("comp_channel ok fd ok context same refcnt 0"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

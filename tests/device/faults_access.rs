@@ -69,11 +69,10 @@ fn access_fault(fault: Fault) {
     assert!(got.iter().all(|&x| x == PEER), "{fault:?}: the peer's memory changed");
     amr.read_at(0, &mut got).unwrap();
     assert!(got.iter().all(|&x| x == MINE), "{fault:?}: the requester's memory changed");
-    // The requester is in ERROR (its type still says RTS: the device
-    // moved it). The responder stays usable or goes to ERROR as the
-    // transport decides; both are reset below.
+    // Both QPs are in ERROR (their types still say RTS: the device moved
+    // them): rxe's responder fails the connection on an access violation.
     assert_eq!(kernel_state(&a), QpStateKind::Error, "{fault:?}: requester");
-    let peer_state = kernel_state(&b);
+    assert_eq!(kernel_state(&b), QpStateKind::Error, "{fault:?}: responder");
 
     // Later requests, valid or not, are flushed: one completion each, in order.
     let ok = [Sge::from_mr(&amr, 0, 8)];
@@ -88,6 +87,21 @@ fn access_fault(fault: Fault) {
     assert_eq!(got_ids, [2, 3, 4].map(|id| (id, WcStatus::WrFlushErr)), "{fault:?}");
     assert_quiet(&scq);
     assert_quiet(&rcq);
+
+    // The responder's receives flush too, once the caller retypes it to
+    // ERROR (rxe looks at a receive queue only when a packet arrives or the
+    // QP is moved to ERROR; a QP typed ERROR flushes every receive posted).
+    let r = [Sge::from_mr(&bmr, 0, 64)];
+    let mut b = b;
+    b.post_recv(&[RecvWr::new(0xb1, &r)]).expect("ibv_post_recv on a QP the device failed");
+    let mut b = b.into_error().map_err(|e| e.error).expect("responder to ERROR");
+    b.post_recv(&[RecvWr::new(0xb2, &r)]).expect("ibv_post_recv in ERROR");
+    let c = wait(&rcq, 2);
+    let got_ids: Vec<_> = c.iter().map(|w| (w.wr_id(), w.status())).collect();
+    assert_eq!(got_ids, [0xb1, 0xb2].map(|id| (id, WcStatus::WrFlushErr)), "{fault:?}");
+    assert_quiet(&rcq);
+    bmr.read_at(0, &mut got).unwrap();
+    assert!(got.iter().all(|&x| x == PEER), "{fault:?}: a flushed receive wrote");
 
     // Recovery: RESET, then INIT → RTR → RTS on both sides.
     let (an, bn) = (a.qp_num(), b.qp_num());
@@ -110,7 +124,6 @@ fn access_fault(fault: Fault) {
     assert!(got[88..100].iter().all(|&x| x == PEER), "{fault:?}: only the message landed");
     assert_quiet(&scq);
     assert_quiet(&rcq);
-    eprintln!("{fault:?}: responder was {peer_state:?} after the fault");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Fault scenario, concurrent polling (issue #12): four threads polling
-//! one CQ while a fifth posts see every completion exactly once (each
-//! wr_id counted), each poller's ids in increasing order (the ring hands
-//! out contiguous runs). A poll that finds the CQ claimed by another
+//! one CQ (two with `poll`, two with `poll_with`) while a fifth posts see
+//! every completion exactly once (each wr_id counted), each poller's ids
+//! in increasing order (the ring hands out contiguous runs). A poll that finds the CQ claimed by another
 //! poller may say `Busy`: the pollers try again. Bounded by a deadline.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -50,10 +50,19 @@ fn rxe_four_pollers_one_poster_each_completion_once() {
                             stop.store(true, Ordering::Relaxed);
                             break;
                         }
-                        match cq.poll(&mut batch[..want]) {
+                        // odd threads read in place (poll_with), even ones copy (poll)
+                        let before = mine.len();
+                        let r = if t % 2 == 1 {
+                            cq.poll_with(want, |w| mine.push((w.wr_id(), w.status())))
+                        } else {
+                            cq.poll(&mut batch[..want]).inspect(|&k| {
+                                mine.extend(batch[..k].iter().map(|w| (w.wr_id(), w.status())));
+                            })
+                        };
+                        match r {
                             Ok(0) => std::thread::yield_now(),
                             Ok(k) => {
-                                mine.extend(batch[..k].iter().map(|w| (w.wr_id(), w.status())));
+                                assert_eq!(mine.len() - before, k, "poller {t}: count vs records");
                                 seen.fetch_add(k, Ordering::AcqRel);
                             }
                             // another poller holds the CQ: try again

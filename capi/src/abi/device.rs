@@ -115,6 +115,14 @@ pub(crate) type QueryPortFn = unsafe extern "C" fn(
     attr_len: usize,
 ) -> c_int;
 
+/// `verbs_context.query_device_ex`: what the `ibv_query_device_ex` inline calls.
+pub(crate) type QueryDeviceExFn = unsafe extern "C" fn(
+    ctx: *mut IbvContext,
+    input: *const super::device_ex::IbvQueryDeviceExInput,
+    attr: *mut super::device_ex::IbvDeviceAttrEx,
+    attr_size: usize,
+) -> c_int;
+
 /// `struct verbs_context`: the extended-verbs table that sits right before
 /// `ibv_context` (`context` is its last field).
 #[repr(C)]
@@ -146,7 +154,7 @@ pub(crate) struct VerbsContext {
     pub(crate) query_rt_values: AnyFn,
     pub(crate) create_cq_ex: AnyFn,
     pub(crate) priv_: *mut c_void,
-    pub(crate) query_device_ex: AnyFn,
+    pub(crate) query_device_ex: Option<QueryDeviceExFn>,
     pub(crate) ibv_destroy_flow: AnyFn,
     pub(crate) abi_placeholder2: AnyFn,
     pub(crate) ibv_create_flow: AnyFn,

@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::device::*;
+use super::device_ex::*;
+use super::kern::*;
 use super::objects::*;
 use super::wr::*;
 
@@ -52,6 +54,37 @@ fn rust_rows() -> Vec<Row> {
             max_raw_ipv6_qp, max_raw_ethy_qp, max_mcast_grp, max_mcast_qp_attach,
             max_total_mcast_qp_attach, max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr,
             max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt }
+        "ibv_odp_caps" => IbvOdpCaps { general_caps, per_transport_caps }
+        "ibv_tso_caps" => IbvTsoCaps { max_tso, supported_qpts }
+        "ibv_rss_caps" => IbvRssCaps {
+            supported_qpts, max_rwq_indirection_tables, max_rwq_indirection_table_size,
+            rx_hash_fields_mask, rx_hash_function }
+        "ibv_packet_pacing_caps" => IbvPacketPacingCaps { qp_rate_limit_min, qp_rate_limit_max, supported_qpts }
+        "ibv_tm_caps" => IbvTmCaps { max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge }
+        "ibv_cq_moderation_caps" => IbvCqModerationCaps { max_cq_count, max_cq_period }
+        "ibv_pci_atomic_caps" => IbvPciAtomicCaps { fetch_add, swap, compare_swap }
+        "ibv_device_attr_ex" => IbvDeviceAttrEx {
+            orig_attr, comp_mask, odp_caps, completion_timestamp_mask, hca_core_clock,
+            device_cap_flags_ex, tso_caps, rss_caps, max_wq_type_rq, packet_pacing_caps,
+            raw_packet_caps, tm_caps, cq_mod_caps, max_dm_size, pci_atomic_caps, xrc_odp_caps,
+            phys_port_cnt_ex }
+        "ibv_query_device_ex_input" => IbvQueryDeviceExInput { comp_mask }
+        "ib_uverbs_global_route" => IbUverbsGlobalRoute { dgid, flow_label, sgid_index, hop_limit, traffic_class, reserved }
+        "ib_uverbs_ah_attr" => IbUverbsAhAttr { grh, dlid, sl, src_path_bits, static_rate, is_global, port_num, reserved }
+        "ib_uverbs_qp_attr" => IbUverbsQpAttr {
+            qp_attr_mask, qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn,
+            dest_qp_num, qp_access_flags, ah_attr, alt_ah_attr, max_send_wr, max_recv_wr,
+            max_send_sge, max_recv_sge, max_inline_data, pkey_index, alt_pkey_index,
+            en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer,
+            port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved }
+        "ib_user_path_rec" => IbUserPathRec {
+            dgid, sgid, dlid, slid, raw_traffic, flow_label, reversible, mtu, pkey, hop_limit,
+            traffic_class, numb_path, sl, mtu_selector, rate_selector, rate,
+            packet_life_time_selector, packet_life_time, preference }
+        "ibv_sa_path_rec" => IbvSaPathRec {
+            dgid, sgid, dlid, slid, raw_traffic, flow_label, hop_limit, traffic_class, reversible,
+            numb_path, pkey, sl, mtu_selector, mtu, rate_selector, rate, packet_life_time_selector,
+            packet_life_time, preference }
         "ibv_port_attr" => IbvPortAttr {
             state, max_mtu, active_mtu, gid_tbl_len, port_cap_flags, max_msg_sz, bad_pkey_cntr,
             qkey_viol_cntr, pkey_tbl_len, lid, sm_lid, lmc, max_vl_num, sm_sl, subnet_timeout,
@@ -107,7 +140,7 @@ fn c_member(rust: &str) -> &str {
 
 /// The C program printing the same table as [`render`] does for Rust.
 fn c_program(rows: &[Row]) -> String {
-    let mut s = String::from("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\nint main(void) {\n");
+    let mut s = String::from("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n#include <infiniband/sa.h>\n#include <rdma/ib_user_sa.h>\nint main(void) {\n");
     for (name, _, _, fields) in rows {
         writeln!(s, "printf(\"{name} size %zu align %zu\\n\", sizeof(struct {name}), _Alignof(struct {name}));").unwrap();
         for (f, _) in fields {

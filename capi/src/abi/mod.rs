@@ -6,6 +6,8 @@
 #![allow(dead_code)] // fields exist for their layout; not every one is read or written
 
 pub(crate) mod device;
+pub(crate) mod device_ex;
+pub(crate) mod kern;
 pub(crate) mod objects;
 pub(crate) mod wr;
 

@@ -7,8 +7,33 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-/* exported by libibverbs, declared only in rdma-core's private driver.h */
+#include <infiniband/sa.h>
+#include <rdma/ib_user_sa.h>
+#include <rdma/ib_user_verbs.h>
+
+/* exported by libibverbs, declared only in rdma-core's private headers
+ * (driver.h, marshall.h) */
 const char *ibv_get_sysfs_path(void);
+void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
+void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
+
+/* src gets bytes 1, 2, 3, ...; dst 0x5a everywhere; print dst after the copy */
+#define COPY(fn, dtype, stype)                                                 \
+	do {                                                                   \
+		dtype d;                                                       \
+		stype s;                                                       \
+		size_t k;                                                      \
+		memset(&d, 0x5a, sizeof(d));                                   \
+		for (k = 0; k < sizeof(s); k++)                                \
+			((unsigned char *)&s)[k] = (unsigned char)(k + 1);     \
+		fn(&d, &s);                                                    \
+		printf(#fn ":");                                               \
+		for (k = 0; k < sizeof(d); k++)                                \
+			printf("%02x", ((unsigned char *)&d)[k]);              \
+		printf("\n");                                                  \
+	} while (0)
 
 int main(void)
 {
@@ -45,5 +70,9 @@ int main(void)
 			printf("mult %d -> rate %d\n", i, mult_to_ibv_rate(i));
 	printf("mbps 25781 -> %d, 1 -> %d\n", mbps_to_ibv_rate(25781), mbps_to_ibv_rate(1));
 	printf("sysfs path %s\n", ibv_get_sysfs_path());
+	COPY(ibv_copy_ah_attr_from_kern, struct ibv_ah_attr, struct ib_uverbs_ah_attr);
+	COPY(ibv_copy_qp_attr_from_kern, struct ibv_qp_attr, struct ib_uverbs_qp_attr);
+	COPY(ibv_copy_path_rec_from_kern, struct ibv_sa_path_rec, struct ib_user_path_rec);
+	COPY(ibv_copy_path_rec_to_kern, struct ib_user_path_rec, struct ibv_sa_path_rec);
 	return 0;
 }

@@ -231,14 +231,19 @@ impl<'ctx> Cq<'ctx> {
     ///
     /// Takes `&self` because QPs share their CQs: pollers on several
     /// threads are serialised by an atomic claim flag (uncontended: one
-    /// compare-exchange). An empty CQ is answered without taking it.
+    /// compare-exchange). A poll never waits for it: if another caller
+    /// holds the CQ (another thread polling, or a [`Cq::poll_with`]
+    /// closure, on this thread or another, that is still running), the
+    /// poll takes nothing and is an error of kind
+    /// [`ErrorKind::Busy`] (try again). An empty CQ is answered without
+    /// taking the flag.
     #[doc(alias = "ibv_poll_cq")]
     #[inline]
     #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
         match self.ring {
             #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => Ok(crate::providers::rxe::post::poll(ring.queue(), wc)),
+            Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
         }
@@ -252,7 +257,11 @@ impl<'ctx> Cq<'ctx> {
     /// slot is freed for the device once `poll_with` returns. When `f` is
     /// inlined (a closure usually is), only the fields it reads are loaded
     /// from the ring, which makes this the cheapest way to drain a CQ:
-    /// see BENCHMARKS.md. Same locking as [`Cq::poll`].
+    /// see BENCHMARKS.md. Same locking as [`Cq::poll`]; while `f` runs
+    /// the CQ is held, so polling it from inside `f` (or from another
+    /// thread meanwhile) is a `Busy` error, not a deadlock. If `f`
+    /// panics, the completions it was handed are consumed and the CQ is
+    /// released: later polls work and see the rest.
     ///
     /// ```no_run
     /// # fn f(cq: &verbs::Cq<'_>) -> verbs::Result<()> {
@@ -266,7 +275,7 @@ impl<'ctx> Cq<'ctx> {
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
         match self.ring {
             #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => Ok(crate::providers::rxe::post::poll_with(ring.queue(), max, f)),
+            Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
         }
@@ -368,6 +377,19 @@ pub fn get_cq_event<'c, 'ctx>(
         .ok_or(Error::new("ibv_get_cq_event", ErrorKind::InvalidArgument))?;
     cq.note_event();
     Ok(cq)
+}
+
+/// The error of a poll that found the CQ held by another caller.
+#[cfg(feature = "rxe")]
+#[cold]
+#[inline(never)]
+fn busy(claim: crate::providers::rxe::queue::Claim) -> Error {
+    use crate::providers::rxe::queue::Claim;
+    let e = Error::new("ibv_poll_cq", ErrorKind::Busy);
+    match claim {
+        Claim::Lent => e.with_detail("the CQ is being polled from inside a poll_with closure (here or on another thread)"),
+        _ => e.with_detail("the CQ is being polled by another thread"),
+    }
 }
 
 fn destroy_cmd(ctx: &Context, handle: u32) -> Result<CqDestroyed> {

@@ -56,7 +56,9 @@ pub enum ErrorKind {
     /// completion channel): the kernel answered `EAGAIN`. Wait with
     /// poll/epoll and try again.
     WouldBlock,
-    /// The object is still in use (the kernel answered `EBUSY`).
+    /// The object is still in use: the kernel answered `EBUSY` (a
+    /// dependent object is alive), or a CQ is being polled by another
+    /// caller (another thread, or a `poll_with` closure still running).
     Busy,
     /// The operation is not valid in the object's current state.
     WrongState,
@@ -226,7 +228,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::WouldBlock => {
                 f.write_str("no event pending on the non-blocking event file (wait with poll/epoll)")
             }
-            ErrorKind::Busy => f.write_str("resource busy (a dependent object is still alive)"),
+            ErrorKind::Busy => f.write_str("resource busy (still used by a dependent object or another caller)"),
             ErrorKind::WrongState => f.write_str("not valid in the object's current state"),
             ErrorKind::QueueFull => f.write_str("work queue full"),
             ErrorKind::TooManySge => f.write_str("too many scatter/gather entries"),
@@ -348,7 +350,7 @@ mod tests {
         let e = Error::from_errno("ibv_modify_qp", Errno::INVAL);
         assert_eq!(text(&e), "ibv_modify_qp: invalid argument (os error 22)");
         let e = Error::from_errno("ibv_destroy_cq", Errno::BUSY);
-        assert_eq!(text(&e), "ibv_destroy_cq: resource busy (a dependent object is still alive) (os error 16)");
+        assert_eq!(text(&e), "ibv_destroy_cq: resource busy (still used by a dependent object or another caller) (os error 16)");
         let e = Error::new("ibv_post_send", ErrorKind::QueueFull);
         assert_eq!(text(&e), "ibv_post_send: work queue full");
     }

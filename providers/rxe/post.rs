@@ -24,7 +24,10 @@ use core::sync::atomic::Ordering;
 use static_assertions::const_assert_eq;
 
 use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge};
-use super::queue::{CompletionQueue, Producer, SendQueue, SlotMut};
+use super::queue::{Claim, CompletionQueue, Consumer, Producer, SendQueue, SlotMut};
+
+/// What every CQ slot holds.
+const CQ_MIN: usize = size_of::<AbiWc>();
 use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
@@ -429,76 +432,79 @@ pub fn is_empty(cq: &CompletionQueue) -> bool {
 }
 
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
-/// ring and frees their slots. Returns how many. The empty case is
-/// inlined into the caller; the copying is not.
+/// ring and frees their slots. Returns how many, or `Err` with the state
+/// of the claim if another consumer holds the CQ (never waits). The empty
+/// case is inlined into the caller; the copying is not.
 #[inline(always)]
-pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
+pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
     if is_empty(cq) || out.is_empty() {
-        return 0;
+        return Ok(0);
     }
     poll_copy(cq, out)
 }
 
 #[inline(never)]
-fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
-    cq.with_consumer(|q| {
-        let ring = q.reader::<AbiWc>();
-        let (cons, n) = ready(q, out.len());
-        // `ready` caps `n` at `out.len()`.
-        let got = out.get_mut(..n as usize).unwrap_or_default();
-        ring.copy_into(cons, got, |slot, wc| {
-            *slot = Wc::from_abi(wc);
-            // The flag bits are put right in the copy, and only when one
-            // of the two swapped bits is set: a test, not a rewrite.
-            let flags = &mut slot.as_abi_mut().wc_flags;
-            if *flags & FLAGS_SWAPPED != 0 {
-                *flags = kernel_wc_flags_to_ibv(*flags);
-            }
-        });
-        release(q, cons, n);
-        n as usize
-    })
+fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
+    let c = cq.try_consumer()?;
+    let ring = cq.reader::<AbiWc>();
+    let (cons, n) = c.ready(out.len());
+    // `ready` caps `n` at `out.len()`.
+    let got = out.get_mut(..n as usize).unwrap_or_default();
+    ring.copy_into(cons, got, |slot, wc| {
+        *slot = Wc::from_abi(wc);
+        // The flag bits are put right in the copy, and only when one
+        // of the two swapped bits is set: a test, not a rewrite.
+        let flags = &mut slot.as_abi_mut().wc_flags;
+        if *flags & FLAGS_SWAPPED != 0 {
+            *flags = kernel_wc_flags_to_ibv(*flags);
+        }
+    });
+    c.release(cons, n);
+    Ok(n as usize)
+}
+
+/// Frees, when dropped, the slots of the completions already handed to
+/// a `poll_with` closure: at the end of the poll, or while unwinding from
+/// a panic in the closure (the completions it was given are then
+/// consumed, not handed out a second time).
+struct Handed<'c, 'q> {
+    c: &'c Consumer<'q, CQ_MIN>,
+    cons: u32,
+    n: u32,
+}
+
+impl Drop for Handed<'_, '_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.c.release(self.cons, self.n);
+    }
 }
 
 /// Hands up to `max` completions to `f`, in ring order, then frees their
-/// slots with one release store. Returns how many. Each completion is read
-/// into a local `Wc` (the kernel's flag bits put right) that `f` borrows;
-/// when `f` is inlined, only the fields it reads are loaded.
+/// slots with one release store. Returns how many, or `Err` with the
+/// state of the claim if another consumer holds the CQ (never waits: a
+/// poll of the same CQ from inside `f` gets [`Claim::Lent`]). Each
+/// completion is read into a local `Wc` (the kernel's flag bits put
+/// right) that `f` borrows; when `f` is inlined, only the fields it reads
+/// are loaded. A panic in `f` frees the slots handed out so far and the
+/// claim.
 #[inline(always)]
-pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> usize {
+pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> Result<usize, Claim> {
     if is_empty(cq) || max == 0 {
-        return 0;
+        return Ok(0);
     }
-    cq.with_consumer(|q| {
-        let ring = q.reader::<AbiWc>();
-        let (cons, n) = ready(q, max);
-        ring.for_each(cons, n as usize, |mut wc| {
-            wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
-            f(Wc::from_abi_ref(&wc));
-        });
-        release(q, cons, n);
-        n as usize
-    })
-}
-
-/// The consumer index and how many completions (at most `max`) are ready
-/// after it (acquire: their slots are then the consumer's to read).
-#[inline(always)]
-fn ready(q: &CompletionQueue, max: usize) -> (u32, u32) {
-    let cons = q.consumer_word().load(Ordering::Relaxed);
-    let prod = q.producer_word().load(Ordering::Acquire);
-    let n = ((prod.wrapping_sub(cons) & q.index_mask()) as usize).min(max);
-    (cons, n as u32)
-}
-
-/// Frees the `n` slots after `cons` (release: our reads of them come
-/// first).
-#[inline(always)]
-fn release(q: &CompletionQueue, cons: u32, n: u32) {
-    if n > 0 {
-        q.consumer_word()
-            .store(cons.wrapping_add(n) & q.index_mask(), Ordering::Release);
-    }
+    let c = cq.try_consumer()?;
+    c.lend();
+    let ring = cq.reader::<AbiWc>();
+    let (cons, n) = c.ready(max);
+    // Dropped before `c`: the slots are freed before the claim.
+    let mut handed = Handed { c: &c, cons, n: 0 };
+    ring.for_each(cons, n as usize, |mut wc| {
+        wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+        handed.n += 1;
+        f(Wc::from_abi_ref(&wc));
+    });
+    Ok(n as usize)
 }
 
 /// The two bits [`kernel_wc_flags_to_ibv`] swaps.
@@ -520,6 +526,90 @@ pub const fn kernel_wc_flags_to_ibv(k: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::kernel_wc_flags_to_ibv;
+
+    /// The CQ claim on plain memory (a memfd stands in for the device
+    /// file, as in `benches/rings.rs`): re-entry, contention and a panic
+    /// in a `poll_with` closure.
+    #[cfg(feature = "std")]
+    mod claim {
+        use core::sync::atomic::Ordering;
+
+        use super::super::{poll, poll_with, Claim, CompletionQueue};
+        use crate::abi::uverbs::Wc as AbiWc;
+        use crate::mmap::Mapping;
+        use crate::providers::rxe::queue::{Mminfo, Queue};
+        use crate::wc::Wc;
+        use rustix::fd::OwnedFd;
+        use zerocopy::FromZeros;
+
+        const SLOTS: u32 = 8;
+        const LOG2: u32 = 6;
+        const LEN: usize = 384 + ((SLOTS as usize) << LOG2);
+
+        /// A CQ ring holding completions with `wr_id`s `ids` (the test
+        /// plays the kernel: writes the slots, then the producer index).
+        fn cq_with(ids: &[u64]) -> (OwnedFd, CompletionQueue) {
+            let fd = rustix::fs::memfd_create("verbs-claim-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+            rustix::fs::ftruncate(&fd, LEN as u64).unwrap();
+            let mut kernel = Mapping::new("test", &fd, 0, LEN).unwrap();
+            assert!(kernel.write::<u32>(0, LOG2) && kernel.write::<u32>(4, SLOTS - 1));
+            let cq: CompletionQueue = Queue::map("test", &fd, Mminfo { offset: 0, size: LEN as u32, pad: 0 }).unwrap();
+            for (i, &id) in ids.iter().enumerate() {
+                let mut wc = AbiWc::new_zeroed();
+                wc.wr_id = id;
+                assert!(kernel.write(cq.slot_offset(i as u32), wc));
+            }
+            cq.producer_word().store(ids.len() as u32, Ordering::Release);
+            (fd, cq)
+        }
+
+        fn ids(cq: &CompletionQueue) -> Vec<u64> {
+            let mut out = [Wc::ZERO; 8];
+            let n = poll(cq, &mut out).expect("the CQ is free");
+            out[..n].iter().map(Wc::wr_id).collect()
+        }
+
+        #[test]
+        fn polling_from_inside_poll_with_is_refused_not_a_deadlock() {
+            let (_fd, cq) = cq_with(&[1, 2, 3]);
+            let mut seen = Vec::new();
+            let n = poll_with(&cq, 2, |wc| {
+                seen.push(wc.wr_id());
+                let mut out = [Wc::ZERO; 4];
+                assert_eq!(poll(&cq, &mut out), Err(Claim::Lent));
+                assert_eq!(poll_with(&cq, 4, |_| panic!("handed out twice")), Err(Claim::Lent));
+            })
+            .unwrap();
+            assert_eq!((n, seen), (2, vec![1, 2]));
+            assert_eq!(ids(&cq), [3], "the inner polls took nothing");
+        }
+
+        #[test]
+        fn a_held_cq_is_refused_without_waiting() {
+            let (_fd, cq) = cq_with(&[7]);
+            let c = cq.try_consumer().unwrap();
+            assert_eq!(cq.try_consumer().err(), Some(Claim::Held));
+            let mut out = [Wc::ZERO; 1];
+            assert_eq!(poll(&cq, &mut out), Err(Claim::Held));
+            assert_eq!(poll_with(&cq, 1, |_| ()), Err(Claim::Held));
+            c.lend();
+            assert_eq!(poll(&cq, &mut out), Err(Claim::Lent));
+            drop(c);
+            assert_eq!(ids(&cq), [7]);
+        }
+
+        #[test]
+        fn a_panic_in_the_closure_releases_the_cq_and_consumes_what_it_saw() {
+            let (_fd, cq) = cq_with(&[1, 2, 3, 4]);
+            let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                poll_with(&cq, 4, |wc| assert_ne!(wc.wr_id(), 2, "caller code panics"))
+            }));
+            assert!(r.is_err());
+            // The claim is free again, and 1 and 2 were handed out once.
+            assert_eq!(ids(&cq), [3, 4]);
+            assert_eq!(ids(&cq), [0u64; 0]);
+        }
+    }
 
     #[test]
     fn wc_flags_swap_bits_2_and_3_only() {

@@ -43,14 +43,17 @@
 //!   either as a borrow of `&mut Queue` (exclusive by the borrow rules) or
 //!   while holding the queue's `claim` flag, which only one `Producer` at a
 //!   time can hold (acquire compare-exchange on entry, release store in
-//!   `Drop`). The same flag serialises consumers of a shared CQ
-//!   ([`Queue::with_consumer`]).
+//!   `Drop`, which also runs while unwinding). The same flag serialises
+//!   consumers of a shared CQ ([`Queue::try_consumer`]), which never wait
+//!   for it: a consumer that finds it held gets `None` (the caller reports
+//!   `Busy`), so a consumer that runs caller code while holding it (a
+//!   `poll_with` closure that polls the same CQ) cannot deadlock.
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustix::fd::AsFd;
 use static_assertions::const_assert_eq;
@@ -111,9 +114,23 @@ pub struct Queue<const MIN: usize = 0> {
     elem_size: usize,
     /// Start of the mapping (page aligned; valid while `map` lives, M1).
     base: NonNull<u8>,
-    /// Held by the one [`Producer`] or consumer working on a queue that is
-    /// reached through `&Queue` (SRQ, CQ).
-    claim: AtomicBool,
+    /// Held by the one [`Producer`] or [`Consumer`] working on a queue
+    /// that is reached through `&Queue` (SRQ, CQ): [`Claim`] states.
+    claim: AtomicU8,
+}
+
+/// The states of a queue's claim flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Claim {
+    /// Nobody holds it.
+    Free = 0,
+    /// Held by library code (a producer, or a consumer copying
+    /// completions), which runs no caller code and cannot block.
+    Held = 1,
+    /// Held by a consumer while caller code runs (a `poll_with` closure),
+    /// which may take any time, or poll the same queue.
+    Lent = 2,
 }
 
 // SAFETY: `base` is a copy of the pointer `map` owns; a `Queue` is as
@@ -154,7 +171,7 @@ impl<const MIN: usize> Queue<MIN> {
             log2_elem_size: log2,
             index_mask: mask,
             elem_size: 1 << log2,
-            claim: AtomicBool::new(false),
+            claim: AtomicU8::new(Claim::Free as u8),
         })
     }
 
@@ -250,21 +267,28 @@ impl<const MIN: usize> Queue<MIN> {
         }
     }
 
-    /// Runs `f` as the only consumer of a queue reached through `&Queue`
-    /// (a CQ shared by QPs and threads).
+    /// The only consumer of a queue reached through `&Queue` (a CQ shared
+    /// by QPs and threads), or, without waiting, `Err` with the state of
+    /// the claim if another consumer holds it ([`Claim::Held`]: another
+    /// thread is polling; [`Claim::Lent`]: caller code runs inside a poll,
+    /// on this thread or another). One compare-exchange. The [`Consumer`]
+    /// releases the claim when dropped, also while unwinding.
     #[inline]
-    pub fn with_consumer<R>(&self, f: impl FnOnce(&Self) -> R) -> R {
-        self.acquire_claim();
-        let r = f(self);
-        self.claim.store(false, Ordering::Release);
-        r
+    pub fn try_consumer(&self) -> core::result::Result<Consumer<'_, MIN>, Claim> {
+        match self.claim.compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => Ok(Consumer { q: self }),
+            Err(v) if v == Claim::Lent as u8 => Err(Claim::Lent),
+            Err(_) => Err(Claim::Held),
+        }
     }
 
+    /// Waits for the claim (producers only: they run no caller code while
+    /// holding it, so a holder lets go after a bounded number of steps).
     #[inline]
     fn acquire_claim(&self) {
         while self
             .claim
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange_weak(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             core::hint::spin_loop();
@@ -353,7 +377,7 @@ impl<T: FromBytes> SlotReader<'_, T> {
     ///
     /// Only meaningful for slots the consumer owns (Q2: in `[consumer,
     /// producer)` after an acquire load of the producer index, inside
-    /// [`Queue::with_consumer`]); other slots may be stale or changing,
+    /// [`Queue::try_consumer`]); other slots may be stale or changing,
     /// but the reads are still in bounds.
     #[inline(always)]
     pub fn for_each(&self, start: u32, n: usize, mut f: impl FnMut(T)) {
@@ -493,7 +517,54 @@ impl<const MIN: usize> Drop for Producer<'_, MIN> {
     #[inline]
     fn drop(&mut self) {
         if self.claimed {
-            self.q.claim.store(false, Ordering::Release);
+            self.q.claim.store(Claim::Free as u8, Ordering::Release);
         }
+    }
+}
+
+/// The right to read a consumer ring's elements and free them: holds the
+/// queue's claim flag (Q3), released on drop (also while unwinding), so
+/// no other thread of the process reads or frees slots meanwhile. Made by
+/// [`Queue::try_consumer`].
+pub struct Consumer<'q, const MIN: usize> {
+    q: &'q Queue<MIN>,
+}
+
+impl<const MIN: usize> Consumer<'_, MIN> {
+    /// The consumer index and how many elements (at most `max`) are ready
+    /// after it (producer index loaded with acquire: their slots are then
+    /// the consumer's to read, Q2).
+    #[inline(always)]
+    pub fn ready(&self, max: usize) -> (u32, u32) {
+        let cons = self.q.consumer_word().load(Ordering::Relaxed);
+        let prod = self.q.producer_word().load(Ordering::Acquire);
+        let n = ((prod.wrapping_sub(cons) & self.q.index_mask) as usize).min(max);
+        (cons, n as u32)
+    }
+
+    /// Frees the `n` slots after `cons` (release: the reads of them come
+    /// first).
+    #[inline(always)]
+    pub fn release(&self, cons: u32, n: u32) {
+        if n > 0 {
+            self.q
+                .consumer_word()
+                .store(cons.wrapping_add(n) & self.q.index_mask, Ordering::Release);
+        }
+    }
+
+    /// Marks the claim as lent to caller code until this consumer is
+    /// dropped: a consumer that comes meanwhile is told [`Claim::Lent`].
+    /// (A relaxed store: only the holder writes the flag.)
+    #[inline(always)]
+    pub fn lend(&self) {
+        self.q.claim.store(Claim::Lent as u8, Ordering::Relaxed);
+    }
+}
+
+impl<const MIN: usize> Drop for Consumer<'_, MIN> {
+    #[inline]
+    fn drop(&mut self) {
+        self.q.claim.store(Claim::Free as u8, Ordering::Release);
     }
 }

@@ -255,3 +255,60 @@ fn rxe_transition_errors_compose() {
     let qp = RcQp::create(&pd, init_attr(&cq, &cq, None, CAP)).unwrap();
     assert!(bring_up(qp, INIT).is_ok());
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_poll_with_refuses_reentry_and_survives_a_panic() {
+    use core::panic::AssertUnwindSafe;
+    use std::panic::catch_unwind;
+    let ctx = open_rxe();
+    let pd = Pd::alloc(&ctx).unwrap();
+    let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
+    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let abuf = vec![0u8; 64];
+    let bbuf = vec![0u8; 256];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
+    let rs = [Sge::from_mr(&bmr, 0, 64)];
+    b.post_recv(&[RecvWr::new(0, &rs), RecvWr::new(0, &rs), RecvWr::new(0, &rs)]).unwrap();
+    let ss = [Sge::from_mr(&amr, 0, 8)];
+    let sig = SendFlags::SIGNALED;
+    a.post_send(&[SendWr::send(1, &ss).flags(sig), SendWr::send(2, &ss).flags(sig), SendWr::send(3, &ss).flags(sig)])
+        .unwrap();
+
+    // The closure polls the same CQ (here and from another thread), then
+    // panics: both polls are Busy errors, the panic leaves the CQ usable.
+    let (mut here, mut there) = (None, None);
+    let start = std::time::Instant::now();
+    let outcome = loop {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            scq.poll_with(8, |wc| {
+                here = Some(scq.poll(&mut [verbs::Wc::ZERO; 1]));
+                there = Some(std::thread::scope(|s| s.spawn(|| scq.poll(&mut [verbs::Wc::ZERO; 1]).map(|_| ())).join().unwrap()));
+                panic!("caller code panics at wr_id {}", wc.wr_id());
+            })
+        }));
+        match r {
+            Ok(Ok(0)) => {
+                assert!(start.elapsed().as_secs() < 30, "no completion after 30 s");
+                std::thread::sleep(core::time::Duration::from_millis(1));
+            }
+            other => break other,
+        }
+    };
+    assert!(outcome.is_err(), "the closure panicked: {outcome:?}");
+    for e in [here.unwrap().map(|_| ()).unwrap_err(), there.unwrap().unwrap_err()] {
+        assert_eq!((e.verb(), e.kind()), ("ibv_poll_cq", ErrorKind::Busy), "{e}");
+        assert!(e.detail().is_some_and(|d| d.contains("poll_with")), "{e}");
+    }
+    // The completion handed to the closure was consumed; the rest arrive
+    // once each, through both kinds of poll.
+    let mut rest = Vec::new();
+    while rest.len() < 2 {
+        assert!(start.elapsed().as_secs() < 30, "only {rest:?} after 30 s");
+        scq.poll_with(1, |wc| rest.push(wc.wr_id())).expect("the CQ is free again");
+    }
+    assert_eq!(rest, [2, 3]);
+    assert_eq!(wait(&rcq, 3).len(), 3);
+    assert_quiet(&scq);
+}

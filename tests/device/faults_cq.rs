@@ -8,7 +8,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::comp_channel::poll_in;
-use super::rig::{assert_quiet, init_attr, open_rxe, rc_pair, wait, ALL_ACCESS, CAP};
+use super::rig::{init_attr, open_rxe, rc_pair, ALL_ACCESS, CAP};
 use verbs::wr::{SendFlags, SendWr};
 use verbs::{AsyncElement, AsyncEvent, Cq, EventType, Mr, Pd, Wc, WcStatus};
 
@@ -60,10 +60,8 @@ fn rxe_cq_overrun_raises_cq_err() {
     let got: Vec<_> = wc[..k].iter().map(|w| (w.wr_id(), w.status())).collect();
     assert_eq!(got, (0..n).map(|id| (id, WcStatus::Success)).collect::<Vec<_>>());
     assert_eq!(small.poll(&mut wc).expect("ibv_poll_cq"), 0, "the overflowing completions were dropped");
-    // The drained CQ works again: a later request completes on it.
-    a.post_send(&[SendWr::rdma_write(100, &[], bmr.addr(), bmr.rkey()).inline(&data).flags(SIG)])
-        .expect("ibv_post_send after the overrun");
-    let c = wait(&small, 1);
-    assert_eq!((c[0].wr_id(), c[0].status()), (100, WcStatus::Success));
-    assert_quiet(&small);
+    // What follows on the requester is rxe's business (its QP may or may
+    // not have been failed by the dropped completions, depending on timing),
+    // so no request is posted after the overrun.
+    eprintln!("CQ of {n}: requester now {:?}", a.query().map(|q| q.qp_state));
 }

@@ -165,9 +165,9 @@ fn run(o: &Opts) -> Result<(), String> {
     let ctx = Context::open(list.by_name(&o.dev).map_err(e("device"))?).map_err(e("ibv_open_device"))?;
     let gid = ctx.query_gid(1, o.gid_index).map_err(e("ibv_query_gid"))?;
     let pd = Pd::alloc(&ctx).map_err(e("ibv_alloc_pd"))?;
-    let mut buf = vec![0x5au8; 1 << 16];
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
-    let mr = Mr::reg(&pd, &mut buf, access).map_err(e("ibv_reg_mr"))?;
+    let mut mr = Mr::alloc(&pd, 1 << 16, access).map_err(e("ibv_reg_mr"))?;
+    mr.fill(0, 1 << 16, 0x5a).map_err(e("fill"))?;
     let scq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // A's send CQ
     let rcq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // B's recv CQ
     let ocq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // the other two

@@ -1,18 +1,28 @@
 //! Memory regions (`struct ibv_mr`): `ibv_reg_mr`, `ibv_rereg_mr`,
 //! `ibv_dereg_mr`.
 //!
-//! # Memory safety
+//! # Memory safety: the region owns its buffer
 //!
 //! Registering memory lets the device (and, with remote access, a peer)
-//! read and write it later, outside any Rust borrow. The safe constructors
-//! therefore take the buffer as `&'a mut [u8]` and keep that mutable borrow
-//! for the region's whole life: while the [`Mr`] exists no Rust reference
-//! can alias the registered bytes, and the buffer is usable again (through
-//! the original binding) only after the region is deregistered. The data
-//! path reaches the bytes through [`Mr::as_ptr`] (raw pointer, never a
-//! reference). Memory managed outside Rust's borrow system (`mmap`,
-//! hugepages, device memory windows into a foreign allocator) is registered
-//! with the `unsafe` [`Mr::reg_raw`], whose contract the caller upholds.
+//! read and write it later, outside any Rust borrow, until the region is
+//! deregistered. Rust does not promise that a value is ever dropped
+//! (`core::mem::forget` is safe), so a region that merely borrowed its
+//! buffer could be forgotten, ending the borrow while the registration
+//! stays. A [`Mr`] therefore *owns* its buffer (any [`MrBuffer`]: `Vec<u8>`,
+//! `Box<[u8]>`, `&'static mut [u8]`, or the page-aligned [`PageBuf`] that
+//! [`Mr::alloc`] maps): the buffer comes back only from a deregistration
+//! the kernel accepted ([`Mr::destroy`]). Forgetting a region leaks its
+//! buffer; a `Drop` whose `DEREG_MR` the kernel refuses (rxe, while a type
+//! 2 memory window is bound) leaks it too, so registered memory is never
+//! freed. While registered, the bytes are reached only through
+//! [`Mr::read_at`] / [`Mr::write_at`] (volatile copies) or raw pointers
+//! ([`Mr::as_ptr`]), never through a reference the device could write
+//! under. Memory managed outside Rust (`mmap` of a file, hugepages, a
+//! foreign allocator) is registered with the `unsafe` [`Mr::reg_raw`].
+//!
+//! A memory window bound to a region keeps the region borrowed for the
+//! window's whole life (see [`MwBind`](crate::wr::MwBind)), so the region
+//! cannot even be dropped while a window over it exists.
 //!
 //! # Checks before the kernel is asked
 //!
@@ -28,21 +38,28 @@
 //!
 //! # Safety
 //!
-//! This file contains no `unsafe` block. It opts out of `unsafe_code` only
-//! to *declare* the `unsafe fn` [`Mr::reg_raw`], whose contract (no Rust
-//! reference to the range while the device may access it; the range stays
-//! mapped while registered) moves the borrow-checker's job to the caller.
-//! The safe constructors uphold that contract by holding `&'a mut [u8]`
-//! for the region's life.
+//! This file calls one `unsafe fn`: [`MrBuffer::from_raw`], to give a
+//! buffer back. It does so at most once per registration, with the parts
+//! [`MrBuffer::into_raw`] gave (kept in a `ManuallyDrop`), and only when
+//! the kernel holds no registration over the memory: after `DEREG_MR`
+//! succeeded, or after `REG_MR` was refused (an errno from the kernel, or a
+//! check before the syscall). A failed deregistration in `Drop`, a
+//! forgotten region or an answer without an errno leave the parts unused:
+//! the memory leaks (`src/mr_buf.rs`, B1-B2). It also declares the `unsafe
+//! fn` [`Mr::reg_raw`], whose contract is [`RawMem::new`]'s.
 #![allow(unsafe_code)]
 
+use core::fmt;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 
 use zerocopy::FromZeros;
 
 use crate::abi::uverbs::{DeregMr, RegMr, ReregMr};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
+
+pub use crate::mr_buf::{MrBuffer, PageBuf, RawMem};
 
 bitflags::bitflags! {
     /// `enum ibv_access_flags` (same bits as the kernel's
@@ -164,65 +181,145 @@ fn exec_reg_mr(ctx: &crate::Context, cmd: &RegMr) -> Result<crate::abi::uverbs::
     }
 }
 
-/// A registered memory region (`struct ibv_mr`).
+/// The keys and geometry the kernel gave a registration.
+struct Keys {
+    handle: u32,
+    lkey: u32,
+    rkey: u32,
+}
+
+/// Checks and sends `REG_MR` for `addr..addr+len` (not generic: one copy
+/// for every buffer type).
+fn register(pd: &Pd<'_>, addr: usize, len: usize, iova: u64, access: AccessFlags) -> Result<Keys> {
+    const VERB: &str = "ibv_reg_mr";
+    check_access(VERB, access)?;
+    check_translation(VERB, addr, len, iova)?;
+    let mut cmd = RegMr::new_zeroed();
+    cmd.start = addr as u64;
+    cmd.length = len as u64;
+    cmd.hca_va = iova;
+    cmd.pd_handle = pd.handle();
+    cmd.access_flags = access.bits();
+    let guard = crate::fork::ForkRange::protect(VERB, addr, len, access)?;
+    let resp = exec_reg_mr(pd.context(), &cmd).map_err(map_pin_error)?;
+    guard.keep();
+    Ok(Keys { handle: resp.mr_handle, lkey: resp.lkey, rkey: resp.rkey })
+}
+
+/// Why [`Mr::reg`] failed, with the buffer given back.
+pub struct RegError<B> {
+    /// What went wrong.
+    pub error: Error,
+    /// The buffer, unregistered and unchanged; `None` only if the kernel's
+    /// answer could not be read (then it may hold a registration, and the
+    /// buffer is leaked rather than freed).
+    pub buf: Option<B>,
+}
+
+impl<B> RegError<B> {
+    /// The error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.error.kind()
+    }
+
+    /// The verb that failed.
+    pub fn verb(&self) -> &'static str {
+        self.error.verb()
+    }
+
+    /// The kernel's errno, if the kernel answered.
+    pub fn errno(&self) -> Option<rustix::io::Errno> {
+        self.error.errno()
+    }
+}
+
+impl<B> fmt::Debug for RegError<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegError").field("error", &self.error).finish_non_exhaustive()
+    }
+}
+
+impl<B> fmt::Display for RegError<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<B> core::error::Error for RegError<B> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<B> From<RegError<B>> for Error {
+    fn from(e: RegError<B>) -> Error {
+        e.error
+    }
+}
+
+/// A registered memory region (`struct ibv_mr`) that owns its buffer `B`.
 ///
-/// `'a` covers both the protection domain and the registered buffer: the
-/// region borrows the PD (so the PD cannot be freed under it) and keeps the
-/// buffer mutably borrowed until it is deregistered.
+/// `'a` is the protection domain's borrow (the PD cannot be freed under
+/// the region). The buffer is given back only by [`Mr::destroy`] after the
+/// kernel deregistered it; dropping the region deregisters and frees it;
+/// forgetting the region (or a deregistration the kernel refuses in
+/// `Drop`) leaks it, so the device never writes memory Rust reuses.
 #[doc(alias = "ibv_mr")]
-#[derive(Debug)]
-pub struct Mr<'a> {
+pub struct Mr<'a, B: MrBuffer = PageBuf> {
     pd: &'a Pd<'a>,
     handle: u32,
     lkey: u32,
     rkey: u32,
-    /// Start address (kept as an integer: `Mr` never dereferences it, and
-    /// an integer keeps the type `Send`/`Sync` like the `&mut [u8]` it
-    /// stands for).
+    /// Start address (an integer: `Mr` never dereferences it itself;
+    /// `mr_io` does, under its own rules).
     addr: usize,
     len: usize,
     iova: u64,
     access: AccessFlags,
-    /// The registered bytes stay exclusively borrowed (safe constructors)
-    /// or promised to us by the caller (`reg_raw`).
-    _buf: PhantomData<&'a mut [u8]>,
+    /// The rest of the buffer's parts; handed to `B::from_raw` once, only
+    /// when no registration covers the memory any more.
+    raw: ManuallyDrop<B::Raw>,
+    /// The region owns a `B` (auto traits follow it).
+    _buf: PhantomData<B>,
 }
 
-impl<'a> Mr<'a> {
-    /// `ibv_reg_mr`: registers `buf` with the device under `pd`.
-    ///
-    /// The buffer stays borrowed until the region is deregistered (dropped
-    /// or [`Mr::destroy`]ed). The I/O virtual address is the buffer's
-    /// address, as in `ibv_reg_mr`.
+impl<B: MrBuffer> fmt::Debug for Mr<'_, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mr")
+            .field("handle", &self.handle)
+            .field("lkey", &self.lkey)
+            .field("rkey", &self.rkey)
+            .field("addr", &(self.addr as *const u8))
+            .field("len", &self.len)
+            .field("iova", &self.iova)
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Mr<'a, PageBuf> {
+    /// Maps `len` bytes of zeroed, page-aligned memory ([`PageBuf`]) and
+    /// registers them (`ibv_reg_mr` on fresh memory).
     #[doc(alias = "ibv_reg_mr")]
-    pub fn reg(pd: &'a Pd<'a>, buf: &'a mut [u8], access: AccessFlags) -> Result<Self> {
-        let iova = buf.as_ptr() as u64;
-        Self::reg_iova(pd, buf, iova, access)
+    pub fn alloc(pd: &'a Pd<'a>, len: usize, access: AccessFlags) -> Result<Self> {
+        let buf = PageBuf::new(len).map_err(|e| match e.errno() {
+            Some(errno) => Error::with_errno("ibv_reg_mr", e.kind(), errno),
+            None => Error::new("ibv_reg_mr", e.kind()),
+        })?;
+        Ok(Self::reg(pd, buf, access)?)
     }
+}
 
-    /// `ibv_reg_mr_iova`: like [`Mr::reg`], but peers address the region
-    /// with `iova` instead of the buffer's address (its offset within the
-    /// page must match the buffer's).
-    #[doc(alias = "ibv_reg_mr_iova")]
-    #[doc(alias = "ibv_reg_mr_iova2")]
-    pub fn reg_iova(pd: &'a Pd<'a>, buf: &'a mut [u8], iova: u64, access: AccessFlags) -> Result<Self> {
-        let (addr, len) = (buf.as_mut_ptr(), buf.len());
-        Self::register(pd, addr as usize, len, iova, access)
-    }
-
-    /// `ibv_reg_mr_iova` on memory this crate cannot borrow-check.
+impl<'a> Mr<'a, RawMem> {
+    /// `ibv_reg_mr_iova` on memory this crate cannot own: `len` bytes at
+    /// `addr` (shorthand for [`Mr::reg_iova`] of [`RawMem::new`]).
     ///
     /// # Safety
     ///
-    /// For the whole life of the returned region (until it is dropped or
-    /// destroyed), the caller guarantees that:
-    /// * no Rust reference (`&`/`&mut`) to any byte of `addr..addr+len`
-    ///   is used while a work request or a peer (with remote access) may
-    ///   read or write those bytes — accesses go through raw pointers,
-    ///   volatile or atomic operations only;
-    /// * the range is not unmapped or remapped while the region exists
-    ///   (the kernel keeps the old pages pinned, so the device would keep
-    ///   using memory the process no longer sees).
+    /// [`RawMem::new`]'s contract, for the whole life of the region —
+    /// forever if the region is leaked: `addr..addr+len` stays mapped, and
+    /// no Rust reference to its bytes is used while a work request or a
+    /// peer (with remote access) may read or write them.
     ///
     /// Unmapped memory at registration time is *not* undefined behaviour:
     /// the kernel refuses it with `EFAULT` ([`ErrorKind::BadAddress`]).
@@ -234,35 +331,76 @@ impl<'a> Mr<'a> {
         iova: u64,
         access: AccessFlags,
     ) -> Result<Self> {
-        Self::register(pd, addr as usize, len, iova, access)
+        // SAFETY: the caller upholds `RawMem::new`'s contract (above).
+        let mem = unsafe { RawMem::new(addr, len) };
+        Ok(Self::reg_iova(pd, mem, iova, access)?)
+    }
+}
+
+impl<'a, B: MrBuffer> Mr<'a, B> {
+    /// `ibv_reg_mr`: registers `buf` with the device under `pd`; the
+    /// region owns it from now on.
+    ///
+    /// The I/O virtual address is the buffer's address, as in
+    /// `ibv_reg_mr`. On failure the buffer comes back in the error.
+    #[doc(alias = "ibv_reg_mr")]
+    pub fn reg(pd: &'a Pd<'a>, buf: B, access: AccessFlags) -> core::result::Result<Self, RegError<B>> {
+        let (ptr, len, raw) = buf.into_raw();
+        Self::with_parts(pd, ptr, len, ptr as u64, access, raw)
     }
 
-    fn register(pd: &'a Pd<'a>, addr: usize, len: usize, iova: u64, access: AccessFlags) -> Result<Self> {
-        const VERB: &str = "ibv_reg_mr";
-        check_access(VERB, access)?;
-        check_translation(VERB, addr, len, iova)?;
-        let mut cmd = RegMr::new_zeroed();
-        cmd.start = addr as u64;
-        cmd.length = len as u64;
-        cmd.hca_va = iova;
-        cmd.pd_handle = pd.handle();
-        cmd.access_flags = access.bits();
-        let ctx = pd.context();
-        let guard = crate::fork::ForkRange::protect(VERB, addr, len, access)?;
-        let resp = exec_reg_mr(ctx, &cmd)
-        .map_err(map_pin_error)?;
-        guard.keep();
-        Ok(Self {
-            pd,
-            handle: resp.mr_handle,
-            lkey: resp.lkey,
-            rkey: resp.rkey,
-            addr,
-            len,
-            iova,
-            access,
-            _buf: PhantomData,
-        })
+    /// `ibv_reg_mr_iova`: like [`Mr::reg`], but peers address the region
+    /// with `iova` instead of the buffer's address (its offset within the
+    /// page must match the buffer's).
+    #[doc(alias = "ibv_reg_mr_iova")]
+    #[doc(alias = "ibv_reg_mr_iova2")]
+    pub fn reg_iova(
+        pd: &'a Pd<'a>,
+        buf: B,
+        iova: u64,
+        access: AccessFlags,
+    ) -> core::result::Result<Self, RegError<B>> {
+        let (ptr, len, raw) = buf.into_raw();
+        Self::with_parts(pd, ptr, len, iova, access, raw)
+    }
+
+    fn with_parts(
+        pd: &'a Pd<'a>,
+        ptr: *mut u8,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+        raw: B::Raw,
+    ) -> core::result::Result<Self, RegError<B>> {
+        let addr = ptr as usize;
+        match register(pd, addr, len, iova, access) {
+            Ok(k) => Ok(Self {
+                pd,
+                handle: k.handle,
+                lkey: k.lkey,
+                rkey: k.rkey,
+                addr,
+                len,
+                iova,
+                access,
+                raw: ManuallyDrop::new(raw),
+                _buf: PhantomData,
+            }),
+            // A check before the syscall, or the kernel's refusal: no
+            // registration exists.
+            Err(error) if error.errno().is_some() || error.kind() != ErrorKind::Malformed => {
+                // SAFETY: the parts `into_raw` just gave, used once; the
+                // kernel holds no registration over them.
+                let buf = unsafe { B::from_raw(ptr, len, raw) };
+                Err(RegError { error, buf: Some(buf) })
+            }
+            // An answer we could not read: the kernel may have registered
+            // the memory, so the buffer is leaked, never freed.
+            Err(error) => {
+                core::mem::forget(raw);
+                Err(RegError { error, buf: None })
+            }
+        }
     }
 
     /// The local key, for scatter/gather entries.
@@ -318,13 +456,18 @@ impl<'a> Mr<'a> {
 
     /// `ibv_rereg_mr`: changes the region in place (same handle) as
     /// `change` says. The keys may change; on error nothing changes on
-    /// our side (the kernel leaves the region as it was).
+    /// our side.
+    ///
+    /// A translation change ([`Rereg::buf`]) gives the region a new buffer
+    /// and returns the old one. If the kernel refuses it, which memory the
+    /// registration covers is not certain (drivers differ), so the new
+    /// buffer is leaked rather than freed.
     ///
     /// rxe implements PD and access changes; siw and rxe refuse
     /// translation changes, and providers without `rereg_user_mr` refuse
     /// everything ([`ErrorKind::Unsupported`]).
     #[doc(alias = "ibv_rereg_mr")]
-    pub fn rereg(&mut self, change: Rereg<'a>) -> Result<()> {
+    pub fn rereg(&mut self, change: Rereg<'a, B>) -> Result<Option<B>> {
         const VERB: &str = "ibv_rereg_mr";
         let mut flags = ReregFlags::empty();
         let mut cmd = ReregMr::new_zeroed();
@@ -338,50 +481,72 @@ impl<'a> Mr<'a> {
             cmd.pd_handle = pd.handle();
             new.0 = pd;
         }
-        if let Some(buf) = change.buf {
-            let (addr, len) = (buf.as_mut_ptr() as usize, buf.len());
-            let iova = change.iova.unwrap_or(addr as u64);
-            check_translation(VERB, addr, len, iova)?;
-            flags |= ReregFlags::CHANGE_TRANSLATION;
-            (cmd.start, cmd.length, cmd.hca_va) = (addr as u64, len as u64, iova);
-            (new.1, new.2, new.3) = (addr, len, iova);
-        } else if change.iova.is_some() {
-            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
-        }
         if let Some(access) = change.access {
             check_access(VERB, access)?;
             flags |= ReregFlags::CHANGE_ACCESS;
             cmd.access_flags = access.bits();
             new.4 = access;
         }
-        if flags.is_empty() {
-            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
-        }
-        cmd.flags = flags.bits();
-        let guard = if flags.contains(ReregFlags::CHANGE_TRANSLATION) {
-            Some(crate::fork::ForkRange::protect(VERB, new.1, new.2, new.4)?)
-        } else {
-            None
+        let Some(buf) = change.buf else {
+            if change.iova.is_some() || flags.is_empty() {
+                return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+            }
+            cmd.flags = flags.bits();
+            let resp = self.pd.context().channel().exec(VERB, &cmd, &[], &mut []).map_err(map_pin_error)?;
+            (self.pd, self.access) = (new.0, new.4);
+            (self.lkey, self.rkey) = (resp.lkey, resp.rkey);
+            return Ok(None);
         };
-        let resp = self.pd.context().channel().exec(VERB, &cmd, &[], &mut []).map_err(map_pin_error)?;
-        if let Some(g) = guard {
-            g.keep();
-            crate::fork::ForkRange::release(self.addr, self.len, self.access);
+        let (ptr, len, raw) = buf.into_raw();
+        let addr = ptr as usize;
+        let iova = change.iova.unwrap_or(addr as u64);
+        let give_back = |e: Error, raw| {
+            // SAFETY: the parts `into_raw` just gave, used once; the
+            // kernel was not asked to register them.
+            drop(unsafe { B::from_raw(ptr, len, raw) });
+            e
+        };
+        if let Err(e) = check_translation(VERB, addr, len, iova) {
+            return Err(give_back(e, raw));
         }
-        (self.pd, self.addr, self.len, self.iova, self.access) = new;
-        self.lkey = resp.lkey;
-        self.rkey = resp.rkey;
-        Ok(())
+        flags |= ReregFlags::CHANGE_TRANSLATION;
+        (cmd.start, cmd.length, cmd.hca_va) = (addr as u64, len as u64, iova);
+        cmd.flags = flags.bits();
+        let guard = match crate::fork::ForkRange::protect(VERB, addr, len, new.4) {
+            Ok(g) => g,
+            Err(e) => return Err(give_back(e, raw)),
+        };
+        // From here a refusal leaks `raw` (see the docs): the memory the
+        // registration covers afterwards is the driver's business.
+        let resp = self.pd.context().channel().exec(VERB, &cmd, &[], &mut []).map_err(map_pin_error)?;
+        guard.keep();
+        crate::fork::ForkRange::release(self.addr, self.len, self.access);
+        let (old_ptr, old_len) = (self.addr as *mut u8, self.len);
+        let old_raw = core::mem::replace(&mut self.raw, ManuallyDrop::new(raw));
+        (self.pd, self.addr, self.len, self.iova, self.access) = (new.0, addr, len, iova, new.4);
+        (self.lkey, self.rkey) = (resp.lkey, resp.rkey);
+        // SAFETY: the old buffer's parts, kept since its registration and
+        // used once; the kernel moved the registration to the new buffer.
+        Ok(Some(unsafe { B::from_raw(old_ptr, old_len, ManuallyDrop::into_inner(old_raw)) }))
     }
 
-    /// `ibv_dereg_mr`: deregisters the region, returning it with the error
-    /// if the kernel refuses (`EBUSY` while memory windows are bound to it).
+    /// `ibv_dereg_mr`: deregisters the region and gives its buffer back.
+    /// If the kernel refuses (`EINVAL` on rxe while a type 2 memory window
+    /// is bound, `EBUSY` elsewhere) the region comes back, still
+    /// registered, with the error: try again once the cause is gone, or
+    /// drop it — a drop whose deregistration fails leaks the buffer.
     #[doc(alias = "ibv_dereg_mr")]
-    pub fn destroy(self) -> core::result::Result<(), DestroyError<Self>> {
+    pub fn destroy(self) -> core::result::Result<B, DestroyError<Self>> {
         match self.dereg() {
             Ok(()) => {
-                core::mem::forget(self);
-                Ok(())
+                let mut this = ManuallyDrop::new(self);
+                // SAFETY: `this` is never used or dropped again, so the
+                // parts are taken once; `DEREG_MR` succeeded, so no
+                // registration covers the memory.
+                let raw = unsafe { ManuallyDrop::take(&mut this.raw) };
+                // SAFETY: the parts `into_raw` gave at registration (or at
+                // the last translation change), used once.
+                Ok(unsafe { B::from_raw(this.addr as *mut u8, this.len, raw) })
             }
             Err(error) => Err(DestroyError { error, object: self }),
         }
@@ -396,29 +561,46 @@ impl<'a> Mr<'a> {
     }
 }
 
-impl Drop for Mr<'_> {
+impl<B: MrBuffer> Drop for Mr<'_, B> {
     fn drop(&mut self) {
-        if let Err(e) = self.dereg() {
-            crate::error::report_drop_failure(e);
+        match self.dereg() {
+            Ok(()) => {
+                // SAFETY: `drop` runs once and `self.raw` is not used
+                // after it; `DEREG_MR` succeeded, so no registration covers
+                // the memory.
+                let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+                // SAFETY: the parts `into_raw` gave, used once.
+                drop(unsafe { B::from_raw(self.addr as *mut u8, self.len, raw) });
+            }
+            // The kernel still holds the registration (e.g. a memory
+            // window is bound): the buffer is leaked — `raw` stays in its
+            // `ManuallyDrop` — never freed.
+            Err(e) => crate::error::report_drop_failure(e),
         }
     }
 }
 
 /// What [`Mr::rereg`] changes; fields left `None` stay as they are
 /// (`IBV_REREG_MR_CHANGE_*` is set for each `Some`).
-#[derive(Debug, Default)]
-pub struct Rereg<'a> {
+#[derive(Debug)]
+pub struct Rereg<'a, B = PageBuf> {
     /// New protection domain (`IBV_REREG_MR_CHANGE_PD`); must belong to
     /// the same context.
     pub pd: Option<&'a Pd<'a>>,
-    /// New memory (`IBV_REREG_MR_CHANGE_TRANSLATION`); borrowed for the
-    /// rest of the region's life like the original buffer.
-    pub buf: Option<&'a mut [u8]>,
+    /// New memory (`IBV_REREG_MR_CHANGE_TRANSLATION`), owned by the region
+    /// from then on; the old buffer is returned.
+    pub buf: Option<B>,
     /// I/O virtual address for `buf` (default: its address); only with
     /// `buf`.
     pub iova: Option<u64>,
     /// New access flags (`IBV_REREG_MR_CHANGE_ACCESS`).
     pub access: Option<AccessFlags>,
+}
+
+impl<B> Default for Rereg<'_, B> {
+    fn default() -> Self {
+        Self { pd: None, buf: None, iova: None, access: None }
+    }
 }
 
 #[cfg(test)]

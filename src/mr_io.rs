@@ -1,9 +1,9 @@
 //! Reading and writing the bytes of a registered region while it is
 //! registered.
 //!
-//! A safe [`Mr`] keeps its buffer mutably borrowed for its whole life, so
-//! no Rust reference to those bytes exists while the device (or, with
-//! remote access, a peer) may read or write them. The application still
+//! A [`Mr`] owns its buffer, taken apart into raw parts, for its whole
+//! life, so no Rust reference to those bytes exists while the device (or,
+//! with remote access, a peer) may read or write them. The application still
 //! needs to fill send buffers and look at what arrived: these methods
 //! copy between the region and ordinary Rust memory with volatile
 //! accesses through the raw address, never forming a reference to the
@@ -12,10 +12,12 @@
 //! # Safety
 //!
 //! * **R1 — the range is live.** `addr..addr+len` of a [`Mr`] is memory
-//!   the process owns and keeps mapped while the `Mr` exists: the safe
-//!   constructors take it from a `&'a mut [u8]` that outlives the `Mr`;
-//!   `Mr::reg_raw`'s caller promises it. Every copy is bounds-checked
-//!   against `len` first.
+//!   the process owns and keeps mapped while the `Mr` exists: the `Mr`
+//!   holds the raw parts of its [`MrBuffer`](crate::MrBuffer), whose
+//!   contract keeps the range allocated and untouched by anyone else until
+//!   the parts are given back (after deregistration, which consumes the
+//!   `Mr`); for `RawMem` (`Mr::reg_raw`) the caller promised the same.
+//!   Every copy is bounds-checked against `len` first.
 //! * **R2 — no references.** The bytes are only touched with volatile
 //!   byte reads/writes through raw pointers (valid for any bit pattern,
 //!   alignment 1), so concurrent DMA by the kernel (rxe copies into user
@@ -26,9 +28,9 @@
 #![allow(unsafe_code)]
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mr::Mr;
+use crate::mr::{Mr, MrBuffer};
 
-impl Mr<'_> {
+impl<B: MrBuffer> Mr<'_, B> {
     fn range(&self, verb: &'static str, offset: usize, n: usize) -> Result<*mut u8> {
         match offset.checked_add(n) {
             Some(end) if end <= self.len() => Ok(self.as_ptr().wrapping_add(offset)),

@@ -6,6 +6,8 @@
 //! types; siw has no memory windows and the kernel refuses the command
 //! ([`ErrorKind::Unsupported`]).
 
+use core::marker::PhantomData;
+
 use zerocopy::FromZeros;
 
 use crate::abi::uverbs::{AllocMw, DeallocMw};
@@ -38,6 +40,11 @@ impl TryFrom<u32> for MwType {
 }
 
 /// A memory window (`struct ibv_mw`).
+///
+/// `'a` is invariant: a [`MwBind`](crate::wr::MwBind) borrows the bound
+/// region for `'a`, so every region this window was bound to stays
+/// borrowed (cannot be dropped, destroyed or changed) until the window is
+/// dropped. Deallocating a window unbinds it.
 #[doc(alias = "ibv_mw")]
 #[derive(Debug)]
 pub struct Mw<'a> {
@@ -46,6 +53,8 @@ pub struct Mw<'a> {
     /// Changes when a bind is posted (`ibv_bind_mw` updates `mw->rkey`).
     rkey: core::sync::atomic::AtomicU32,
     mw_type: MwType,
+    /// Makes `'a` invariant, so a bind cannot shorten it.
+    _bound: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
 impl<'a> Mw<'a> {
@@ -56,7 +65,7 @@ impl<'a> Mw<'a> {
         cmd.pd_handle = pd.handle();
         cmd.mw_type = mw_type as u8;
         let resp = pd.context().channel().exec("ibv_alloc_mw", &cmd, &[], &mut [])?;
-        Ok(Self { pd, handle: resp.mw_handle, rkey: resp.rkey.into(), mw_type })
+        Ok(Self { pd, handle: resp.mw_handle, rkey: resp.rkey.into(), mw_type, _bound: PhantomData })
     }
 
     /// The window's current remote key: the one of the last bind posted
@@ -79,6 +88,11 @@ impl<'a> Mw<'a> {
     /// one that completed in error).
     pub fn set_rkey(&self, rkey: u32) {
         self.rkey.store(rkey, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The rkey word a posted bind updates.
+    pub(crate) fn rkey_cell(&self) -> &core::sync::atomic::AtomicU32 {
+        &self.rkey
     }
 
     /// The kernel's handle for this window.

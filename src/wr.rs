@@ -12,13 +12,14 @@
 //! caller typed in.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use bitflags::bitflags;
 
 use crate::abi::uverbs as op;
 use crate::ah::Ah;
 use crate::error::{Error, ErrorKind};
-use crate::mr::Mr;
+use crate::mr::{AccessFlags, Mr, MrBuffer};
 use crate::mw::Mw;
 use crate::qp::QpType;
 
@@ -46,7 +47,7 @@ impl Sge {
     /// `len` bytes at `offset` into `mr` (no bounds check here: the device
     /// checks the range against the region and fails the request with
     /// `IBV_WC_LOC_PROT_ERR` if it is outside).
-    pub fn from_mr(mr: &Mr<'_>, offset: usize, len: u32) -> Self {
+    pub fn from_mr<B: MrBuffer>(mr: &Mr<'_, B>, offset: usize, len: u32) -> Self {
         Self {
             addr: mr.addr().wrapping_add(offset as u64),
             length: len,
@@ -109,22 +110,81 @@ pub enum Payload<'w> {
     Inline(&'w [u8]),
 }
 
-/// Binding a memory window with a send request (`ibv_send_wr.bind_mw`).
+/// Binding a memory window with a send request (`ibv_send_wr.bind_mw`),
+/// made by [`MwBind::new`].
+///
+/// The bind keeps the region borrowed for the *window's* whole life, not
+/// just for the post: a bound window is a live rkey over the region's
+/// memory, so the region must not be dropped or destroyed while the
+/// window exists (drop or destroy the window first; rxe refuses to
+/// deregister a region with a bound type 2 window). Should the window be
+/// leaked, the region's deregistration fails and its buffer is leaked
+/// with it, never freed.
 #[derive(Clone, Copy, Debug)]
 pub struct MwBind<'w> {
-    /// The window (type 2 with a QP's `post_send`; type 1 through
-    /// `ibv_bind_mw`).
-    pub mw: &'w Mw<'w>,
-    /// The new rkey (`ibv_inc_rkey(mw.rkey())`, see [`Mw::next_rkey`]).
-    pub rkey: u32,
-    /// The region the window covers part of.
-    pub mr: &'w Mr<'w>,
+    /// The window's rkey cell (`ibv_mw.rkey`), updated when the bind is
+    /// posted.
+    mw_rkey: &'w AtomicU32,
+    rkey: u32,
+    mr_lkey: u32,
+    addr: u64,
+    length: u64,
+    access: AccessFlags,
+}
+
+impl<'w> MwBind<'w> {
+    /// Binds `mw` over `length` bytes at `addr` of `mr`, granting
+    /// `access` (`IBV_ACCESS_REMOTE_*`); the window's new rkey is
+    /// [`Mw::next_rkey`] (change it with [`MwBind::with_rkey`]).
+    ///
+    /// `'m` is the window's own lifetime parameter, which is invariant: the
+    /// region stays borrowed until the window is dropped.
+    pub fn new<'m, B: MrBuffer>(mw: &'w Mw<'m>, mr: &'m Mr<'_, B>, addr: u64, length: u64, access: AccessFlags) -> Self {
+        Self { mw_rkey: mw.rkey_cell(), rkey: mw.next_rkey(), mr_lkey: mr.lkey(), addr, length, access }
+    }
+
+    /// Uses `rkey` as the window's new key instead of
+    /// `ibv_inc_rkey(mw.rkey())`.
+    pub fn with_rkey(mut self, rkey: u32) -> Self {
+        self.rkey = rkey;
+        self
+    }
+
+    /// The window's key after the bind.
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// The window's key before the bind (`ibv_mw.rkey`).
+    pub fn mw_rkey(&self) -> u32 {
+        self.mw_rkey.load(Ordering::Relaxed)
+    }
+
+    /// Records the new key in the window (after the bind was posted).
+    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+    pub(crate) fn commit(&self) {
+        self.mw_rkey.store(self.rkey, Ordering::Relaxed);
+    }
+
+    /// The region's local key.
+    pub fn mr_lkey(&self) -> u32 {
+        self.mr_lkey
+    }
+
     /// Start of the window.
-    pub addr: u64,
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
     /// Length of the window.
-    pub length: u64,
-    /// `IBV_ACCESS_REMOTE_*` rights granted through the window.
-    pub access: crate::mr::AccessFlags,
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// Rights granted through the window.
+    pub fn access(&self) -> AccessFlags {
+        self.access
+    }
 }
 
 /// The operation of a send request (`ibv_wr_opcode` with its part of the

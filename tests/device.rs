@@ -35,6 +35,7 @@ mod device {
     mod harness;
     mod mcast;
     mod mr;
+    mod mr_own;
     mod no_alloc;
     mod pingpong;
     mod mw;

@@ -1,7 +1,9 @@
 //! Compile-fail tests for the QP typestate (trybuild): posting in a state
 //! that does not allow it, skipping a transition, using a QP after
 //! destroy, and destroying a CQ under a live QP do not compile; the legal
-//! sequence does. The expected compiler messages are in `tests/ui/*.stderr`
+//! sequence does. Memory regions own their buffers: registering a borrowed,
+//! non-`'static` buffer and dropping a region under a bound memory window
+//! do not compile; every owned buffer type registers. The expected compiler messages are in `tests/ui/*.stderr`
 //! (regenerate with `TRYBUILD=overwrite cargo test --test typestate_ui`
 //! and review the diff).
 

@@ -129,12 +129,12 @@ fn write_send(
         }
         SendOp::BindMw(b) => {
             slot.put::<WR_UNION, _>(RxeSendWrMw {
-                addr: b.addr,
-                length: b.length,
-                mr_lkey: b.mr.lkey(),
-                mw_rkey: b.mw.rkey(),
-                rkey: b.rkey,
-                access: b.access.bits(),
+                addr: b.addr(),
+                length: b.length(),
+                mr_lkey: b.mr_lkey(),
+                mw_rkey: b.mw_rkey(),
+                rkey: b.rkey(),
+                access: b.access().bits(),
             });
             bind = true;
         }
@@ -366,7 +366,7 @@ fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendW
     if binds {
         for wr in wrs {
             if let SendOp::BindMw(b) = wr.op {
-                b.mw.set_rkey(b.rkey);
+                b.commit();
             }
         }
     }

@@ -118,8 +118,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let pd = Pd::alloc(&ctx).map_err(|_| "Couldn't allocate PD")?;
     dev::refuse_unsupported(&ctx, o, Tool::Rc)?;
     let size = o.size as usize;
-    let (mut storage, off) = dev::page_aligned(size, 0x7b, page_size);
-    let mut mr = Mr::reg(&pd, &mut storage[off..off + size], AccessFlags::LOCAL_WRITE)
+    let mut mr = Mr::reg(&pd, dev::page_buf(size, 0x7b)?, AccessFlags::LOCAL_WRITE)
         .map_err(|_| "Couldn't register MR")?;
     let cq =
         Cq::create(&ctx, o.rx_depth + 1, channel.as_ref(), 0).map_err(|_| "Couldn't create CQ")?;

@@ -130,7 +130,6 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let num_qp = o.num_qp as usize;
     let list = dev::device_list()?;
     let size = o.size as usize;
-    let (mut storage, off) = dev::page_aligned(size, 0, page_size);
     let ctx = dev::open(&list, o.ib_dev.as_deref())?;
     dev::refuse_unsupported(&ctx, o, Tool::Srq)?;
     let channel = if o.events {
@@ -139,7 +138,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
         None
     };
     let pd = Pd::alloc(&ctx).map_err(|_| "Couldn't allocate PD")?;
-    let mut mr = Mr::reg(&pd, &mut storage[off..off + size], AccessFlags::LOCAL_WRITE)
+    let mut mr = Mr::reg(&pd, dev::page_buf(size, 0)?, AccessFlags::LOCAL_WRITE)
         .map_err(|_| "Couldn't register MR")?;
     let cq = Cq::create(&ctx, o.rx_depth + o.num_qp, channel.as_ref(), 0)
         .map_err(|_| "Couldn't create CQ")?;

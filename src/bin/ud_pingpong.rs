@@ -121,7 +121,6 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let page_size = rustix::param::page_size();
     let list = dev::device_list()?;
     let size = o.size as usize;
-    let (mut storage, off) = dev::page_aligned(size + GRH_ROOM, 0x7b, page_size);
     let ctx = dev::open(&list, o.ib_dev.as_deref())?;
     let port = ctx
         .query_port(o.ib_port)
@@ -138,7 +137,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let pd = Pd::alloc(&ctx).map_err(|_| "Couldn't allocate PD")?;
     let mut mr = Mr::reg(
         &pd,
-        &mut storage[off..off + size + GRH_ROOM],
+        dev::page_buf(size + GRH_ROOM, 0x7b)?,
         AccessFlags::LOCAL_WRITE,
     )
     .map_err(|_| "Couldn't register MR")?;

@@ -17,10 +17,10 @@ fn rxe_send_recv_with_and_without_imm() {
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let mut abuf = vec![0u8; 4096];
-    let mut bbuf = vec![0u8; 4096];
-    let mut amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let mut bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 4096];
+    let bbuf = vec![0u8; 4096];
+    let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let mut bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let msg: Vec<u8> = (0..1500u32).map(|i| (i * 7) as u8).collect();
     amr.write_at(0, &msg).unwrap();
     bmr.fill(0, 4096, 0xee).unwrap();
@@ -64,10 +64,10 @@ fn rxe_rdma_write_read_and_write_with_imm() {
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let mut abuf = vec![0u8; 8192];
-    let mut bbuf = vec![0u8; 8192];
-    let mut amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let mut bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 8192];
+    let bbuf = vec![0u8; 8192];
+    let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let mut bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let pattern: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
     amr.write_at(0, &pattern).unwrap();
     let remote: Vec<u8> = (0..2000u32).map(|i| (i % 13) as u8 ^ 0x5a).collect();
@@ -119,10 +119,10 @@ fn rxe_atomics_update_the_peer() {
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, CAP), init_attr(&cq, &cq, None, CAP));
-    let mut abuf = vec![0u8; 64];
-    let mut bbuf = vec![0u8; 64];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let mut bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 64];
+    let bbuf = vec![0u8; 64];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let mut bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     bmr.write_at(8, &100u64.to_ne_bytes()).unwrap();
     let (raddr, rkey) = (bmr.addr() + 8, bmr.rkey());
     let r0 = [Sge::from_mr(&amr, 0, 8)];
@@ -160,8 +160,8 @@ fn rxe_inline_unsignaled_and_sq_sig_all() {
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     assert!(a.cap().max_inline_data >= 64, "{:?}", a.cap());
-    let mut bbuf = vec![0u8; 4096];
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let bbuf = vec![0u8; 4096];
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..3).map(|i| [Sge::from_mr(&bmr, i * 128, 128)]).collect();
     let rwrs: Vec<_> = rs.iter().enumerate().map(|(i, s)| RecvWr::new(i as u64, s)).collect();
     b.post_recv(&rwrs).unwrap();
@@ -201,8 +201,8 @@ fn rxe_list_of_requests_one_doorbell() {
     let (scq, rcq) = (Cq::create(&ctx, 256, None, 0).unwrap(), Cq::create(&ctx, 256, None, 0).unwrap());
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 64, ..CAP };
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
-    let mut bbuf = vec![0u8; 64 * 64];
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let bbuf = vec![0u8; 64 * 64];
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..48).map(|i| [Sge::from_mr(&bmr, i * 64, 64)]).collect();
     let rwrs: Vec<_> = rs.iter().enumerate().map(|(i, s)| RecvWr::new(1000 + i as u64, s)).collect();
     b.post_recv(&rwrs).unwrap();
@@ -233,10 +233,10 @@ fn rxe_bad_request_in_a_list_posts_nothing() {
     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 32 };
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
     let granted = a.cap();
-    let mut abuf = vec![0u8; 256];
-    let mut bbuf = vec![0u8; 256];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let mut bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 256];
+    let bbuf = vec![0u8; 256];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let mut bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     bmr.fill(0, 256, 0).unwrap();
     let one = [Sge::from_mr(&amr, 0, 8)];
     let too_many: Vec<Sge> = (0..granted.max_send_sge + 1).map(|_| one[0]).collect();
@@ -291,8 +291,8 @@ fn rxe_opcode_must_fit_the_transport() {
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let (mut a, mut b) = uc_pair(&pd, init_attr(&cq, &cq, None, CAP), init_attr(&cq, &cq, None, CAP));
-    let mut buf = vec![0u8; 64];
-    let mut mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 64];
+    let mut mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let s = [Sge::from_mr(&mr, 0, 8)];
     for op in [
         SendOp::RdmaRead { remote_addr: mr.addr(), rkey: mr.rkey() },
@@ -322,8 +322,8 @@ fn rxe_error_state_flushes_with_wr_ids() {
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let (_a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let mut buf = vec![0u8; 256];
-    let mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 256];
+    let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let s: Vec<[Sge; 1]> = (0..4).map(|i| [Sge::from_mr(&mr, i * 64, 64)]).collect();
     let wrs: Vec<_> = s.iter().enumerate().map(|(i, s)| RecvWr::new(0x100 + i as u64, s)).collect();
     b.post_recv(&wrs).unwrap();
@@ -345,12 +345,12 @@ fn rxe_send_with_invalidate_local_inv_and_bind_mw() {
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let mut bbuf = vec![0u8; 4096];
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS | AccessFlags::MW_BIND).unwrap();
+    let bbuf = vec![0u8; 4096];
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS | AccessFlags::MW_BIND).unwrap();
     let mw = Mw::alloc(&pd, MwType::Type2).expect("ibv_alloc_mw");
     let old = mw.rkey();
     // b binds a type 2 window over 1 KiB of its region...
-    let bind = MwBind { mw: &mw, rkey: mw.next_rkey(), mr: &bmr, addr: bmr.addr(), length: 1024, access: AccessFlags::REMOTE_WRITE };
+    let bind = MwBind::new(&mw, &bmr, bmr.addr(), 1024, AccessFlags::REMOTE_WRITE);
     b.post_send(&[SendWr::new(1, SendOp::BindMw(bind), &[]).flags(SIG)]).expect("post bind");
     assert_eq!(mw.rkey(), (old & !0xff) | (old.wrapping_add(1) & 0xff));
     let c = wait(&scq, 1);
@@ -375,7 +375,7 @@ fn rxe_send_with_invalidate_local_inv_and_bind_mw() {
 
     // LOCAL_INV of a window bound again, on a fresh QP pair.
     let (_c, mut d) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let bind = MwBind { mw: &mw, rkey: mw.next_rkey(), mr: &bmr, addr: bmr.addr(), length: 64, access: AccessFlags::REMOTE_READ };
+    let bind = MwBind::new(&mw, &bmr, bmr.addr(), 64, AccessFlags::REMOTE_READ);
     d.post_send(&[SendWr::new(6, SendOp::BindMw(bind), &[]).flags(SIG)]).unwrap();
     assert_eq!(wait(&scq, 1)[0].status(), WcStatus::Success);
     d.post_send(&[SendWr::new(7, SendOp::LocalInv { rkey: mw.rkey() }, &[]).flags(SIG)]).unwrap();

@@ -46,10 +46,10 @@ fn access_fault(fault: Fault) {
         Fault::NoRemoteWrite => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ,
         Fault::WrongRkey | Fault::ReadPastEnd => ALL_ACCESS,
     };
-    let mut abuf = vec![MINE; LEN];
-    let mut bbuf = vec![PEER; LEN];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, peer_access).unwrap();
+    let abuf = vec![MINE; LEN];
+    let bbuf = vec![PEER; LEN];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, peer_access).unwrap();
 
     let src = [Sge::from_mr(&amr, 0, 256)];
     let bad = match fault {

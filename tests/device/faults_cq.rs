@@ -42,8 +42,8 @@ fn rxe_cq_overrun_raises_cq_err() {
     let small = Cq::create(&ctx, 4, None, 0).unwrap();
     let other = Cq::create(&ctx, 64, None, 0).unwrap();
     let (mut a, _b) = rc_pair(&pd, init_attr(&small, &small, None, CAP), init_attr(&other, &other, None, CAP));
-    let mut bbuf = vec![0u8; 4096];
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let bbuf = vec![0u8; 4096];
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let n = small.cqe() as u64;
     assert!(n + 4 <= u64::from(a.cap().max_send_wr), "CQ of {n} vs {:?}", a.cap());
     // n + 4 signaled requests, nobody polling: the last four find the ring full.

@@ -147,8 +147,8 @@ fn rxe_link_delete_under_load() {
         let pd = Pd::alloc(&ctx).unwrap();
         let (cq, other) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
         let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, CAP), init_attr(&other, &other, None, CAP));
-        let mut bbuf = vec![0u8; 4096];
-        let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+        let bbuf = vec![0u8; 4096];
+        let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
         let mut load = Load { posted: 0, done: Vec::new(), cq: &cq };
         let data = [0x77u8; 32];
         let mut step = |load: &mut Load<'_>, post: bool| {

@@ -29,8 +29,8 @@ fn rxe_four_pollers_one_poster_each_completion_once() {
     let other = Cq::create(&ctx, 64, None, 0).unwrap();
     let cap = QpCap { max_send_wr: 64, ..CAP };
     let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&other, &other, None, CAP));
-    let mut bbuf = vec![0u8; 4096];
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let bbuf = vec![0u8; 4096];
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let (raddr, rkey) = (bmr.addr(), bmr.rkey());
 
     let seen = AtomicUsize::new(0);

@@ -26,8 +26,8 @@ fn rxe_rnr_retry_exhausted() {
     let sa = RcSettings { rnr_retry: 1, ..RcSettings::DEFAULT };
     let sb = RcSettings { min_rnr_timer: 1, ..RcSettings::DEFAULT };
     let (mut a, b) = rc_pair_with(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&rcq, &rcq, None, CAP), sa, sb);
-    let mut abuf = vec![0x33u8; 256];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0x33u8; 256];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
     let s = [Sge::from_mr(&amr, 0, 64)];
     // No receive posted on b: the first SEND is refused with RNR NAKs.
     let wrs: Vec<_> = (1..=6).map(|id| SendWr::send(id, &s).flags(SIG)).collect();
@@ -71,10 +71,10 @@ fn peer_lost_mid_stream(loss: PeerLoss) {
         sa,
         RcSettings::DEFAULT,
     );
-    let mut abuf = vec![0x44u8; 4096];
-    let mut bbuf = vec![0u8; 4096];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0x44u8; 4096];
+    let bbuf = vec![0u8; 4096];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let s = [Sge::from_mr(&amr, 0, 512)];
 
     let mut b = Some(b);

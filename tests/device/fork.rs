@@ -44,9 +44,9 @@ fn fork_init_follows_the_kernels_copy_on_fork() {
     let list = devices().unwrap();
     let ctx = Context::open(list.by_name(&rxe_name()).unwrap()).unwrap();
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut buf = vec![0u8; 3 * 4096];
+    let buf = vec![0u8; 3 * 4096];
     let addr = buf.as_ptr() as usize + 4096;
-    let mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let mr = Mr::reg(&pd, buf, AccessFlags::LOCAL_WRITE).unwrap();
     assert_eq!(dontfork(addr), !cof, "copy_on_fork={cof}");
     drop(mr);
     assert!(!dontfork(addr), "deregistration unmarks the pages");

@@ -36,20 +36,21 @@ fn kernel_mr(dev: &str, lkey: u32) -> Option<(u64, u32)> {
 fn reg_dereg(name: &str, access: AccessFlags) {
     let ctx = open(name);
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut buf = vec![7u8; 3 * 4096 + 100];
+    let buf = vec![7u8; 3 * 4096 + 100];
     let (addr, len) = (buf.as_ptr() as u64, buf.len());
-    let mr = Mr::reg(&pd, &mut buf, access).expect("ibv_reg_mr");
+    let mr = Mr::reg(&pd, buf, access).expect("ibv_reg_mr");
     assert_eq!((mr.addr(), mr.len(), mr.iova(), mr.access()), (addr, len, addr, access));
     let (mrlen, _) = kernel_mr(name, mr.lkey()).expect("the kernel lists the new MR");
     assert_eq!(mrlen, len as u64);
     let lkey = mr.lkey();
-    mr.destroy().expect("ibv_dereg_mr");
+    let mut buf = mr.destroy().expect("ibv_dereg_mr");
     assert_eq!(kernel_mr(name, lkey), None, "deregistered MR still listed");
-    // The buffer is ours again once the region is gone.
+    // The buffer is ours again once the region is gone, unmoved.
+    assert_eq!((buf.as_ptr() as u64, buf.len()), (addr, len));
     buf[0] = 1;
 
     // Dropping deregisters too; a second region on the same memory works.
-    let mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).expect("ibv_reg_mr again");
+    let mr = Mr::reg(&pd, buf, AccessFlags::LOCAL_WRITE).expect("ibv_reg_mr again");
     let lkey = mr.lkey();
     assert!(kernel_mr(name, lkey).is_some());
     drop(mr);
@@ -77,14 +78,17 @@ fn bad_args(name: &str) {
         AccessFlags::REMOTE_ATOMIC,
         AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
     ] {
-        let e = Mr::reg(&pd, &mut buf, access).unwrap_err();
+        let e = Mr::reg(&pd, buf, access).unwrap_err();
         assert_eq!((e.verb(), e.kind(), e.errno()), ("ibv_reg_mr", ErrorKind::InvalidArgument, None), "{access:?}");
+        // A refused registration gives the buffer back.
+        buf = e.buf.expect("the buffer comes back");
     }
-    let e = Mr::reg(&pd, &mut buf[..0], AccessFlags::LOCAL_WRITE).unwrap_err();
+    let e = Mr::reg(&pd, Vec::new(), AccessFlags::LOCAL_WRITE).unwrap_err();
     assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None), "zero length");
     let iova = buf.as_ptr() as u64 + 1;
-    let e = Mr::reg_iova(&pd, &mut buf, iova, AccessFlags::LOCAL_WRITE).unwrap_err();
+    let e = Mr::reg_iova(&pd, buf, iova, AccessFlags::LOCAL_WRITE).unwrap_err();
     assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None), "iova page offset");
+    let buf = e.buf.unwrap();
 
     // Memory that is not mapped: the kernel cannot pin it (EFAULT).
     let len = 2 * 4096;
@@ -115,8 +119,9 @@ fn bad_args(name: &str) {
 
     // On-demand paging is not offered by the soft devices in the test VM:
     // the kernel's ib_check_mr_access refuses it (EOPNOTSUPP).
-    let e = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE | AccessFlags::ON_DEMAND).unwrap_err();
+    let e = Mr::reg(&pd, buf, AccessFlags::LOCAL_WRITE | AccessFlags::ON_DEMAND).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_reg_mr", ErrorKind::Unsupported));
+    assert_eq!(e.buf.map(|b| b.len()), Some(4096), "the kernel's refusal gives the buffer back");
 }
 
 #[test]
@@ -138,9 +143,9 @@ fn rxe_rereg_mr() {
     let ctx = open(&name);
     let pd = Pd::alloc(&ctx).unwrap();
     let pd2 = Pd::alloc(&ctx).unwrap();
-    let mut buf = vec![0u8; 8192];
-    let mut other = vec![0u8; 4096];
-    let mut mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let buf = vec![0u8; 8192];
+    let other = vec![0u8; 4096];
+    let mut mr = Mr::reg(&pd, buf, AccessFlags::LOCAL_WRITE).unwrap();
     let (_, pdn1) = kernel_mr(&name, mr.lkey()).unwrap();
 
     // Access change (rxe implements IB_MR_REREG_ACCESS).
@@ -162,8 +167,9 @@ fn rxe_rereg_mr() {
     assert_eq!(mr.access(), RW, "a refused rereg changes nothing");
 
     // rxe's rereg_user_mr refuses translation changes (EOPNOTSUPP); the
-    // region stays as it was.
-    let e = mr.rereg(Rereg { buf: Some(&mut other), ..Default::default() }).unwrap_err();
+    // region stays as it was (and `other` is leaked: after a refused
+    // translation change the registration's memory is the driver's word).
+    let e = mr.rereg(Rereg { buf: Some(other), ..Default::default() }).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_rereg_mr", ErrorKind::Unsupported));
     assert_eq!(mr.len(), 8192);
     assert_eq!(kernel_mr(&name, mr.lkey()), Some((8192, pdn2)));
@@ -176,8 +182,8 @@ fn siw_rereg_mr_unsupported() {
     let name = siw_name();
     let ctx = open(&name);
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut buf = vec![0u8; 4096];
-    let mut mr = Mr::reg(&pd, &mut buf, AccessFlags::LOCAL_WRITE).unwrap();
+    let buf = vec![0u8; 4096];
+    let mut mr = Mr::reg(&pd, buf, AccessFlags::LOCAL_WRITE).unwrap();
     let e = mr.rereg(Rereg { access: Some(RW), ..Default::default() }).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_rereg_mr", ErrorKind::Unsupported));
     assert_eq!(e.raw_os_error(), libc::EOPNOTSUPP);

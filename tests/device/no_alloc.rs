@@ -61,7 +61,7 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// Runs the whole control path; returns the allocation count.
-fn control_path(ctx: &Context, buf: &mut [u8], sgid_index: u8) -> usize {
+fn control_path(ctx: &Context, buf: Vec<u8>, sgid_index: u8) -> usize {
     ALLOCS.store(0, Ordering::Relaxed);
     COUNTING.with(|c| c.set(true));
     {
@@ -94,7 +94,7 @@ fn control_path(ctx: &Context, buf: &mut [u8], sgid_index: u8) -> usize {
         qp.destroy().unwrap();
         srq.destroy().unwrap();
         cq.destroy().unwrap();
-        mr.destroy().unwrap();
+        let _buf = mr.destroy().unwrap();
         pd.destroy().unwrap();
     }
     COUNTING.with(|c| c.set(false));
@@ -106,7 +106,7 @@ fn control_path(ctx: &Context, buf: &mut [u8], sgid_index: u8) -> usize {
 fn rxe_control_path_allocates_nothing() {
     let list = devices().expect("ibv_get_device_list");
     let ctx = Context::open(list.by_name(&rxe_name()).unwrap()).unwrap();
-    let mut buf = vec![0u8; 8192];
+    let buf = vec![0u8; 8192];
     let sgid = gid_index() as u8;
     // The counter works: a Vec made while counting is seen.
     COUNTING.with(|c| c.set(true));
@@ -114,7 +114,7 @@ fn rxe_control_path_allocates_nothing() {
     drop(core::hint::black_box(vec![1u8; 10]));
     COUNTING.with(|c| c.set(false));
     assert_eq!(ALLOCS.load(Ordering::Relaxed), 1, "the counting allocator counts");
-    let n = control_path(&ctx, &mut buf, sgid);
+    let n = control_path(&ctx, buf, sgid);
     assert_eq!(n, 0, "allocations in open -> PD -> MR -> CQ -> SRQ -> QP(RTS) -> destroy");
 }
 
@@ -154,10 +154,10 @@ fn rxe_data_path_allocates_nothing() {
     let srq = Srq::create(&pd, SrqInitAttr { max_wr: 64, max_sge: 1, srq_limit: 0 }).unwrap();
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let (mut c, _d) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, Some(&srq), CAP));
-    let mut abuf = vec![0u8; 4096];
-    let mut bbuf = vec![0u8; 4096];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 4096];
+    let bbuf = vec![0u8; 4096];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     const ROUNDS: usize = 1000;
 
     ALLOCS.store(0, Ordering::Relaxed);

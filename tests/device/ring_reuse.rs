@@ -25,10 +25,10 @@ fn rxe_every_opcode_reuses_every_send_slot() {
     let cap = QpCap { max_send_wr: 3, max_recv_wr: 16, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
     let slots = a.rxe_send_ring_slots().expect("an rxe QP");
-    let mut abuf = vec![0u8; 4096];
-    let mut bbuf = vec![0u8; 4096];
-    let mut amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let mut bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 4096];
+    let bbuf = vec![0u8; 4096];
+    let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let mut bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let (raddr, rkey) = (bmr.addr(), bmr.rkey());
     let mut counter = 1000u64; // the remote atomic's value, tracked here
     bmr.write_at(0, &counter.to_ne_bytes()).unwrap();
@@ -95,10 +95,10 @@ fn rxe_poll_with_hands_out_completions_in_place() {
     let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let cap = QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
-    let mut abuf = vec![0u8; 256];
-    let mut bbuf = vec![0u8; 256];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 256];
+    let bbuf = vec![0u8; 256];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     assert_eq!(cq.poll_with(8, |_| panic!("an empty CQ has nothing to hand out")).unwrap(), 0);
 
     let s = [Sge::from_mr(&amr, 0, 8)];
@@ -135,10 +135,10 @@ fn rxe_zero_length_and_two_sge_requests_share_slots() {
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let cap = QpCap { max_send_wr: 3, max_recv_wr: 16, max_send_sge: 2, max_recv_sge: 1, max_inline_data: 0 };
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
-    let mut abuf = vec![0u8; 256];
-    let mut bbuf = vec![0u8; 256];
-    let mut amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 256];
+    let bbuf = vec![0u8; 256];
+    let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     for i in 0..24u64 {
         let rbuf = [Sge::from_mr(&bmr, 0, 64)];
         b.post_recv(&[RecvWr::new(0x100 + i, &rbuf)]).expect("ibv_post_recv");
@@ -180,10 +180,10 @@ fn rxe_copying_poll_wraps_the_cq_ring() {
     let slots = cq.rxe_ring_slots().expect("an rxe CQ");
     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
-    let mut abuf = vec![0u8; 64];
-    let mut bbuf = vec![0u8; 64];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 64];
+    let bbuf = vec![0u8; 64];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let s = [Sge::from_mr(&amr, 0, 8)];
     let mut next = 0u64;
     let rounds = 4 * slots as u64;

@@ -41,10 +41,10 @@ fn child_loop(rounds: usize) {
     let srq = Srq::create(&pd, SrqInitAttr { max_wr: 64, max_sge: 1, srq_limit: 0 }).unwrap();
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let (mut c, _d) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, Some(&srq), CAP));
-    let mut abuf = vec![0u8; 4096];
-    let mut bbuf = vec![0u8; 4096];
-    let amr = Mr::reg(&pd, &mut abuf, ALL_ACCESS).unwrap();
-    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let abuf = vec![0u8; 4096];
+    let bbuf = vec![0u8; 4096];
+    let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
+    let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let rs = [Sge::from_mr(&bmr, 0, 256)];
     let ss = [Sge::from_mr(&amr, 0, 32)];
     for i in 0..rounds as u64 {

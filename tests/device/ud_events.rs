@@ -25,8 +25,8 @@ fn rxe_ud_send_with_ah_and_reply_from_wc() {
     let cap = verbs::qp::QpCap { max_send_sge: 1, max_recv_sge: 1, ..CAP };
     let mut a = ud_qp(&pd, init_attr(&scq, &rcq, None, cap));
     let mut b = ud_qp(&pd, init_attr(&scq, &rcq, None, cap));
-    let mut buf = vec![0u8; 8192];
-    let mut mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 8192];
+    let mut mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let msg = b"datagram over RoCE v2";
     mr.write_at(0, msg).unwrap();
     let rb = [Sge::from_mr(&mr, 4096, (GRH_LEN + 256) as u32)];
@@ -81,8 +81,8 @@ fn rxe_ud_multicast_reaches_every_member() {
     let mut a = ud_qp(&pd, init_attr(&scq, &rcq, None, cap));
     let mut m1 = ud_qp(&pd, init_attr(&scq, &rcq, None, cap));
     let mut m2 = ud_qp(&pd, init_attr(&scq, &rcq, None, cap));
-    let mut buf = vec![0u8; 4096];
-    let mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 4096];
+    let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     // rxe hands multicast datagrams to the IP stack, which loops a copy
     // back to local receivers only if this host is a member of the IP
     // group on the RoCE netdev (rxe's attach programs only the MAC
@@ -124,8 +124,8 @@ fn rxe_completion_events_end_to_end() {
     let scq = Cq::create(&ctx, 64, None, 0).unwrap();
     let rcq = Cq::create(&ctx, 64, Some(&ch), 0).unwrap();
     let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
-    let mut buf = vec![0u8; 1024];
-    let mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 1024];
+    let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..4).map(|i| [Sge::from_mr(&mr, i * 64, 64)]).collect();
     let rw: Vec<_> = rs.iter().enumerate().map(|(i, s)| RecvWr::new(i as u64, s)).collect();
     b.post_recv(&rw).unwrap();
@@ -167,8 +167,8 @@ fn rxe_srq_receives_for_two_qps_and_limit_event() {
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let mut srq = Srq::create(&pd, SrqInitAttr { max_wr: 16, max_sge: 1, srq_limit: 0 }).unwrap();
-    let mut buf = vec![0u8; 4096];
-    let mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+    let buf = vec![0u8; 4096];
+    let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..6).map(|i| [Sge::from_mr(&mr, i * 256, 256)]).collect();
     let rw: Vec<_> = rs.iter().enumerate().map(|(i, s)| RecvWr::new(0x50 + i as u64, s)).collect();
     srq.post_recv(&rw).expect("ibv_post_srq_recv");
@@ -221,8 +221,8 @@ fn rxe_resize_cq_keeps_queued_completions() {
     let rcq = Cq::create(&ctx, 64, None, 0).unwrap();
     {
         let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&rcq, &rcq, None, CAP));
-        let mut buf = vec![0u8; 512];
-        let mr = Mr::reg(&pd, &mut buf, ALL_ACCESS).unwrap();
+        let buf = vec![0u8; 512];
+        let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
         let rs: Vec<[Sge; 1]> = (0..5).map(|i| [Sge::from_mr(&mr, i * 64, 64)]).collect();
         let rw: Vec<_> = rs.iter().enumerate().map(|(i, s)| RecvWr::new(i as u64, s)).collect();
         b.post_recv(&rw).unwrap();

@@ -108,12 +108,11 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
     let pd = Pd::alloc(&ctx).map_err(s("ibv_alloc_pd"))?;
     let nq = o.qps as usize;
     let slot = (o.size.max(page) as usize).next_multiple_of(64);
-    let mut buf = vec![0u8; nq * 2 * slot];
     let mut access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
     if o.test == Test::AtomicLat {
         access |= AccessFlags::REMOTE_ATOMIC;
     }
-    let mut mr = Mr::reg(&pd, &mut buf, access).map_err(s("ibv_reg_mr"))?;
+    let mut mr = Mr::alloc(&pd, nq * 2 * slot, access).map_err(s("ibv_reg_mr"))?;
     let send_cq = Cq::create(&ctx, o.tx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
     let recv_cq = Cq::create(&ctx, o.rx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
     let cap = QpCap {

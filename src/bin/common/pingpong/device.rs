@@ -126,13 +126,13 @@ pub(crate) fn refuse_unsupported(ctx: &Context, o: &Opts, tool: Tool) -> Result<
     Ok(())
 }
 
-/// A zero-based work buffer of `len` bytes starting on a page boundary
-/// (C: `memalign(page_size, …)`), every byte `fill`. Returns the storage
-/// and the offset of the aligned start in it.
-pub(crate) fn page_aligned(len: usize, fill: u8, page_size: usize) -> (Vec<u8>, usize) {
-    let v = vec![fill; len + page_size];
-    let off = v.as_ptr().align_offset(page_size).min(page_size);
-    (v, off)
+/// A work buffer of `len` bytes starting on a page boundary (C:
+/// `memalign(page_size, …)`), every byte `fill`; the region registered
+/// over it owns it.
+pub(crate) fn page_buf(len: usize, fill: u8) -> Result<verbs::PageBuf, String> {
+    let mut b = verbs::PageBuf::new(len).map_err(|_| "Couldn't allocate work buf.".to_owned())?;
+    b.fill(fill);
+    Ok(b)
 }
 
 /// The local address: the port's LID (required unless the link layer is

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # THE test command of the project (README, CI).  On a machine without RDMA hardware:
 #   1. scripts/setup.sh (installs/caches qemu, RDMA userland, pinned kernel, siw.ko)
-#   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features,
-#      cargo clippy -D warnings, and a short fuzz run of every fuzz target (scripts/fuzz.sh)
+#   2. host tests: cargo test --all-targets --features internals (the ABI cross-check and the
+#      ring benches need the private layers), the compile-fail test private_ui without the
+#      feature (safe code cannot reach those layers), cargo test --doc,
+#      cargo build --no-default-features, cargo clippy -D warnings with and without
+#      the feature, and a short fuzz run of every fuzz target (scripts/fuzz.sh)
 #      (the device tests show up there as "ignored, device test: ...")
 #   3. builds the device test binary (test target `device`, tests/device.rs) on the host,
 #      in a debug and a release build (optimizer-only bugs show up only in the latter)
@@ -103,8 +106,11 @@ fi
 
 # --- 2. host tests ----------------------------------------------------------------------------
 if [ "$HOST_TESTS" = 1 ]; then
-    banner "host tests (cargo test --all-targets; device tests are ignored here)"
-    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets || FAILS+=("cargo test --all-targets")
+    banner "host tests (cargo test --all-targets --features internals; device tests are ignored here)"
+    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets --features internals \
+        || FAILS+=("cargo test --all-targets --features internals")
+    banner "private API (cargo test --test private_ui, without internals)"
+    timed "private-ui" "$LOGDIR/host.log" cargo test --test private_ui || FAILS+=("cargo test --test private_ui")
     banner "doc tests (cargo test --doc)"
     timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
     read -r hp hf hi hn <<< "$(libtest_sum "$LOGDIR/host.log")"
@@ -113,6 +119,8 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
     banner "clippy (cargo clippy --all-targets -- -D warnings)"
     timed "clippy" - cargo clippy --all-targets -- -D warnings || FAILS+=("cargo clippy")
+    timed "clippy-internals" - cargo clippy --all-targets --features internals -- -D warnings \
+        || FAILS+=("cargo clippy --features internals")
     timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
     if [ "$FUZZ" = 1 ]; then
         banner "fuzz smoke run (scripts/fuzz.sh ${FUZZ_SECONDS:-10} s per target)"

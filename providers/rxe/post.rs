@@ -278,11 +278,9 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
         return false;
     }
     let mut prod = sq.producer_mut();
-    let (head, free) = prod.room();
-    if free == 0 {
+    let Some(mut slot) = prod.slot(0) else {
         return false;
-    }
-    let mut slot = prod.slot(head);
+    };
     let (len, num_sge, inline) = match data {
         Plain::Empty => (0, 0, 0),
         Plain::Sge(s) => {
@@ -317,7 +315,7 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
     slot.put::<STATUS_STATE, u64>(0);
     slot.put::<HAS_RD_ATOMIC, u32>(0);
     slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
-    prod.publish(head.wrapping_add(1));
+    prod.publish(1);
     true
 }
 
@@ -335,20 +333,22 @@ fn put_remote(slot: &mut SlotMut<'_, SEND_MIN>, remote_addr: u64, rkey: u32, ex:
 #[inline]
 fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
     let mut prod = sq.producer_mut();
-    let (mut head, free) = prod.room();
+    let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(POST_SEND, ErrorKind::QueueFull, free as usize));
     }
     let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
-        let mut slot = prod.slot(head);
+        // `i < wrs.len() <= free`: there is a slot.
+        let Some(mut slot) = prod.slot(i as u32) else {
+            return Err(refuse(POST_SEND, ErrorKind::QueueFull, i));
+        };
         match write_send(&mut slot, wr, qp_type, lim) {
             Ok(bind) => binds |= bind,
             Err(kind) => return Err(refuse(POST_SEND, kind, i)),
         }
-        head = head.wrapping_add(1);
     }
-    prod.publish(head);
+    prod.publish(wrs.len() as u32);
     if binds {
         for wr in wrs {
             if let SendOp::BindMw(b) = wr.op {
@@ -385,27 +385,31 @@ pub fn post_recv(
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
-    let (mut head, free) = prod.room();
+    let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(verb, ErrorKind::QueueFull, free as usize));
     }
     if let [wr] = wrs {
-        // One request, the common case: no loop.
-        let mut slot = prod.slot(head);
+        // One request, the common case: no loop. `free >= 1`.
+        let Some(mut slot) = prod.slot(0) else {
+            return Err(refuse(verb, ErrorKind::QueueFull, 0));
+        };
         if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, kind, 0));
         }
-        prod.publish(head.wrapping_add(1));
+        prod.publish(1);
         return Ok(());
     }
     for (i, wr) in wrs.iter().enumerate() {
-        let mut slot = prod.slot(head);
+        // `i < wrs.len() <= free`: there is a slot.
+        let Some(mut slot) = prod.slot(i as u32) else {
+            return Err(refuse(verb, ErrorKind::QueueFull, i));
+        };
         if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, kind, i));
         }
-        head = head.wrapping_add(1);
     }
-    prod.publish(head);
+    prod.publish(wrs.len() as u32);
     Ok(())
 }
 
@@ -432,7 +436,7 @@ pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
 fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
     cq.with_consumer(|q| {
         let ring = q.reader::<AbiWc>();
-        let (cons, n) = ready(q, out.len());
+        let (cons, n) = q.ready(out.len());
         // `ready` caps `n` at `out.len()`.
         let got = out.get_mut(..n as usize).unwrap_or_default();
         ring.copy_into(cons, got, |slot, wc| {
@@ -444,7 +448,7 @@ fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
                 *flags = kernel_wc_flags_to_ibv(*flags);
             }
         });
-        release(q, cons, n);
+        q.release(cons, n);
         n as usize
     })
 }
@@ -460,34 +464,14 @@ pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> us
     }
     cq.with_consumer(|q| {
         let ring = q.reader::<AbiWc>();
-        let (cons, n) = ready(q, max);
+        let (cons, n) = q.ready(max);
         ring.for_each(cons, n as usize, |mut wc| {
             wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
             f(Wc::from_abi_ref(&wc));
         });
-        release(q, cons, n);
+        q.release(cons, n);
         n as usize
     })
-}
-
-/// The consumer index and how many completions (at most `max`) are ready
-/// after it (acquire: their slots are then the consumer's to read).
-#[inline(always)]
-fn ready(q: &CompletionQueue, max: usize) -> (u32, u32) {
-    let cons = q.consumer_word().load(Ordering::Relaxed);
-    let prod = q.producer_word().load(Ordering::Acquire);
-    let n = ((prod.wrapping_sub(cons) & q.index_mask()) as usize).min(max);
-    (cons, n as u32)
-}
-
-/// Frees the `n` slots after `cons` (release: our reads of them come
-/// first).
-#[inline(always)]
-fn release(q: &CompletionQueue, cons: u32, n: u32) {
-    if n > 0 {
-        q.consumer_word()
-            .store(cons.wrapping_add(n) & q.index_mask(), Ordering::Release);
-    }
 }
 
 /// The two bits [`kernel_wc_flags_to_ibv`] swaps.

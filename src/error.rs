@@ -3,8 +3,16 @@
 //! Every fallible function in this crate returns [`Error`], which records
 //! *which* verb failed (by its libibverbs name, e.g. `"ibv_reg_mr"`), *what
 //! kind* of failure it was ([`ErrorKind`]) and, when the kernel said no, the
-//! errno it answered with. Errors never allocate, so they can be returned
-//! from the data path.
+//! errno it answered with, and, when the library can say more than the
+//! kind, a static *detail* naming the cause (`"rq_psn is wider than 24
+//! bits"`). Errors never allocate, so they can be returned from the data
+//! path.
+//!
+//! `Display` renders `verb: kind[: detail] (os error N)`: each part once
+//! (the kind is not followed by the errno's own text, which would say the
+//! same: "invalid argument: Invalid argument"); for an errno that has no
+//! kind of its own ([`ErrorKind::Os`]) the errno's text stands in for the
+//! kind.
 
 use core::fmt;
 
@@ -76,31 +84,57 @@ pub enum ErrorKind {
 /// The error type of every verb.
 ///
 /// `Display` renders it the way a libibverbs user expects to read it:
-/// `ibv_open_device: permission denied on /dev/infiniband/uverbsN (...)`.
+/// `ibv_modify_qp: invalid argument: rq_psn is wider than 24 bits`, or
+/// `ibv_reg_mr: Bad address (os error 14)`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Error {
     verb: &'static str,
     kind: ErrorKind,
     errno: Option<Errno>,
+    detail: Option<&'static str>,
 }
 
 impl Error {
     /// An error of `kind` raised by `verb` without a kernel errno.
     #[inline]
     pub const fn new(verb: &'static str, kind: ErrorKind) -> Self {
-        Self { verb, kind, errno: None }
+        Self { verb, kind, errno: None, detail: None }
+    }
+
+    /// An [`ErrorKind::InvalidArgument`] raised by `verb` before the kernel
+    /// was asked, with `detail` naming the argument and what is wrong with
+    /// it (e.g. `"retry_cnt is wider than 3 bits"`).
+    #[inline]
+    pub const fn invalid(verb: &'static str, detail: &'static str) -> Self {
+        Self::new(verb, ErrorKind::InvalidArgument).with_detail(detail)
     }
 
     /// An error from the kernel: the kind is derived from the errno.
     #[inline]
     pub fn from_errno(verb: &'static str, errno: Errno) -> Self {
-        Self { verb, kind: kind_of(errno), errno: Some(errno) }
+        Self { verb, kind: kind_of(errno), errno: Some(errno), detail: None }
     }
 
     /// An error of an explicit kind that also carries the kernel's errno.
     #[inline]
     pub const fn with_errno(verb: &'static str, kind: ErrorKind, errno: Errno) -> Self {
-        Self { verb, kind, errno: Some(errno) }
+        Self { verb, kind, errno: Some(errno), detail: None }
+    }
+
+    /// The same error with `detail` (replacing any earlier one): what the
+    /// library knows about the cause beyond the kind.
+    #[inline]
+    #[must_use]
+    pub const fn with_detail(mut self, detail: &'static str) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    /// What the library knows about the cause beyond the kind, if
+    /// anything (e.g. which attribute field was out of range).
+    #[inline]
+    pub const fn detail(&self) -> Option<&'static str> {
+        self.detail
     }
 
     /// The libibverbs name of the verb that failed (e.g. `"ibv_create_qp"`).
@@ -213,13 +247,29 @@ impl fmt::Display for ErrorKind {
 }
 
 impl fmt::Display for Error {
+    /// `verb: kind[: detail] (os error N)`. Only a kernel error without a
+    /// kind of its own ([`ErrorKind::Os`]) prints the errno's text, in
+    /// place of the kind: otherwise the kind already says what the text
+    /// would ("invalid argument: Invalid argument").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.verb, self.kind)?;
-        if let Some(e) = self.errno {
-            // std's rendering already ends in "(os error N)".
+        f.write_str(self.verb)?;
+        f.write_str(": ")?;
+        match self.errno {
+            // std's rendering is "<strerror> (os error N)".
             #[cfg(feature = "std")]
-            write!(f, ": {}", std::io::Error::from_raw_os_error(e.raw_os_error()))?;
-            #[cfg(not(feature = "std"))]
+            Some(e) if self.kind == ErrorKind::Os => {
+                write!(f, "{}", std::io::Error::from_raw_os_error(e.raw_os_error()))?;
+                if let Some(d) = self.detail {
+                    write!(f, ": {d}")?;
+                }
+                return Ok(());
+            }
+            _ => write!(f, "{}", self.kind)?,
+        }
+        if let Some(d) = self.detail {
+            write!(f, ": {d}")?;
+        }
+        if let Some(e) = self.errno {
             write!(f, " (os error {})", e.raw_os_error())?;
         }
         Ok(())
@@ -228,11 +278,12 @@ impl fmt::Display for Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Error")
-            .field("verb", &self.verb)
-            .field("kind", &self.kind)
-            .field("errno", &self.errno)
-            .finish()
+        let mut d = f.debug_struct("Error");
+        d.field("verb", &self.verb).field("kind", &self.kind).field("errno", &self.errno);
+        if let Some(detail) = self.detail {
+            d.field("detail", &detail);
+        }
+        d.finish()
     }
 }
 
@@ -281,14 +332,43 @@ pub(crate) fn report_drop_failure(e: Error) {
 mod tests {
     use super::*;
 
+    fn text(e: &Error) -> heapless::String<256> {
+        let mut buf = heapless::String::new();
+        core::fmt::write(&mut buf, format_args!("{e}")).unwrap();
+        buf
+    }
+
     #[test]
     fn display_names_the_verb_and_the_errno() {
         let e = Error::from_errno("ibv_reg_mr", Errno::FAULT);
         assert_eq!(e.kind(), ErrorKind::Os);
-        let mut buf = heapless::String::<128>::new();
-        core::fmt::write(&mut buf, format_args!("{e}")).unwrap();
-        assert!(buf.starts_with("ibv_reg_mr: kernel error"), "{buf}");
-        assert!(buf.ends_with("(os error 14)"), "{buf}");
+        let buf = text(&e);
+        #[cfg(feature = "std")]
+        assert_eq!(buf, "ibv_reg_mr: Bad address (os error 14)");
+        #[cfg(not(feature = "std"))]
+        assert_eq!(buf, "ibv_reg_mr: kernel error (os error 14)");
+    }
+
+    #[test]
+    fn display_says_each_thing_once() {
+        // The kind is not followed by the errno's text saying the same.
+        let e = Error::from_errno("ibv_modify_qp", Errno::INVAL);
+        assert_eq!(text(&e), "ibv_modify_qp: invalid argument (os error 22)");
+        let e = Error::from_errno("ibv_destroy_cq", Errno::BUSY);
+        assert_eq!(text(&e), "ibv_destroy_cq: resource busy (a dependent object is still alive) (os error 16)");
+        let e = Error::new("ibv_post_send", ErrorKind::QueueFull);
+        assert_eq!(text(&e), "ibv_post_send: work queue full");
+    }
+
+    #[test]
+    fn detail_is_printed_after_the_kind() {
+        let e = Error::invalid("ibv_modify_qp", "rq_psn is wider than 24 bits");
+        assert_eq!((e.kind(), e.detail(), e.errno()), (ErrorKind::InvalidArgument, Some("rq_psn is wider than 24 bits"), None));
+        assert_eq!(text(&e), "ibv_modify_qp: invalid argument: rq_psn is wider than 24 bits");
+        let e = Error::from_errno("ibv_modify_qp", Errno::INVAL).with_detail("x");
+        assert_eq!(text(&e), "ibv_modify_qp: invalid argument: x (os error 22)");
+        assert_eq!(e.raw_os_error(), libc::EINVAL);
+        assert_ne!(e, Error::from_errno("ibv_modify_qp", Errno::INVAL), "the detail is part of the value");
     }
 
     #[test]

@@ -199,6 +199,12 @@ impl Wc {
         reserved: 0,
     });
 
+    /// An all-zero completion ([`Wc::ZERO`]; also `Wc::default()`), to
+    /// fill arrays with before polling: `[Wc::zeroed(); 16]`.
+    pub const fn zeroed() -> Wc {
+        Wc::ZERO
+    }
+
     /// Wraps the kernel's record.
     pub const fn from_abi(wc: AbiWc) -> Self {
         Self(wc)
@@ -353,5 +359,7 @@ mod tests {
         assert_eq!(WcStatus::from_raw(23), WcStatus::TmRndvIncomplete);
         assert_eq!(WcStatus::from_raw(24), WcStatus::Other(24));
         assert!(Wc::ZERO.is_success());
+        assert_eq!(Wc::zeroed(), Wc::ZERO);
+        assert_eq!(Wc::default(), Wc::zeroed());
     }
 }

@@ -97,7 +97,28 @@ pub struct QpInitAttr<'a> {
     pub sq_sig_all: bool,
 }
 
-/// A transition the kernel refused: the error and the QP, unchanged.
+/// A transition that was refused: the error and the QP, unchanged.
+///
+/// It converts into [`crate::Error`] (dropping the QP, which is then
+/// destroyed), so `?` works in a function returning
+/// [`verbs::Result`](crate::Result). Keep `qp` to retry or tear down.
+/// A `Box<dyn std::error::Error>` or `anyhow::Error` needs a `'static`
+/// error, and the QP borrows its PD: convert first
+/// (`.map_err(verbs::Error::from)?`).
+///
+/// ```no_run
+/// # use verbs::qp::{ConnInitAttr, QpAccess, RcQp};
+/// fn bring_up<'a>(qp: RcQp<'a>) -> verbs::Result<RcQp<'a, verbs::qp::Init>> {
+///     let attr = ConnInitAttr { pkey_index: 0, port_num: 1, access: QpAccess::empty() };
+///     Ok(qp.into_init(attr)?)
+/// }
+/// fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// #   let qp: RcQp<'static> = unimplemented!();
+///     let attr = ConnInitAttr { pkey_index: 0, port_num: 1, access: QpAccess::empty() };
+///     let _qp = qp.into_init(attr).map_err(verbs::Error::from)?;
+///     Ok(())
+/// }
+/// ```
 #[derive(Debug)]
 pub struct TransitionError<Q> {
     /// Why (usually `InvalidArgument`, naming `ibv_modify_qp`).
@@ -105,6 +126,30 @@ pub struct TransitionError<Q> {
     /// The QP, still in its previous state.
     pub qp: Q,
 }
+
+impl<Q> TransitionError<Q> {
+    /// The error's kind.
+    pub fn kind(&self) -> crate::ErrorKind {
+        self.error.kind()
+    }
+}
+
+impl<Q> From<TransitionError<Q>> for crate::Error {
+    /// The error alone; the QP is dropped (destroyed).
+    fn from(e: TransitionError<Q>) -> Self {
+        e.error
+    }
+}
+
+impl<Q> core::fmt::Display for TransitionError<Q> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The error is the message: not also returned as `source()`, so
+        // that error-chain printers do not say it twice.
+        write!(f, "{} (the QP is unchanged)", self.error)
+    }
+}
+
+impl<Q: core::fmt::Debug> core::error::Error for TransitionError<Q> {}
 
 #[derive(Debug)]
 enum Ring {

@@ -5,10 +5,12 @@
 #      ring benches need the private layers), the compile-fail test private_ui without the
 #      feature (safe code cannot reach those layers), cargo test --doc,
 #      cargo build --no-default-features, cargo clippy -D warnings with and without
-#      the feature, and a short fuzz run of every fuzz target (scripts/fuzz.sh)
+#      the feature, the C library's tests and clippy (-p verbs-capi), and a short fuzz run of
+#      every fuzz target (scripts/fuzz.sh)
 #      (the device tests show up there as "ignored, device test: ...")
-#   3. builds the device test binary (test target `device`, tests/device.rs) on the host,
-#      in a debug and a release build (optimizer-only bugs show up only in the latter)
+#   3. builds the device test binary (test target `device`, tests/device.rs) and the C library
+#      (libibverbs.so, -p verbs-capi) on the host, in a debug and a release build
+#      (optimizer-only bugs show up only in the latter)
 #   4. boots the VM once (rxe0 + siw0) and runs there: the harness self-test
 #      (vm/selftest.sh) and the device binary with --ignored --test-threads=1
 #   5. fails if anything failed, if the device suite did not run, or if it ran zero tests.
@@ -113,6 +115,8 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "private-ui" "$LOGDIR/host.log" cargo test --test private_ui || FAILS+=("cargo test --test private_ui")
     banner "doc tests (cargo test --doc)"
     timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
+    banner "C library (cargo test -p verbs-capi --all-targets: symbols, layouts, a C program on it)"
+    timed "capi-tests" "$LOGDIR/host.log" cargo test -p verbs-capi --all-targets || FAILS+=("cargo test -p verbs-capi")
     read -r hp hf hi hn <<< "$(libtest_sum "$LOGDIR/host.log")"
     HOST_SUMMARY="$hp passed, $hf failed, $hi ignored ($hn test binaries)"
     banner "cargo build --no-default-features"
@@ -122,6 +126,7 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "clippy-internals" - cargo clippy --all-targets --features internals -- -D warnings \
         || FAILS+=("cargo clippy --features internals")
     timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
+    timed "clippy-capi" - cargo clippy -p verbs-capi --all-targets -- -D warnings || FAILS+=("cargo clippy -p verbs-capi")
     if [ "$FUZZ" = 1 ]; then
         banner "fuzz smoke run (scripts/fuzz.sh ${FUZZ_SECONDS:-10} s per target)"
         timed "fuzz" - "$ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}" || FAILS+=("fuzz")
@@ -134,6 +139,12 @@ if [ "$DEVICE" = 0 ]; then
     if [ "${CI:-}" = true ]; then FAILS+=("device suite skipped (--no-device) in CI"); fi
     finish
 fi
+
+# tests/device/capi.rs runs rdma-core's tools on our libibverbs.so, which it finds next to the
+# device test binary (target/<profile>/deps/libibverbs.so): build it for both profiles.
+banner "build libibverbs.so (cargo build -p verbs-capi, debug and release)"
+timed "capi-build" - cargo build -p verbs-capi || FAILS+=("cargo build -p verbs-capi")
+timed "capi-build-release" - cargo build --release -p verbs-capi || FAILS+=("cargo build --release -p verbs-capi")
 
 banner "build the device test binary (cargo test --test device --no-run)"
 t=$(date +%s.%N)

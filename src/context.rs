@@ -164,10 +164,20 @@ impl Context {
         cmd::device::query_port(&self.chan, port_num).map(PortAttr::from_kernel)
     }
 
-    /// `ibv_query_gid_ex`: one GID table entry with its type.
+    /// `ibv_query_gid_ex`: one GID table entry with its type. An empty
+    /// entry, or an index past the table, is an `InvalidArgument` error
+    /// saying so (the kernel answers `ENODATA`).
     #[doc(alias = "ibv_query_gid_ex")]
     pub fn query_gid_ex(&self, port_num: u8, index: u32) -> Result<GidEntry> {
-        cmd::device::query_gid_entry(&self.chan, port_num, index).map(GidEntry::from_kernel)
+        cmd::device::query_gid_entry(&self.chan, port_num, index)
+            .map(GidEntry::from_kernel)
+            .map_err(|e| match e.errno() {
+                Some(errno @ rustix::io::Errno::NODATA) => {
+                    crate::Error::with_errno(e.verb(), crate::ErrorKind::InvalidArgument, errno)
+                        .with_detail("no GID at this index of the port's GID table (an empty entry, or past gid_tbl_len)")
+                }
+                _ => e,
+            })
     }
 
     /// `ibv_query_gid`: the GID at `index` of port `port_num`; an empty slot
@@ -190,8 +200,25 @@ impl Context {
 
     /// `ibv_query_pkey`: the P_Key at `index` of port `port_num`, read from
     /// sysfs as libibverbs does (in host byte order).
+    ///
+    /// A port the device does not have, or an index past the port's
+    /// P_Key table, is an `InvalidArgument` error naming which, with the
+    /// errno C's `ibv_query_pkey` sets for both (`ENOENT`: its sysfs file
+    /// does not exist).
     #[doc(alias = "ibv_query_pkey")]
     pub fn query_pkey(&self, port_num: u8, index: u16) -> Result<u16> {
+        const VERB: &str = "ibv_query_pkey";
+        let no_entry = |detail| {
+            crate::Error::with_errno(VERB, crate::ErrorKind::InvalidArgument, rustix::io::Errno::NOENT)
+                .with_detail(detail)
+        };
+        let port = crate::attr_check::port(VERB, self, port_num).map_err(|e| match e.detail() {
+            Some(d) if e.kind() == crate::ErrorKind::InvalidArgument => no_entry(d),
+            _ => e,
+        })?;
+        if index >= port.pkey_tbl_len {
+            return Err(no_entry("index is past the port's P_Key table (pkey_tbl_len)"));
+        }
         crate::query::query_pkey(&self.name, port_num, index)
     }
 }

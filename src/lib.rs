@@ -73,6 +73,7 @@ pub mod error;
 pub mod fork;
 pub mod mcast;
 pub mod mr;
+mod attr_check;
 mod mr_io;
 pub mod mw;
 pub mod pd;

@@ -95,13 +95,25 @@ bitflags::bitflags! {
     }
 }
 
+/// Whether `access` has a bit this crate does not know (made with
+/// `AccessFlags::from_bits_retain`); such flags are refused before they
+/// reach the kernel or a ring.
+#[inline]
+pub(crate) const fn unknown_access(access: AccessFlags) -> bool {
+    access.bits() & !AccessFlags::all().bits() != 0
+}
+
 /// The kernel's `ib_check_mr_access` rule, checked before any syscall:
-/// remote write or remote atomic access needs local write access.
+/// remote write or remote atomic access needs local write access; and no
+/// bits this crate does not know.
 pub fn check_access(verb: &'static str, access: AccessFlags) -> Result<()> {
+    if unknown_access(access) {
+        return Err(Error::invalid(verb, "access has bits this library does not know"));
+    }
     if access.intersects(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)
         && !access.contains(AccessFlags::LOCAL_WRITE)
     {
-        return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        return Err(Error::invalid(verb, "REMOTE_WRITE and REMOTE_ATOMIC access need LOCAL_WRITE"));
     }
     Ok(())
 }

@@ -121,7 +121,13 @@ pub fn node_type_str(node_type: i32) -> &'static str {
         "usNIC UDP",
         "unspecified",
     ];
-    usize::try_from(node_type - 1).ok().and_then(|i| S.get(i)).copied().unwrap_or("unknown")
+    // `checked_sub`: `i32::MIN - 1` would overflow.
+    node_type
+        .checked_sub(1)
+        .and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| S.get(i))
+        .copied()
+        .unwrap_or("unknown")
 }
 
 /// `ibv_port_state_str`: `enum ibv_port_state` (NOP = 0 … ACTIVE_DEFER = 5) as text.
@@ -214,5 +220,15 @@ mod tests {
         assert_eq!(Rate::from_raw(25), None);
         assert_eq!((rate_to_mult(Rate::Max), rate_to_mbps(Rate::Max)), (-1, -1));
         assert_eq!((mult_to_rate(0), mult_to_rate(-1), mbps_to_rate(-1)), (Rate::Max, Rate::Max, Rate::Max));
+    }
+
+    #[test]
+    fn node_type_str_takes_every_i32() {
+        // i32::MIN - 1 overflowed (a panic in debug builds).
+        for v in [i32::MIN, i32::MIN + 1, -1, 0, 8, i32::MAX] {
+            assert_eq!(node_type_str(v), "unknown", "{v}");
+        }
+        assert_eq!(node_type_str(1), "InfiniBand channel adapter");
+        assert_eq!(node_type_str(7), "unspecified");
     }
 }

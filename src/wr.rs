@@ -73,6 +73,30 @@ bitflags! {
 /// `IBV_SEND_INLINE`, as written into the WQE for [`Payload::Inline`].
 pub const SEND_INLINE: u32 = 1 << 3;
 
+/// Whether `flags` has a bit this crate does not know (one made with
+/// `SendFlags::from_bits_retain`): such a request is refused, since the
+/// bit would be written into the WQE as it is (bit 3 is `IBV_SEND_INLINE`,
+/// which would make the device send the WQE's own bytes). One test.
+#[inline(always)]
+pub(crate) const fn unknown_send_flags(flags: SendFlags) -> bool {
+    flags.bits() & !SendFlags::all().bits() != 0
+}
+
+/// Why one request of a list was refused: the kind, and what about the
+/// request (the detail of the [`PostError`]'s error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal(pub ErrorKind, pub &'static str);
+
+impl Refusal {
+    /// The error of `verb` this refusal is.
+    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+    #[inline]
+    pub(crate) const fn error(self, verb: &'static str) -> Error {
+        Error::new(verb, self.0).with_detail(self.1)
+    }
+}
+
+
 /// What a send request carries: a gather list of registered memory, or
 /// bytes copied into the work queue entry itself (`IBV_SEND_INLINE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,6 +367,12 @@ impl PostError {
         }
     }
 
+    /// A refusal of request `index` for `why`.
+    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+    pub(crate) const fn refused(verb: &'static str, why: Refusal, index: usize) -> Self {
+        Self { error: why.error(verb), index }
+    }
+
     /// The error's kind.
     pub fn kind(&self) -> ErrorKind {
         self.error.kind()
@@ -392,43 +422,53 @@ pub(crate) fn check_send(
     qp_type: QpType,
     max_sge: u32,
     max_inline: u32,
-) -> Result<u32, ErrorKind> {
+) -> Result<u32, Refusal> {
+    use ErrorKind::InvalidArgument as Inval;
+    if unknown_send_flags(wr.flags) {
+        return Err(Refusal(Inval, "send_flags has bits this library does not know (only FENCE, SIGNALED, SOLICITED; inline is Payload::Inline)"));
+    }
     if !wr.op.valid_for(qp_type) {
-        return Err(ErrorKind::UnsupportedOpcode);
+        return Err(Refusal(ErrorKind::UnsupportedOpcode, "the QP's transport cannot carry this opcode"));
     }
     if (qp_type == QpType::Ud) != wr.ud.is_some() {
         // A UD send needs a destination; a connected QP has one already.
-        return Err(ErrorKind::InvalidArgument);
+        return Err(Refusal(Inval, "a UD send needs a destination (SendWr::ud), a connected QP's send must have none"));
     }
     let len: u64 = match wr.payload {
         Payload::Sges(sges) => {
             if sges.len() > max_sge as usize {
-                return Err(ErrorKind::TooManySge);
+                return Err(Refusal(ErrorKind::TooManySge, "num_sge is above the QP's max_send_sge"));
             }
             sge_len(sges)
         }
         Payload::Inline(data) => {
             if data.len() > max_inline as usize {
-                return Err(ErrorKind::InlineTooLarge);
+                return Err(Refusal(ErrorKind::InlineTooLarge, "inline data is longer than the QP's max_inline_data"));
             }
             // Inline data goes out; nothing can land in it.
             if matches!(wr.op, SendOp::RdmaRead { .. }) || wr.op.is_atomic() {
-                return Err(ErrorKind::InvalidArgument);
+                return Err(Refusal(Inval, "an RDMA READ or atomic needs an SGE to land its result in, not inline data"));
             }
             data.len() as u64
         }
     };
     // A message is at most 2^31 bytes (IB: max_msg_sz; rxe: 2^31).
     if len > 1 << 31 {
-        return Err(ErrorKind::InvalidArgument);
+        return Err(Refusal(Inval, "the message is longer than 2^31 bytes"));
     }
     match wr.op {
         SendOp::AtomicCmpSwp { remote_addr, .. } | SendOp::AtomicFetchAdd { remote_addr, .. }
             if len < 8 || remote_addr % 8 != 0 =>
         {
-            Err(ErrorKind::InvalidArgument)
+            Err(Refusal(Inval, "an atomic needs an 8-byte aligned remote_addr and at least 8 bytes of SGE"))
         }
-        SendOp::BindMw(_) | SendOp::LocalInv { .. } if len != 0 => Err(ErrorKind::InvalidArgument),
+        SendOp::BindMw(_) | SendOp::LocalInv { .. } if len != 0 => {
+            Err(Refusal(Inval, "a bind or local invalidate carries no data"))
+        }
+        // Written into the WQE as they are: no unknown bits.
+        SendOp::BindMw(b) if crate::mr::unknown_access(b.access) => {
+            Err(Refusal(Inval, "the bind's access has bits this library does not know"))
+        }
         _ => Ok(len as u32),
     }
 }
@@ -438,9 +478,9 @@ pub(crate) fn check_send(
 /// room to spare, so its total is not limited.)
 #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
 #[inline]
-pub(crate) fn check_recv(wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
+pub(crate) fn check_recv(wr: &RecvWr<'_>, max_sge: u32) -> Result<(), Refusal> {
     if wr.sg_list.len() > max_sge as usize {
-        return Err(ErrorKind::TooManySge);
+        return Err(Refusal(ErrorKind::TooManySge, "num_sge is above the queue's max_recv_sge"));
     }
     Ok(())
 }
@@ -448,6 +488,10 @@ pub(crate) fn check_recv(wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kind<T>(r: Result<T, Refusal>) -> Result<T, ErrorKind> {
+        r.map_err(|r| r.0)
+    }
 
     fn sge(len: u32) -> Sge {
         Sge { addr: 0x1000, length: len, lkey: 1 }
@@ -469,30 +513,56 @@ mod tests {
         let one = [sge(8)];
         let three = [sge(8), sge(8), sge(8)];
         let ok = SendWr::send(1, &one);
-        assert_eq!(check_send(&ok, QpType::Rc, 2, 0), Ok(8));
-        assert_eq!(check_send(&SendWr::send(1, &three), QpType::Rc, 2, 0), Err(ErrorKind::TooManySge));
+        assert_eq!(kind(check_send(&ok, QpType::Rc, 2, 0)), Ok(8));
+        assert_eq!(kind(check_send(&SendWr::send(1, &three), QpType::Rc, 2, 0)), Err(ErrorKind::TooManySge));
         let inl = SendWr::send(1, &[]).inline(&[0u8; 65]);
-        assert_eq!(check_send(&inl, QpType::Rc, 1, 64), Err(ErrorKind::InlineTooLarge));
-        assert_eq!(check_send(&SendWr::send(1, &[]).inline(&[1; 64]), QpType::Rc, 1, 64), Ok(64));
+        assert_eq!(kind(check_send(&inl, QpType::Rc, 1, 64)), Err(ErrorKind::InlineTooLarge));
+        assert_eq!(kind(check_send(&SendWr::send(1, &[]).inline(&[1; 64]), QpType::Rc, 1, 64)), Ok(64));
         let read = SendWr::rdma_read(1, &one, 0x10, 5);
-        assert_eq!(check_send(&read, QpType::Uc, 1, 0), Err(ErrorKind::UnsupportedOpcode));
-        assert_eq!(check_send(&read, QpType::Ud, 1, 0), Err(ErrorKind::UnsupportedOpcode));
-        assert_eq!(check_send(&ok, QpType::Ud, 1, 0), Err(ErrorKind::InvalidArgument), "no AH");
+        assert_eq!(kind(check_send(&read, QpType::Uc, 1, 0)), Err(ErrorKind::UnsupportedOpcode));
+        assert_eq!(kind(check_send(&read, QpType::Ud, 1, 0)), Err(ErrorKind::UnsupportedOpcode));
+        assert_eq!(kind(check_send(&ok, QpType::Ud, 1, 0)), Err(ErrorKind::InvalidArgument), "no AH");
         let faa = |addr| SendWr::new(1, SendOp::AtomicFetchAdd { remote_addr: addr, rkey: 1, add: 1 }, &one);
-        assert_eq!(check_send(&faa(0x1004), QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
-        assert_eq!(check_send(&faa(0x1008), QpType::Rc, 1, 0), Ok(8));
+        assert_eq!(kind(check_send(&faa(0x1004), QpType::Rc, 1, 0)), Err(ErrorKind::InvalidArgument));
+        assert_eq!(kind(check_send(&faa(0x1008), QpType::Rc, 1, 0)), Ok(8));
         let short = [sge(4)];
         let faa4 = SendWr::new(1, SendOp::AtomicFetchAdd { remote_addr: 8, rkey: 1, add: 1 }, &short);
-        assert_eq!(check_send(&faa4, QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
+        assert_eq!(kind(check_send(&faa4, QpType::Rc, 1, 0)), Err(ErrorKind::InvalidArgument));
         let inv = SendWr::new(1, SendOp::LocalInv { rkey: 3 }, &one);
-        assert_eq!(check_send(&inv, QpType::Rc, 1, 0), Err(ErrorKind::InvalidArgument));
-        assert_eq!(check_send(&SendWr::new(1, SendOp::LocalInv { rkey: 3 }, &[]), QpType::Rc, 1, 0), Ok(0));
+        assert_eq!(kind(check_send(&inv, QpType::Rc, 1, 0)), Err(ErrorKind::InvalidArgument));
+        assert_eq!(kind(check_send(&SendWr::new(1, SendOp::LocalInv { rkey: 3 }, &[]), QpType::Rc, 1, 0)), Ok(0));
+    }
+
+    #[test]
+    fn unknown_flag_bits_are_refused_first() {
+        let one = [sge(8)];
+        for bit in 3..32 {
+            let wr = SendWr::send(1, &one).flags(SendFlags::from_bits_retain(1 << bit) | SendFlags::SIGNALED);
+            assert!(unknown_send_flags(wr.flags), "bit {bit}");
+            let r = check_send(&wr, QpType::Rc, 1, 0).unwrap_err();
+            assert_eq!(r.0, ErrorKind::InvalidArgument, "bit {bit}");
+            let e = PostError::refused("ibv_post_send", r, 0).error;
+            assert!(e.detail().unwrap().contains("send_flags"), "{e}");
+        }
+        assert!(!unknown_send_flags(SendFlags::all()));
+        let ok = SendWr::send(1, &one).flags(SendFlags::all());
+        assert_eq!(check_send(&ok, QpType::Rc, 1, 0), Ok(8));
+    }
+
+    #[test]
+    fn unknown_access_bits_are_refused() {
+        use crate::mr::{check_access, AccessFlags};
+        let e = check_access("ibv_reg_mr", AccessFlags::from_bits_retain(1 << 12)).unwrap_err();
+        assert_eq!((e.verb(), e.kind()), ("ibv_reg_mr", ErrorKind::InvalidArgument));
+        assert!(e.detail().is_some_and(|d| d.contains("does not know")), "{e}");
+        check_access("ibv_reg_mr", AccessFlags::all()).unwrap();
+        assert!(crate::mr::unknown_access(AccessFlags::from_bits_retain(1 << 31)));
     }
 
     #[test]
     fn recv_checks() {
         assert_eq!(check_recv(&RecvWr::new(1, &[sge(10), sge(20)]), 2), Ok(()));
-        assert_eq!(check_recv(&RecvWr::new(1, &[sge(10), sge(20)]), 1), Err(ErrorKind::TooManySge));
+        assert_eq!(kind(check_recv(&RecvWr::new(1, &[sge(10), sge(20)]), 1)), Err(ErrorKind::TooManySge));
         let big = [sge(u32::MAX), sge(u32::MAX)];
         assert_eq!(check_recv(&RecvWr::new(1, &big), 2), Ok(()), "room to spare is fine");
         assert_eq!(sge_len(&[sge(1), sge(2), sge(3)]), 6);

@@ -16,7 +16,7 @@ use zerocopy::FromZeros;
 
 use crate::abi::uverbs::{CloseXrcd, DestroyQp, OpenQp, OpenXrcd};
 use crate::context::Context;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::pd::DestroyError;
 use crate::qp::QpType;
 
@@ -53,8 +53,11 @@ impl<'ctx> Xrcd<'ctx> {
         oflags: XrcdFlags,
     ) -> Result<Self> {
         const VERB: &str = "ibv_open_xrcd";
+        if oflags.bits() & !XrcdFlags::all().bits() != 0 {
+            return Err(Error::invalid(VERB, "oflags has bits other than CREATE and EXCL"));
+        }
         if file.is_none() && !oflags.contains(XrcdFlags::CREATE) {
-            return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+            return Err(Error::invalid(VERB, "a domain without a file must be created (oflags CREATE)"));
         }
         let mut cmd = OpenXrcd::new_zeroed();
         // The kernel reads the fd as a signed int: -1 is "no file".

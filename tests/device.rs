@@ -8,6 +8,10 @@
 //! (see `device/common.rs`).
 //!
 //! One module per area in `tests/device/<area>.rs`; add a `mod <area>;` line below.
+//!
+//! `faults_*` are the fault scenarios of issue #12. `faults_link` deletes rxe0 with
+//! `rdma link delete` and re-creates it on the same netdev (same GID at the same index),
+//! also when it fails half-way, so the tests after it find the device as the VM made it.
 
 mod device {
     #[allow(dead_code)]
@@ -15,11 +19,18 @@ mod device {
 
     mod ah;
     mod async_event;
+    mod capi;
+    mod checks;
     mod comp_channel;
     mod cq;
     mod datapath;
     mod devinfo;
     mod discovery;
+    mod faults_access;
+    mod faults_cq;
+    mod faults_link;
+    mod faults_pollers;
+    mod faults_retry;
     mod fork;
     mod harness;
     mod mcast;
@@ -28,6 +39,7 @@ mod device {
     mod pingpong;
     mod mw;
     mod pd;
+    mod perf_interop;
     mod qp;
     mod query;
     #[allow(dead_code)]

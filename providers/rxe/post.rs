@@ -30,7 +30,10 @@ use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
-use crate::wr::{check_recv, check_send, sge_len, Payload, PostError, RecvWr, SendOp, SendWr, Sge, SEND_INLINE};
+use crate::wr::{
+    check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendOp, SendWr, Sge,
+    SEND_INLINE,
+};
 
 const SEND_HDR: usize = size_of::<RxeSendWqe>();
 const RECV_HDR: usize = size_of::<RxeRecvWqe>();
@@ -93,7 +96,7 @@ fn write_send(
     wr: &SendWr<'_>,
     qp_type: QpType,
     lim: &SendLimits,
-) -> Result<bool, ErrorKind> {
+) -> Result<bool, Refusal> {
     let len = check_send(wr, qp_type, lim.max_sge, lim.max_inline)?;
     let mut iova = 0;
     let mut ex = 0;
@@ -138,7 +141,7 @@ fn write_send(
         // Kernels before 5.12 return no AH index and want the whole
         // address vector in each WQE; that form is not implemented.
         if ah_num == 0 {
-            return Err(ErrorKind::Unsupported);
+            return Err(Refusal(ErrorKind::Unsupported, "the kernel gave the AH no index (kernels before 5.12)"));
         }
         slot.put::<WR_UNION, _>(UdHead {
             remote_qpn: ud.remote_qpn,
@@ -167,8 +170,12 @@ fn write_send(
     // the granted capacity allows but the kernel's element cannot hold.
     match wr.payload {
         // `ibv_sge` and `rxe_sge` are one layout.
-        Payload::Sges(s) if !slot.put_all(SEND_HDR, s) => Err(ErrorKind::TooManySge),
-        Payload::Inline(d) if !slot.put_bytes(SEND_HDR, d) => Err(ErrorKind::InlineTooLarge),
+        Payload::Sges(s) if !slot.put_all(SEND_HDR, s) => {
+            Err(Refusal(ErrorKind::TooManySge, "the SGEs do not fit in the kernel's send queue element"))
+        }
+        Payload::Inline(d) if !slot.put_bytes(SEND_HDR, d) => {
+            Err(Refusal(ErrorKind::InlineTooLarge, "the inline data does not fit in the kernel's send queue element"))
+        }
         _ => Ok(bind),
     }
 }
@@ -177,9 +184,12 @@ fn write_send(
 /// registers for the work.
 #[cold]
 #[inline(never)]
-fn refuse(verb: &'static str, kind: ErrorKind, index: usize) -> PostError {
-    PostError::new(verb, kind, index)
+fn refuse(verb: &'static str, why: Refusal, index: usize) -> PostError {
+    PostError::refused(verb, why, index)
 }
+
+/// A list longer than the free slots.
+const FULL: Refusal = Refusal(ErrorKind::QueueFull, "the queue has fewer free slots than the list has requests");
 
 const POST_SEND: &str = "ibv_post_send";
 
@@ -249,8 +259,9 @@ enum Plain<'w> {
 /// needs the full checks.
 #[inline(always)]
 fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr<'_>) -> bool {
-    // A UD send needs a destination (and goes the general way).
-    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) {
+    // A UD send needs a destination (and goes the general way); unknown
+    // flag bits are refused there.
+    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) || unknown_send_flags(wr.flags) {
         return false;
     }
     // A message is at most 2^31 bytes; nothing can land in inline data.
@@ -335,17 +346,17 @@ fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendW
     let mut prod = sq.producer_mut();
     let free = prod.free();
     if wrs.len() > free as usize {
-        return Err(refuse(POST_SEND, ErrorKind::QueueFull, free as usize));
+        return Err(refuse(POST_SEND, FULL, free as usize));
     }
     let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
         // `i < wrs.len() <= free`: there is a slot.
         let Some(mut slot) = prod.slot(i as u32) else {
-            return Err(refuse(POST_SEND, ErrorKind::QueueFull, i));
+            return Err(refuse(POST_SEND, FULL, i));
         };
         match write_send(&mut slot, wr, qp_type, lim) {
             Ok(bind) => binds |= bind,
-            Err(kind) => return Err(refuse(POST_SEND, kind, i)),
+            Err(why) => return Err(refuse(POST_SEND, why, i)),
         }
     }
     prod.publish(wrs.len() as u32);
@@ -361,11 +372,11 @@ fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendW
 
 /// Checks `wr` and writes it into `slot` (a receive WQE: header, SGEs).
 #[inline(always)]
-fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), ErrorKind> {
+fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -> Result<(), Refusal> {
     check_recv(wr, max_sge)?;
     if !slot.put_all(RECV_HDR, wr.sg_list) {
         // More SGEs than the kernel's element holds.
-        return Err(ErrorKind::TooManySge);
+        return Err(Refusal(ErrorKind::TooManySge, "the SGEs do not fit in the kernel's receive queue element"));
     }
     // The kernel's `dma.length` is 32 bits, as rdma-core's sum is.
     let len = sge_len(wr.sg_list) as u32;
@@ -387,15 +398,15 @@ pub fn post_recv(
 ) -> Result<(), PostError> {
     let free = prod.free();
     if wrs.len() > free as usize {
-        return Err(refuse(verb, ErrorKind::QueueFull, free as usize));
+        return Err(refuse(verb, FULL, free as usize));
     }
     if let [wr] = wrs {
         // One request, the common case: no loop. `free >= 1`.
         let Some(mut slot) = prod.slot(0) else {
-            return Err(refuse(verb, ErrorKind::QueueFull, 0));
+            return Err(refuse(verb, FULL, 0));
         };
-        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, kind, 0));
+        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, why, 0));
         }
         prod.publish(1);
         return Ok(());
@@ -403,10 +414,10 @@ pub fn post_recv(
     for (i, wr) in wrs.iter().enumerate() {
         // `i < wrs.len() <= free`: there is a slot.
         let Some(mut slot) = prod.slot(i as u32) else {
-            return Err(refuse(verb, ErrorKind::QueueFull, i));
+            return Err(refuse(verb, FULL, i));
         };
-        if let Err(kind) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, kind, i));
+        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, why, i));
         }
     }
     prod.publish(wrs.len() as u32);

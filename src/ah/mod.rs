@@ -106,13 +106,23 @@ pub struct Ah<'a> {
 
 impl<'a> Ah<'a> {
     /// `ibv_create_ah`: creates an address handle in `pd`.
+    ///
+    /// The address is checked first, as a transition's is: a service level
+    /// wider than 4 bits, a flow label wider than 20, a static rate that
+    /// is no `enum ibv_rate`, a port the device does not have, an sgid
+    /// index past the GID table (or naming an empty entry, which the
+    /// kernel reports) and a missing GRH on a RoCE port are
+    /// `InvalidArgument` errors whose [detail](crate::Error::detail) names
+    /// the field.
     #[doc(alias = "ibv_create_ah")]
     pub fn create(pd: &'a Pd<'a>, attr: &AhAttr) -> Result<Self> {
         const VERB: &str = "ibv_create_ah";
+        crate::attr_check::ah(VERB, pd.context(), attr)?;
         let mut cmd = CreateAh::new_zeroed();
         cmd.pd_handle = pd.handle();
         cmd.attr = attr.to_abi();
-        let (handle, ah_num) = exec_create_ah(pd.context(), VERB, &cmd)?;
+        let (handle, ah_num) =
+            exec_create_ah(pd.context(), VERB, &cmd).map_err(crate::attr_check::explain_gid_error)?;
         Ok(Self { pd, handle, ah_num, attr: *attr })
     }
 

@@ -7,6 +7,9 @@
 
 use crate::abi::uverbs::{ModifyQp, QpDest, QueryQpResp};
 use crate::ah::{AhAttr, GlobalRoute};
+use crate::attr_check::{self as check, width};
+use crate::context::Context;
+use crate::error::{Error, Result};
 
 use super::state::QpStateKind;
 
@@ -133,12 +136,32 @@ pub struct QpCap {
     pub max_inline_data: u32,
 }
 
+/// `ibv_modify_qp`, the verb a refused attribute names.
+const MODIFY: &str = "ibv_modify_qp";
+
 /// Fills the transition-specific part of a `MODIFY_QP` command. Sealed
 /// in practice: implemented by this module's attribute structs.
 pub trait TransitionAttr {
     /// Writes the fields into `cmd` and returns their `IBV_QP_*` mask
     /// (without `IBV_QP_STATE`, which the transition adds).
     fn apply(&self, cmd: &mut ModifyQp) -> u32;
+
+    /// Checks the fields before the command is sent: a field out of its
+    /// range (a PSN or QP number wider than 24 bits, a retry count wider
+    /// than 3, a timer wider than 5, a port the device does not have, a
+    /// P_Key or sgid index past its table, a RoCE address without a GRH…)
+    /// is an `InvalidArgument` error of `ibv_modify_qp` whose
+    /// [detail](crate::Error::detail) names the field.
+    fn check(&self, ctx: &Context) -> Result<()> {
+        let _ = ctx;
+        Ok(())
+    }
+}
+
+/// The port and P_Key index of a RESET → INIT transition.
+fn check_port_pkey(ctx: &Context, port_num: u8, pkey_index: u16) -> Result<()> {
+    let port = check::port(MODIFY, ctx, port_num)?;
+    check::pkey_index(MODIFY, &port, pkey_index)
 }
 
 /// RESET → INIT for RC and UC (`ibv_rc_pingpong`'s mask: state, P_Key
@@ -160,6 +183,13 @@ impl TransitionAttr for ConnInitAttr {
         cmd.qp_access_flags = self.access.bits();
         IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS
     }
+
+    fn check(&self, ctx: &Context) -> Result<()> {
+        if crate::mr::unknown_access(self.access) {
+            return Err(Error::invalid(MODIFY, "qp_access_flags has bits this library does not know"));
+        }
+        check_port_pkey(ctx, self.port_num, self.pkey_index)
+    }
 }
 
 /// RESET → INIT for UD (mask: state, P_Key index, port, Q_Key).
@@ -179,6 +209,10 @@ impl TransitionAttr for UdInitAttr {
         cmd.port_num = self.port_num;
         cmd.qkey = self.qkey;
         IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY
+    }
+
+    fn check(&self, ctx: &Context) -> Result<()> {
+        check_port_pkey(ctx, self.port_num, self.pkey_index)
     }
 }
 
@@ -218,6 +252,18 @@ impl TransitionAttr for RcRtrAttr {
             | IBV_QP_MAX_DEST_RD_ATOMIC
             | IBV_QP_MIN_RNR_TIMER
     }
+
+    fn check(&self, ctx: &Context) -> Result<()> {
+        check::bits(MODIFY, self.min_rnr_timer.into(), width::TIMER, "min_rnr_timer is wider than 5 bits")?;
+        check_rtr(ctx, self.dest_qp_num, self.rq_psn, &self.ah_attr)
+    }
+}
+
+/// The fields INIT → RTR of RC and UC share.
+fn check_rtr(ctx: &Context, dest_qp_num: u32, rq_psn: u32, ah: &AhAttr) -> Result<()> {
+    check::bits(MODIFY, dest_qp_num, width::PSN, "dest_qp_num is wider than 24 bits")?;
+    check::bits(MODIFY, rq_psn, width::PSN, "rq_psn is wider than 24 bits")?;
+    check::ah(MODIFY, ctx, ah)
 }
 
 /// INIT → RTR for UC (mask: state, AV, path MTU, dest QPN, RQ PSN).
@@ -240,6 +286,10 @@ impl TransitionAttr for UcRtrAttr {
         cmd.rq_psn = self.rq_psn;
         cmd.dest = ah_to_dest(&self.ah_attr);
         IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+    }
+
+    fn check(&self, ctx: &Context) -> Result<()> {
+        check_rtr(ctx, self.dest_qp_num, self.rq_psn, &self.ah_attr)
     }
 }
 
@@ -282,6 +332,20 @@ impl TransitionAttr for RcRtsAttr {
             | IBV_QP_SQ_PSN
             | IBV_QP_MAX_QP_RD_ATOMIC
     }
+
+    fn check(&self, _ctx: &Context) -> Result<()> {
+        self.check_fields()
+    }
+}
+
+impl RcRtsAttr {
+    /// The width checks (no device needed).
+    fn check_fields(&self) -> Result<()> {
+        check::bits(MODIFY, self.sq_psn, width::PSN, "sq_psn is wider than 24 bits")?;
+        check::bits(MODIFY, self.timeout.into(), width::TIMER, "timeout is wider than 5 bits")?;
+        check::bits(MODIFY, self.retry_cnt.into(), width::RETRY, "retry_cnt is wider than 3 bits")?;
+        check::bits(MODIFY, self.rnr_retry.into(), width::RETRY, "rnr_retry is wider than 3 bits")
+    }
 }
 
 /// RTR → RTS for UC and UD (mask: state, SQ PSN).
@@ -295,6 +359,10 @@ impl TransitionAttr for SqPsnAttr {
     fn apply(&self, cmd: &mut ModifyQp) -> u32 {
         cmd.sq_psn = self.sq_psn;
         IBV_QP_SQ_PSN
+    }
+
+    fn check(&self, _ctx: &Context) -> Result<()> {
+        check::bits(MODIFY, self.sq_psn, width::PSN, "sq_psn is wider than 24 bits")
     }
 }
 
@@ -374,6 +442,28 @@ impl QpAttr {
                 max_inline_data: r.max_inline_data,
             },
             sq_sig_all: r.sq_sig_all != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn rts_fields_are_checked_by_width() {
+        let ok = RcRtsAttr { sq_psn: 0xff_ffff, timeout: 31, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 255 };
+        ok.check_fields().unwrap();
+        for (bad, field) in [
+            (RcRtsAttr { sq_psn: 1 << 24, ..ok }, "sq_psn"),
+            (RcRtsAttr { timeout: 32, ..ok }, "timeout"),
+            (RcRtsAttr { retry_cnt: 8, ..ok }, "retry_cnt"),
+            (RcRtsAttr { rnr_retry: 8, ..ok }, "rnr_retry"),
+        ] {
+            let e = bad.check_fields().unwrap_err();
+            assert_eq!((e.verb(), e.kind()), ("ibv_modify_qp", ErrorKind::InvalidArgument));
+            assert!(e.detail().unwrap().starts_with(field), "{e}");
         }
     }
 }

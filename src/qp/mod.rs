@@ -421,6 +421,14 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
     /// with an SRQ has no receive queue: post to the SRQ instead
     /// (`InvalidArgument`).
     ///
+    /// A QP the device moved to ERROR (after an error completion; its type
+    /// still says RTS, [`QueuePair::query`] says ERROR) does not complete
+    /// receives posted afterwards on rxe, which looks at a receive queue
+    /// only when a packet arrives or the QP is moved to ERROR: call
+    /// [`QueuePair::into_error`] (legal from ERROR), after which every
+    /// receive, posted before or after, completes with `WR_FLUSH_ERR`
+    /// (`tests/device/faults_access.rs`).
+    ///
     /// The method exists only in the states that allow posting receives
     /// (INIT and later).
     #[doc(alias = "ibv_post_recv")]

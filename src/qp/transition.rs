@@ -1,6 +1,7 @@
 //! State transitions (`ibv_modify_qp` with `IBV_QP_STATE`): each consumes
 //! the QP and returns it in the new state, or hands it back unchanged with
-//! the kernel's error.
+//! the error (a field out of range is refused before the syscall, see
+//! [`TransitionAttr::check`]; otherwise the kernel's).
 
 use zerocopy::FromZeros;
 
@@ -28,6 +29,9 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
     /// kernel applies all of it or nothing, so on error the QP is still in
     /// `S` and is returned as such.
     fn modify_to<N: QpState, A: TransitionAttr>(self, attr: &A) -> Transition<'a, T, S, N> {
+        if let Err(error) = attr.check(self.ctx()) {
+            return Err(TransitionError { error, qp: self });
+        }
         let mut cmd = ModifyQp::new_zeroed();
         cmd.qp_handle = self.inner.handle;
         cmd.qp_state = N::KIND as u8;
@@ -38,7 +42,7 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
             .exec("ibv_modify_qp", &cmd, &[], &mut [])
         {
             Ok(()) => Ok(QueuePair::from_inner(self.inner)),
-            Err(error) => Err(TransitionError { error, qp: self }),
+            Err(error) => Err(TransitionError { error: crate::attr_check::explain_gid_error(error), qp: self }),
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::common::{gid_index, rxe_name};
 use verbs::qp::{
     AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpCap, QpInitAttr, RcQp, RcRtrAttr,
-    RcRtsAttr, Rts, SqPsnAttr, UcQp, UcRtrAttr, UdInitAttr, UdQp, UdRtrAttr,
+    RcRtsAttr, Reset, Rts, SqPsnAttr, UcQp, UcRtrAttr, UdInitAttr, UdQp, UdRtrAttr,
 };
 use verbs::{discovery::devices, AccessFlags, Context, Cq, Pd, Srq, Wc};
 
@@ -45,28 +45,70 @@ const CONN_INIT: ConnInitAttr = ConnInitAttr {
     access: QpAccess::REMOTE_WRITE.union(QpAccess::REMOTE_READ).union(QpAccess::REMOTE_ATOMIC),
 };
 
+/// The RC connection settings a test may vary ([`rc_pair_with`],
+/// [`rc_connect`]); [`RcSettings::DEFAULT`] is what [`rc_pair`] uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RcSettings {
+    /// What the remote side may do (INIT's `qp_access_flags`).
+    pub access: QpAccess,
+    /// Minimum RNR NAK timer code (RTR).
+    pub min_rnr_timer: u8,
+    /// Local ACK timeout exponent (RTS; 0 = infinite).
+    pub timeout: u8,
+    /// Retries on timeout (RTS).
+    pub retry_cnt: u8,
+    /// Retries on RNR NAK (RTS; 7 = infinite).
+    pub rnr_retry: u8,
+}
+
+impl RcSettings {
+    /// Every remote access, generous retries.
+    pub(crate) const DEFAULT: RcSettings =
+        RcSettings { access: CONN_INIT.access, min_rnr_timer: 1, timeout: 14, retry_cnt: 7, rnr_retry: 7 };
+}
+
+/// Brings an RC QP in RESET up to RTS, connected to `dest` on this device.
+pub(crate) fn rc_connect<'a>(qp: RcQp<'a, Reset>, dest: u32, s: RcSettings) -> RcQp<'a, Rts> {
+    let ctx = qp.pd().context();
+    let rtr = RcRtrAttr {
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: dest,
+        rq_psn: 0,
+        max_dest_rd_atomic: 4,
+        min_rnr_timer: s.min_rnr_timer,
+        ah_attr: self_av(ctx),
+    };
+    let rts = RcRtsAttr { sq_psn: 0, timeout: s.timeout, retry_cnt: s.retry_cnt, rnr_retry: s.rnr_retry, max_rd_atomic: 4 };
+    qp.into_init(ConnInitAttr { access: s.access, ..CONN_INIT })
+        .expect("RC INIT")
+        .into_rtr(rtr)
+        .expect("RC RTR")
+        .into_rts(rts)
+        .expect("RC RTS")
+}
+
+/// Two RC QPs in RTS connected to each other, each side with its own
+/// settings (`a` with `sa`, `b` with `sb`).
+pub(crate) fn rc_pair_with<'a>(
+    pd: &'a Pd<'a>,
+    a_attr: QpInitAttr<'a>,
+    b_attr: QpInitAttr<'a>,
+    sa: RcSettings,
+    sb: RcSettings,
+) -> (RcQp<'a, Rts>, RcQp<'a, Rts>) {
+    let a = RcQp::create(pd, a_attr).expect("create QP a");
+    let b = RcQp::create(pd, b_attr).expect("create QP b");
+    let (an, bn) = (a.qp_num(), b.qp_num());
+    (rc_connect(a, bn, sa), rc_connect(b, an, sb))
+}
+
 /// Two RC QPs in RTS connected to each other.
 pub(crate) fn rc_pair<'a>(
     pd: &'a Pd<'a>,
     a_attr: QpInitAttr<'a>,
     b_attr: QpInitAttr<'a>,
 ) -> (RcQp<'a, Rts>, RcQp<'a, Rts>) {
-    let ctx = pd.context();
-    let a = RcQp::create(pd, a_attr).expect("create QP a").into_init(CONN_INIT).expect("a INIT");
-    let b = RcQp::create(pd, b_attr).expect("create QP b").into_init(CONN_INIT).expect("b INIT");
-    let rtr = |dest| RcRtrAttr {
-        path_mtu: Mtu::Mtu1024,
-        dest_qp_num: dest,
-        rq_psn: 0,
-        max_dest_rd_atomic: 4,
-        min_rnr_timer: 1,
-        ah_attr: self_av(ctx),
-    };
-    let rts = RcRtsAttr { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4 };
-    let (an, bn) = (a.qp_num(), b.qp_num());
-    let a = a.into_rtr(rtr(bn)).expect("a RTR").into_rts(rts).expect("a RTS");
-    let b = b.into_rtr(rtr(an)).expect("b RTR").into_rts(rts).expect("b RTS");
-    (a, b)
+    rc_pair_with(pd, a_attr, b_attr, RcSettings::DEFAULT, RcSettings::DEFAULT)
 }
 
 /// Two UC QPs in RTS connected to each other.

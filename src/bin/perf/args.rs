@@ -4,6 +4,7 @@
 //! take their value separately or attached (`-s 8`, `-s8`), long ones with
 //! `=` or separately (`--size=8`, `--size 8`). The last operand, if any,
 //! is the server to connect to; without it we are the server.
+//! Defaults are perftest 6.06's (Debian's 4.5+0.17).
 
 /// Which perftest program we stand in for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +17,19 @@ pub(crate) enum Test {
     SendBw,
     /// `ib_write_bw`: RDMA WRITE streaming.
     WriteBw,
+    /// `ib_read_lat`: one RDMA READ at a time, the client only.
+    ReadLat,
+    /// `ib_read_bw`: RDMA READ streaming, the client only.
+    ReadBw,
+    /// `ib_atomic_lat`: one atomic at a time, the client only.
+    AtomicLat,
+}
+
+/// perftest's `-A`: the atomic operation of `atomic_lat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Atomic {
+    FetchAndAdd,
+    CmpAndSwap,
 }
 
 impl Test {
@@ -25,11 +39,23 @@ impl Test {
             Test::WriteLat => "write_lat",
             Test::SendBw => "send_bw",
             Test::WriteBw => "write_bw",
+            Test::ReadLat => "read_lat",
+            Test::ReadBw => "read_bw",
+            Test::AtomicLat => "atomic_lat",
         }
     }
 
+    const ALL: [Test; 7] =
+        [Test::SendLat, Test::WriteLat, Test::SendBw, Test::WriteBw, Test::ReadLat, Test::ReadBw, Test::AtomicLat];
+
     pub(crate) fn is_lat(self) -> bool {
-        matches!(self, Test::SendLat | Test::WriteLat)
+        matches!(self, Test::SendLat | Test::WriteLat | Test::ReadLat | Test::AtomicLat)
+    }
+
+    /// READ and atomics: the peer's outstanding-read limit matters, and
+    /// latency is the whole round trip (perftest halves the others).
+    pub(crate) fn is_read_or_atomic(self) -> bool {
+        matches!(self, Test::ReadLat | Test::ReadBw | Test::AtomicLat)
     }
 
     pub(crate) fn is_send(self) -> bool {
@@ -45,11 +71,12 @@ pub(crate) struct Opts {
     pub(crate) dev: Option<String>,
     /// `-i`: port number (default 1).
     pub(crate) ib_port: u8,
-    /// `-x`: source GID index (default 0).
-    pub(crate) gid_index: u32,
+    /// `-x`: source GID index (default: on Ethernet ports perftest's best
+    /// GID, IPv4 RoCE v2 first; on InfiniBand none).
+    pub(crate) gid_index: Option<u32>,
     /// `-s`: message size (default 2 for latency, 65536 for bandwidth).
     pub(crate) size: u32,
-    /// `-n`: iterations per QP (default 1000 latency, 5000 bandwidth).
+    /// `-n`: iterations per QP (default 1000; 5000 for write_bw).
     pub(crate) iters: u32,
     /// `-q`: number of QPs (bandwidth tests; default 1).
     pub(crate) qps: u32,
@@ -61,6 +88,10 @@ pub(crate) struct Opts {
     pub(crate) rx_depth: u32,
     /// `-p`: TCP port of the out-of-band exchange (default 18515).
     pub(crate) port: u16,
+    /// `-o`: outstanding READs/atomics (default 0: the device's maximum).
+    pub(crate) outs: u32,
+    /// `-A`: atomic_lat's operation (default FETCH_AND_ADD).
+    pub(crate) atomic: Atomic,
     /// The server's address: we are the client. None: we are the server.
     pub(crate) server: Option<String>,
 }
@@ -74,24 +105,27 @@ pub(crate) enum Parsed {
 
 pub(crate) fn usage(prog: &str) -> String {
     format!(
-        "usage: {prog} send_lat|write_lat|send_bw|write_bw [options] [server]\n\
+        "usage: {prog} send_lat|write_lat|send_bw|write_bw|read_lat|read_bw|atomic_lat [options] [server]\n\
          \x20 -d, --ib-dev=<dev>       device (default: the first)\n\
          \x20 -i, --ib-port=<port>     port (default 1)\n\
          \x20 -x, --gid-index=<index>  source GID index (RoCE: the RoCE v2 IPv4 GID)\n\
          \x20 -s, --size=<size>        message size (default 2 latency, 65536 bandwidth)\n\
-         \x20 -n, --iters=<iters>      iterations per QP (default 1000 latency, 5000 bandwidth)\n\
+         \x20 -n, --iters=<iters>      iterations per QP (default 1000; write_bw 5000)\n\
          \x20 -q, --qp=<num>           QPs (default 1)\n\
          \x20 -l, --post_list=<n>      work requests per post_send (default 1)\n\
          \x20 -t, --tx-depth=<n>       send queue depth (default 1 latency, 128 bandwidth)\n\
          \x20 -r, --rx-depth=<n>       receive queue depth (default 512)\n\
          \x20 -p, --port=<port>        TCP port of the exchange (default 18515)\n\
+         \x20 -o, --outs=<num>         outstanding READs/atomics (default: the device's maximum)\n\
+         \x20 -A, --atomic_type=<type> CMP_AND_SWAP or FETCH_AND_ADD (default)\n\
          \x20 -F, --CPU-freq           accepted and ignored (perftest compatibility)\n\
+         The exchange is perftest's (version 6.06): either side may be perftest's ib_<test>.\n\
          Output: perftest's result table and a line `verbs-perf result key=value ...`.\n"
     )
 }
 
 /// (short letter, long name, takes a value)
-const OPTS: [(char, &str, bool); 12] = [
+const OPTS: [(char, &str, bool); 14] = [
     ('d', "ib-dev", true),
     ('i', "ib-port", true),
     ('x', "gid-index", true),
@@ -102,6 +136,8 @@ const OPTS: [(char, &str, bool); 12] = [
     ('t', "tx-depth", true),
     ('r', "rx-depth", true),
     ('p', "port", true),
+    ('o', "outs", true),
+    ('A', "atomic_type", true),
     ('F', "CPU-freq", false),
     ('h', "help", false),
 ];
@@ -113,27 +149,32 @@ fn num<T: core::str::FromStr>(opt: char, v: &str) -> Result<T, String> {
 /// Parses the arguments after the program name.
 pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
     let Some(first) = args.first() else { return Err("no test given".into()) };
-    let test = match first.as_str() {
-        "send_lat" => Test::SendLat,
-        "write_lat" => Test::WriteLat,
-        "send_bw" => Test::SendBw,
-        "write_bw" => Test::WriteBw,
-        "-h" | "--help" => return Ok(Parsed::Help),
-        t => return Err(format!("unknown test '{t}' (send_lat, write_lat, send_bw, write_bw)")),
+    if matches!(first.as_str(), "-h" | "--help") {
+        return Ok(Parsed::Help);
+    }
+    let Some(test) = Test::ALL.into_iter().find(|t| t.name() == first) else {
+        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
+        return Err(format!("unknown test '{first}' ({})", names.join(", ")));
     };
     let lat = test.is_lat();
     let mut o = Opts {
         test,
         dev: None,
         ib_port: 1,
-        gid_index: 0,
-        size: if lat { 2 } else { 65536 },
-        iters: if lat { 1000 } else { 5000 },
+        gid_index: None,
+        size: match test {
+            Test::AtomicLat => 8,
+            _ if lat => 2,
+            _ => 65536,
+        },
+        iters: if test == Test::WriteBw { 5000 } else { 1000 },
         qps: 1,
         post_list: 1,
         tx_depth: if lat { 1 } else { 128 },
         rx_depth: 512,
         port: 18515,
+        outs: 0,
+        atomic: Atomic::FetchAndAdd,
         server: None,
     };
     let mut tx_given = false;
@@ -184,7 +225,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         match letter {
             'd' => o.dev = Some(value),
             'i' => o.ib_port = num(letter, &value)?,
-            'x' => o.gid_index = num(letter, &value)?,
+            'x' => o.gid_index = Some(num(letter, &value)?),
             's' => o.size = num(letter, &value)?,
             'n' => o.iters = num(letter, &value)?,
             'q' => o.qps = num(letter, &value)?,
@@ -192,6 +233,14 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
             't' => (o.tx_depth, tx_given) = (num(letter, &value)?, true),
             'r' => (o.rx_depth, rx_given) = (num(letter, &value)?, true),
             'p' => o.port = num(letter, &value)?,
+            'o' => o.outs = num(letter, &value)?,
+            'A' => {
+                o.atomic = match value.as_str() {
+                    "FETCH_AND_ADD" => Atomic::FetchAndAdd,
+                    "CMP_AND_SWAP" => Atomic::CmpAndSwap,
+                    v => return Err(format!("invalid value for -A: '{v}' (CMP_AND_SWAP, FETCH_AND_ADD)")),
+                }
+            }
             'F' => {}
             _ => return Ok(Parsed::Help),
         }
@@ -204,6 +253,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
     }
     if lat && (o.qps != 1 || o.post_list != 1) {
         return Err("latency tests use one QP and no post list".into());
+    }
+    if test == Test::AtomicLat && o.size != 8 {
+        return Err("atomic_lat moves 8 bytes (-s 8)".into());
     }
     if !tx_given && o.post_list > o.tx_depth {
         o.tx_depth = o.post_list;
@@ -237,7 +289,7 @@ mod tests {
         let o = run("send_lat -d rxe0 -x 1 -s 64 -n 3000 -F -p 18530 127.0.0.1");
         assert_eq!(o.test, Test::SendLat);
         assert_eq!(o.dev.as_deref(), Some("rxe0"));
-        assert_eq!((o.gid_index, o.size, o.iters, o.port), (1, 64, 3000, 18530));
+        assert_eq!((o.gid_index, o.size, o.iters, o.port), (Some(1), 64, 3000, 18530));
         assert_eq!(o.server.as_deref(), Some("127.0.0.1"));
         assert_eq!((o.qps, o.post_list, o.tx_depth, o.ib_port), (1, 1, 1, 1));
         let o = run("write_bw -d rxe0 -x 1 -s 8 -n 20000 -q 4 -l 8 -F -p 18600");
@@ -249,10 +301,15 @@ mod tests {
     #[test]
     fn defaults_attached_and_long_forms() {
         let o = run("send_bw");
-        assert_eq!((o.size, o.iters, o.port, o.gid_index), (65536, 5000, 18515, 0));
+        assert_eq!((o.size, o.iters, o.port, o.gid_index), (65536, 1000, 18515, None));
+        assert_eq!(run("write_bw").iters, 5000);
         let o = run("write_lat -s8 --iters=10 --ib-dev rxe1 --gid-index=3 host");
-        assert_eq!((o.size, o.iters, o.gid_index), (8, 10, 3));
+        assert_eq!((o.size, o.iters, o.gid_index), (8, 10, Some(3)));
         assert_eq!((o.dev.as_deref(), o.server.as_deref()), (Some("rxe1"), Some("host")));
+        let o = run("atomic_lat -A CMP_AND_SWAP -o 4");
+        assert_eq!((o.size, o.atomic, o.outs, o.tx_depth), (8, Atomic::CmpAndSwap, 4, 1));
+        assert_eq!(run("read_lat").test, Test::ReadLat);
+        assert_eq!((run("read_bw -q 2").size, run("read_bw").tx_depth), (65536, 128));
         // rx depth follows small iteration counts unless given
         assert_eq!(run("send_bw -n 100").rx_depth, 100);
         assert_eq!(run("send_bw -n 100 -r 50").rx_depth, 50);
@@ -264,7 +321,9 @@ mod tests {
     fn bad_command_lines_are_refused() {
         for bad in [
             "",
-            "read_lat",
+            "read_latency",
+            "atomic_lat -s 4",
+            "atomic_lat -A ADD",
             "send_lat -s",
             "send_lat -s x",
             "send_lat -z 1",

@@ -1,139 +1,188 @@
-//! The out-of-band exchange over TCP (like perftest's `Data ex. method :
-//! Ethernet`, but our own line format, so `verbs-perf` talks to itself):
-//! the client connects to the server's port; each side sends a header line
-//! with the test parameters, then one line per QP with what the peer needs
-//! to connect to it and write into its memory; `sync` is a barrier.
+//! perftest's out-of-band exchange over TCP (`Data ex. method :
+//! Ethernet`), so either side may be perftest's `ib_<test>` (6.06, Debian's
+//! 4.5+0.17; it refuses peers older than 5.70).
 //!
-//! ```text
-//! VERBSPERF1 <test> <size> <iters> <qps> <post_list>
-//! <qpn> <psn> <rkey> <vaddr> <gid as 32 hex digits>
-//! ```
+//! The client connects to the server's port. Every exchange is one
+//! fixed-size message each way: the client writes first and then reads,
+//! the server reads first and then writes. The messages, in the order
+//! [`super::run`] sends them:
+//!
+//! 1. the version, 16 bytes (`"6.06"`, NUL padded);
+//! 2. the page size, then the cache line size: 4-byte big-endian integers
+//!    (each side uses the larger of the two);
+//! 3. the port's active MTU as `enum ibv_mtu` in decimal, 2 bytes (`"3\0"`;
+//!    each side uses the smaller);
+//! 4. handshakes: one QP's address as text (see [`Dest`]), 108 bytes with a
+//!    GID (Ethernet ports, or `-x` given) or 59 without. perftest uses them
+//!    both to pass addresses and as barriers; which handshakes a test does
+//!    and when is in `run::Script`;
+//! 5. bandwidth tests whose server does no work: the client's result, five
+//!    8-byte big-endian fields (size, iterations, peak MB/s, average MB/s,
+//!    Mpps; the three rates as IEEE doubles);
+//! 6. the close: a handshake, then `"done\0"` written (and never read).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use core::time::Duration;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
-use super::args::Opts;
+use super::dest::Dest;
 
-/// One QP's connection data (what perftest prints as `local address:`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct QpInfo {
-    pub(crate) qpn: u32,
-    pub(crate) psn: u32,
-    pub(crate) rkey: u32,
-    pub(crate) vaddr: u64,
-    pub(crate) gid: [u8; 16],
+/// The version we announce: perftest's whose protocol we speak.
+pub(crate) const VERSION: &str = "6.06";
+/// The oldest version perftest 6.06 (and so we) accept.
+const OLDEST: f64 = 5.70;
+
+/// A bandwidth result as perftest sends it (`struct bw_report_data`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BwReport {
+    pub(crate) size: u64,
+    pub(crate) iters: u64,
+    pub(crate) bw_peak: f64,
+    pub(crate) bw_avg: f64,
+    pub(crate) msg_rate: f64,
 }
 
-impl QpInfo {
-    pub(crate) fn to_line(self) -> String {
-        let gid: String = self.gid.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{} {} {} {} {}\n", self.qpn, self.psn, self.rkey, self.vaddr, gid)
-    }
-
-    pub(crate) fn from_line(line: &str) -> Result<Self, String> {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let bad = || format!("bad QP line from the peer: '{}'", line.trim_end());
-        if f.len() != 5 || f[4].len() != 32 {
-            return Err(bad());
-        }
-        let mut gid = [0u8; 16];
-        for (i, g) in gid.iter_mut().enumerate() {
-            *g = u8::from_str_radix(f[4].get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
-        }
-        Ok(QpInfo {
-            qpn: f[0].parse().map_err(|_| bad())?,
-            psn: f[1].parse().map_err(|_| bad())?,
-            rkey: f[2].parse().map_err(|_| bad())?,
-            vaddr: f[3].parse().map_err(|_| bad())?,
-            gid,
-        })
-    }
-
-    /// perftest's two lines for a QP.
-    pub(crate) fn describe(&self, which: &str) -> String {
-        let gid: Vec<String> = self.gid.iter().map(|b| format!("{b:02}")).collect();
-        format!(
-            " {which} address: LID 0000 QPN {:#06x} PSN {:#x} RKey {:#08x} VAddr {:#016x}\n GID: {}\n",
-            self.qpn,
-            self.psn,
-            self.rkey,
-            self.vaddr,
-            gid.join(":")
-        )
-    }
-}
-
-fn header(o: &Opts) -> String {
-    format!("VERBSPERF1 {} {} {} {} {}\n", o.test.name(), o.size, o.iters, o.qps, o.post_list)
-}
-
-/// The connected TCP stream, buffered for reading lines.
+/// The connected TCP stream and which side we are.
 pub(crate) struct Oob {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    stream: TcpStream,
+    client: bool,
+    /// Handshakes carry a GID (108-byte messages) or not (59).
+    pub(crate) with_gid: bool,
+}
+
+/// Server: binds the port (before the caller says it waits, so a client
+/// started after that line finds it).
+pub(crate) fn listen(port: u16) -> Result<TcpListener, String> {
+    TcpListener::bind(("0.0.0.0", port)).map_err(|e| format!("listen on port {port}: {e}"))
 }
 
 impl Oob {
-    /// Server: listen on the port and take one client. Client: connect,
-    /// retrying for up to 10 s while the server starts.
-    pub(crate) fn connect(o: &Opts) -> Result<Self, String> {
-        let stream = match &o.server {
-            None => {
-                let l = TcpListener::bind(("0.0.0.0", o.port)).map_err(|e| format!("listen on port {}: {e}", o.port))?;
-                l.accept().map_err(|e| format!("accept: {e}"))?.0
-            }
-            Some(host) => {
-                let t0 = Instant::now();
-                loop {
-                    match TcpStream::connect((host.as_str(), o.port)) {
-                        Ok(s) => break s,
-                        Err(e) if t0.elapsed() > Duration::from_secs(10) => {
-                            return Err(format!("couldn't connect to {host}:{}: {e}", o.port));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(50)),
-                    }
+    /// Server: takes one client from `listener`.
+    pub(crate) fn accept(listener: &TcpListener) -> Result<Self, String> {
+        let (stream, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
+        Ok(Self::new(stream, false))
+    }
+
+    /// Client: connects, retrying for up to 10 s while the server starts.
+    pub(crate) fn connect(host: &str, port: u16) -> Result<Self, String> {
+        let t0 = Instant::now();
+        loop {
+            match TcpStream::connect((host, port)) {
+                Ok(s) => return Ok(Self::new(s, true)),
+                Err(e) if t0.elapsed() > Duration::from_secs(10) => {
+                    return Err(format!("couldn't connect to {host}:{port}: {e}"));
                 }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
-        };
+        }
+    }
+
+    fn new(stream: TcpStream, client: bool) -> Self {
         let _ = stream.set_nodelay(true);
-        let writer = stream.try_clone().map_err(|e| format!("tcp: {e}"))?;
-        Ok(Oob { reader: BufReader::new(stream), writer })
+        Oob { stream, client, with_gid: true }
     }
 
-    fn line(&mut self) -> Result<String, String> {
-        let mut s = String::new();
-        match self.reader.read_line(&mut s) {
-            Ok(0) => Err("the peer closed the connection".into()),
-            Ok(_) => Ok(s),
-            Err(e) => Err(format!("tcp read: {e}")),
+    /// One exchange of equal-sized messages; `what` names it in errors.
+    fn xchg(&mut self, mine: &[u8], what: &str) -> Result<Vec<u8>, String> {
+        let mut theirs = vec![0u8; mine.len()];
+        let write = |s: &mut TcpStream| s.write_all(mine).map_err(|e| format!("sending the {what}: {e}"));
+        if self.client {
+            write(&mut self.stream)?;
+        }
+        self.stream.read_exact(&mut theirs).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => format!("the peer closed the connection before sending the {what}"),
+            _ => format!("reading the peer's {what}: {e}"),
+        })?;
+        if !self.client {
+            write(&mut self.stream)?;
+        }
+        Ok(theirs)
+    }
+
+    /// Exchanges versions; returns the peer's, refusing one older than
+    /// 5.70 as perftest does (its later exchanges depend on it).
+    pub(crate) fn versions(&mut self) -> Result<String, String> {
+        let mut mine = [0u8; 16];
+        mine[..VERSION.len()].copy_from_slice(VERSION.as_bytes());
+        let theirs = self.xchg(&mine, "version")?;
+        let text = c_string(&theirs);
+        match leading_float(&text) {
+            Some(v) if v >= OLDEST => Ok(text),
+            _ => Err(format!("the peer's version '{text}' is older than perftest 5.70 (not compatible)")),
         }
     }
 
-    /// Sends our parameters and QPs, reads the peer's; the parameters
-    /// must match (both sides run the same test).
-    pub(crate) fn exchange(&mut self, o: &Opts, local: &[QpInfo]) -> Result<Vec<QpInfo>, String> {
-        let mut msg = header(o);
-        for q in local {
-            msg.push_str(&q.to_line());
-        }
-        self.writer.write_all(msg.as_bytes()).map_err(|e| format!("tcp write: {e}"))?;
-        let theirs = self.line()?;
-        if theirs != header(o) {
-            return Err(format!("the peer runs another test: '{}' vs '{}'", theirs.trim_end(), header(o).trim_end()));
-        }
-        (0..local.len()).map(|_| QpInfo::from_line(&self.line()?)).collect()
+    /// Exchanges page and cache line sizes; returns the larger of each.
+    pub(crate) fn sys_data(&mut self, page: u32, cache_line: u32) -> Result<(u32, u32), String> {
+        let theirs = self.xchg(&page.to_be_bytes(), "page size")?;
+        let p = u32::from_be_bytes([theirs[0], theirs[1], theirs[2], theirs[3]]);
+        let theirs = self.xchg(&cache_line.to_be_bytes(), "cache line size")?;
+        let c = u32::from_be_bytes([theirs[0], theirs[1], theirs[2], theirs[3]]);
+        Ok((page.max(p), cache_line.max(c)))
     }
 
-    /// A barrier: both sides send a line and wait for the other's.
-    pub(crate) fn sync(&mut self) -> Result<(), String> {
-        self.writer.write_all(b"SYNC\n").map_err(|e| format!("tcp write: {e}"))?;
-        match self.line()?.as_str() {
-            "SYNC\n" => Ok(()),
-            other => Err(format!("expected SYNC from the peer, got '{}'", other.trim_end())),
-        }
+    /// Exchanges active MTUs (`enum ibv_mtu`, 1..=5); returns the smaller
+    /// (ours when the peer's is not a valid MTU, as perftest).
+    pub(crate) fn mtu(&mut self, ours: u8) -> Result<u8, String> {
+        let mine = [b'0' + ours.min(9), 0];
+        let theirs = self.xchg(&mine, "MTU")?;
+        let rem = leading_int(&c_string(&theirs));
+        Ok(match rem {
+            Some(r @ 1..=5) if r < ours => r,
+            _ => ours,
+        })
     }
+
+    /// Sends our QP address, returns the peer's.
+    pub(crate) fn hand_shake(&mut self, mine: &Dest) -> Result<Dest, String> {
+        let theirs = self.xchg(&mine.encode(self.with_gid), "QP address")?;
+        Dest::decode(&theirs, self.with_gid)
+    }
+
+    /// Exchanges bandwidth results.
+    pub(crate) fn bw_reports(&mut self, mine: &BwReport) -> Result<BwReport, String> {
+        let mut field = |v: u64, what| -> Result<u64, String> {
+            let t = self.xchg(&v.to_be_bytes(), what)?;
+            Ok(u64::from_be_bytes(t.try_into().unwrap_or_default()))
+        };
+        Ok(BwReport {
+            size: field(mine.size, "result size")?,
+            iters: field(mine.iters, "result iterations")?,
+            bw_peak: f64::from_bits(field(mine.bw_peak.to_bits(), "peak bandwidth")?),
+            bw_avg: f64::from_bits(field(mine.bw_avg.to_bits(), "average bandwidth")?),
+            msg_rate: f64::from_bits(field(mine.msg_rate.to_bits(), "message rate")?),
+        })
+    }
+
+    /// perftest's close: a last handshake, then `done` and the socket
+    /// closed (the peer does not read it).
+    pub(crate) fn close(mut self, mine: &Dest) -> Result<(), String> {
+        self.hand_shake(mine)?;
+        self.stream.write_all(b"done\0").map_err(|e| format!("sending done: {e}"))
+    }
+}
+
+/// The text before the first NUL (perftest's strings are C strings).
+fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// `atof`'s reading of a version: the longest leading decimal number.
+fn leading_float(s: &str) -> Option<f64> {
+    let s = s.trim_start();
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || (c == '.' && !s[..i].contains('.'))))
+        .map_or(s.len(), |(i, _)| i);
+    s[..end].parse().ok()
+}
+
+/// `strtol(s, NULL, 10)`'s reading, None when no digits lead.
+fn leading_int(s: &str) -> Option<u8> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    s[..end].parse().ok()
 }
 
 #[cfg(test)]
@@ -141,20 +190,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn qp_line_round_trips_and_rejects_garbage() {
-        let mut gid = [0u8; 16];
-        gid[10] = 0xff;
-        gid[11] = 0xff;
-        gid[12..].copy_from_slice(&[10, 77, 0, 1]);
-        let q = QpInfo { qpn: 0x11, psn: 0xc2cb8, rkey: 0x5ed, vaddr: 0x55c1_061e_f000, gid };
-        let line = q.to_line();
-        assert_eq!(line, "17 797880 1517 94287519739904 00000000000000000000ffff0a4d0001\n");
-        assert_eq!(QpInfo::from_line(&line), Ok(q));
-        for bad in ["", "1 2 3 4", "1 2 3 4 00", "x 2 3 4 00000000000000000000ffff0a4d0001",
-                    "1 2 3 4 0000000000000000000gffff0a4d0001"] {
-            assert!(QpInfo::from_line(bad).is_err(), "{bad:?}");
-        }
-        assert!(q.describe("local").contains("QPN 0x0011 PSN 0xc2cb8"));
-        assert!(q.describe("local").contains("GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01"));
+    fn versions_read_like_atof() {
+        assert_eq!(leading_float("6.06"), Some(6.06));
+        assert_eq!(leading_float("5.70beta"), Some(5.70));
+        assert_eq!(leading_float("5.7.1"), Some(5.7));
+        assert_eq!(leading_float("x"), None);
+        assert_eq!(c_string(b"6.06\0\0\0garbage"), "6.06");
+        assert_eq!(leading_int("3"), Some(3));
+        assert_eq!(leading_int("5\u{1}"), Some(5));
+        assert_eq!(leading_int(""), None);
+    }
+
+    /// A real pair of sockets: our client and server against each other,
+    /// checking the byte counts perftest expects and the answers.
+    #[test]
+    fn both_sides_agree_over_tcp() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let d = Dest { lid: 0, out_reads: 16, qpn: 0x11, psn: 0xabcdef, rkey: 0x5ed, vaddr: 0x5555_0000_1000, gid: [7; 16], srqn: 0 };
+        let server = std::thread::spawn(move || {
+            let mut o = Oob::accept(&l).unwrap();
+            let v = o.versions().unwrap();
+            let s = o.sys_data(4096, 64).unwrap();
+            let m = o.mtu(3).unwrap();
+            let peer = o.hand_shake(&Dest { qpn: 0x22, ..d }).unwrap();
+            let r = o.bw_reports(&BwReport { size: 0, iters: 0, bw_peak: 0.0, bw_avg: 0.0, msg_rate: 0.0 }).unwrap();
+            o.close(&d).unwrap();
+            (v, s, m, peer, r)
+        });
+        let mut c = Oob::connect("127.0.0.1", port).unwrap();
+        assert_eq!(c.versions().unwrap(), "6.06");
+        assert_eq!(c.sys_data(65536, 32).unwrap(), (65536, 64));
+        assert_eq!(c.mtu(5).unwrap(), 3);
+        assert_eq!(c.hand_shake(&d).unwrap().qpn, 0x22);
+        let mine = BwReport { size: 65536, iters: 1000, bw_peak: 1.5, bw_avg: 1.25, msg_rate: 0.02 };
+        c.bw_reports(&mine).unwrap();
+        c.close(&d).unwrap();
+        let (v, s, m, peer, r) = server.join().unwrap();
+        assert_eq!((v.as_str(), s, m, peer, r), ("6.06", (65536, 64), 3, d, mine));
+    }
+
+    #[test]
+    fn old_peers_and_short_messages_are_refused() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut v = [0u8; 16];
+            s.read_exact(&mut v).unwrap();
+            s.write_all(b"5.60\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+            s.write_all(b"short").unwrap();
+        });
+        let mut c = Oob::connect("127.0.0.1", port).unwrap();
+        let e = c.versions().unwrap_err();
+        assert!(e.contains("'5.60' is older than perftest 5.70"), "{e}");
+        server.join().unwrap();
+        let e = c.hand_shake(&Dest::default()).unwrap_err();
+        assert!(e.contains("closed the connection before sending the QP address"), "{e}");
     }
 }

@@ -1,16 +1,20 @@
 //! `verbs-perf`: our twin of perftest's `ib_send_lat`, `ib_write_lat`,
-//! `ib_send_bw` and `ib_write_bw`, on this crate's verbs, for
-//! scripts/bench.sh. Same options as perftest (the subset the harness uses,
-//! see `args`), same result table; the out-of-band exchange is our own TCP
-//! protocol, so it talks to another `verbs-perf` (not to perftest).
+//! `ib_read_lat`, `ib_atomic_lat`, `ib_send_bw`, `ib_write_bw` and
+//! `ib_read_bw` (RC), on this crate's verbs, for scripts/bench.sh and
+//! scripts/main.sh. Same options as perftest (the subset the harness uses,
+//! see `args`), same result table, and perftest's out-of-band exchange
+//! (`exchange`), so either side can be perftest's program:
 //!
 //! ```text
 //! verbs-perf send_lat -d rxe0 -x 1 -s 8 -n 1000 &          # server
-//! verbs-perf send_lat -d rxe0 -x 1 -s 8 -n 1000 127.0.0.1  # client
+//! ib_send_lat -d rxe0 -x 1 -s 8 -n 1000 127.0.0.1          # perftest's client
 //! ```
 
 mod args;
+mod bw;
+mod dest;
 mod exchange;
+mod lat;
 mod report;
 mod run;
 

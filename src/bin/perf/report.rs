@@ -1,13 +1,15 @@
 //! Results in perftest's format (so the harness parses both sides with one
 //! parser) and as one `verbs-perf result key=value ...` line.
 
-use super::args::{Opts, Test};
+use super::args::{Atomic, Opts, Test};
+use super::exchange::BwReport;
 
 pub(crate) const RULE: &str =
     "---------------------------------------------------------------------------------------";
 
 /// Latency statistics in microseconds, already divided by perftest's
-/// round-trip factor (2 for SEND and WRITE ping-pong: the half round trip).
+/// round-trip factor (2 for SEND and WRITE ping-pong: the half round trip;
+/// 1 for READ and atomics, whose one operation is the round trip).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct LatStats {
     pub(crate) min: f64,
@@ -20,14 +22,14 @@ pub(crate) struct LatStats {
 }
 
 /// Statistics of per-iteration round trips in nanoseconds (as perftest:
-/// the differences between successive post timestamps), halved.
-pub(crate) fn lat_stats(rtt_ns: &mut [u64]) -> Option<LatStats> {
+/// the differences between successive post timestamps), divided by `factor`.
+pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
     if rtt_ns.is_empty() {
         return None;
     }
     rtt_ns.sort_unstable();
     let n = rtt_ns.len();
-    let us = |ns: f64| ns / 1000.0 / 2.0;
+    let us = |ns: f64| ns / 1000.0 / factor;
     let median = if n % 2 == 1 {
         rtt_ns[n / 2] as f64
     } else {
@@ -48,18 +50,23 @@ pub(crate) fn lat_stats(rtt_ns: &mut [u64]) -> Option<LatStats> {
 }
 
 /// perftest's banner for the test.
-pub(crate) fn banner(o: &Opts, dev: &str) -> String {
-    let title = match o.test {
-        Test::SendLat => "Send Latency Test",
-        Test::WriteLat => "RDMA_Write Latency Test",
-        Test::SendBw => "Send BW Test",
-        Test::WriteBw => "RDMA_Write BW Test",
+pub(crate) fn banner(o: &Opts, dev: &str, gid_index: Option<u32>, mtu: u32, out_reads: u32) -> String {
+    let title = match (o.test, o.atomic) {
+        (Test::SendLat, _) => "Send Latency Test",
+        (Test::WriteLat, _) => "RDMA_Write Latency Test",
+        (Test::ReadLat, _) => "RDMA_Read Latency Test",
+        (Test::AtomicLat, Atomic::FetchAndAdd) => "Atomic FETCH_AND_ADD Latency Test",
+        (Test::AtomicLat, Atomic::CmpAndSwap) => "Atomic CMP_AND_SWAP Latency Test",
+        (Test::SendBw, _) => "Send BW Test",
+        (Test::WriteBw, _) => "RDMA_Write BW Test",
+        (Test::ReadBw, _) => "RDMA_Read BW Test",
     };
+    let gid = gid_index.map_or_else(|| "none".to_owned(), |g| g.to_string());
     format!(
         "{RULE}\n                    {title} (verbs-perf)\n Device         : {dev}\n Number of qps   : {}\n \
-         Connection type : RC\n TX depth        : {}\n Post List       : {}\n GID index       : {}\n \
-         Data ex. method : Ethernet (verbs-perf's own)\n{RULE}\n",
-        o.qps, o.tx_depth, o.post_list, o.gid_index
+         Connection type : RC\n TX depth        : {}\n Post List       : {}\n Mtu             : {mtu}[B]\n \
+         GID index       : {gid}\n Outstand reads  : {out_reads}\n Data ex. method : Ethernet\n{RULE}\n",
+        o.qps, o.tx_depth, o.post_list
     )
 }
 
@@ -75,20 +82,26 @@ pub(crate) fn lat_table(o: &Opts, s: &LatStats) -> String {
     )
 }
 
-/// `msgs` messages of `o.size` bytes in `ns` nanoseconds. BW in MB/s with
-/// perftest's MB (2^20 bytes); peak is reported as the average (we do not
-/// keep per-completion timestamps).
-pub(crate) fn bw_table(o: &Opts, msgs: u64, ns: u64) -> String {
+/// `msgs` messages of `o.size` bytes in `ns` nanoseconds as perftest's
+/// result: BW in MB/s with perftest's MB (2^20 bytes); peak is reported as
+/// the average (we do not keep per-completion timestamps).
+pub(crate) fn bw_report(o: &Opts, msgs: u64, ns: u64) -> BwReport {
     let secs = ns.max(1) as f64 / 1e9;
-    let mpps = msgs as f64 / secs / 1e6;
     let mbs = msgs as f64 * f64::from(o.size) / secs / 1_048_576.0;
+    BwReport { size: u64::from(o.size), iters: msgs, bw_peak: mbs, bw_avg: mbs, msg_rate: msgs as f64 / secs / 1e6 }
+}
+
+/// The result table and our key=value line; `ns` is 0 when the numbers
+/// came from the peer (a perftest or verbs-perf client).
+pub(crate) fn bw_table(o: &Opts, r: &BwReport, ns: u64) -> String {
+    let (msgs, mbs, peak, mpps) = (r.iters, r.bw_avg, r.bw_peak, r.msg_rate);
     format!(
         " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n \
          {:<10} {:<16} {:<18.2} {:<16.2} {:.6}\n{RULE}\n\
          verbs-perf result test={} bytes={} iters={} qps={} post_list={} msgs={} ns={} bw_avg_mbs={:.3} \
          msg_rate_mpps={:.6}\n",
-        o.size, msgs, mbs, mbs, mpps,
-        o.test.name(), o.size, o.iters, o.qps, o.post_list, msgs, ns, mbs, mpps
+        r.size, msgs, peak, mbs, mpps,
+        o.test.name(), r.size, o.iters, o.qps, o.post_list, msgs, ns, mbs, mpps
     )
 }
 
@@ -102,15 +115,16 @@ mod tests {
         // RTTs 10..=1000 us in 10 us steps (100 samples), shuffled
         let mut v: Vec<u64> = (1..=100).rev().map(|i| i * 10_000).collect();
         v.swap(3, 70);
-        let s = lat_stats(&mut v).unwrap();
+        let s = lat_stats(&mut v, 2.0).unwrap();
         assert_eq!((s.min, s.max), (5.0, 500.0));
         assert_eq!(s.typical, (500.0 + 510.0) / 2.0 / 2.0);
         assert_eq!(s.avg, 505.0 / 2.0);
         assert_eq!((s.p99, s.p999), (495.0, 500.0));
         assert!((s.stdev - 144.3).abs() < 0.1, "{}", s.stdev);
         let mut odd = vec![30_000, 10_000, 20_000];
-        assert_eq!(lat_stats(&mut odd).unwrap().typical, 10.0);
-        assert_eq!(lat_stats(&mut []), None);
+        assert_eq!(lat_stats(&mut odd, 2.0).unwrap().typical, 10.0);
+        assert_eq!(lat_stats(&mut odd, 1.0).unwrap().typical, 20.0);
+        assert_eq!(lat_stats(&mut [], 2.0), None);
     }
 
     #[test]
@@ -119,14 +133,14 @@ mod tests {
             panic!()
         };
         // 4000 messages in 50 ms = 0.08 Mpps
-        let t = bw_table(&o, 4000, 50_000_000);
+        let t = bw_table(&o, &bw_report(&o, 4000, 50_000_000), 50_000_000);
         let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(row, ["8", "4000", "0.61", "0.61", "0.080000"]);
         assert!(t.contains("msg_rate_mpps=0.080000"), "{t}");
         let s = LatStats { min: 1.0, max: 9.0, typical: 2.5, avg: 3.0, stdev: 0.5, p99: 8.0, p999: 9.0 };
         let t = lat_table(&o, &s);
         let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(&row[..6], ["8", "5000", "1.00", "9.00", "2.50", "3.00"]);
+        assert_eq!(&row[..6], ["8", "1000", "1.00", "9.00", "2.50", "3.00"]);
         assert!(t.contains("t_typical_us=2.500"), "{t}");
     }
 }

@@ -1,80 +1,118 @@
-//! The four workloads, doing per iteration what perftest does:
+//! One test from start to end, in perftest's order (so a perftest peer
+//! finds every message where it expects it):
 //!
-//! * `send_lat`: the client posts a SEND and waits for its completion and
-//!   for the server's SEND (a receive completion, then one receive is
-//!   reposted); the server mirrors it. Round trip = time between
-//!   successive posts (on either side; the harness reads the client's).
-//! * `write_lat`: each side RDMA-WRITEs `size` bytes whose last byte is the
-//!   iteration number into the other's buffer, and polls the last byte of
-//!   its own buffer for the peer's write.
-//! * `send_bw` / `write_bw`: the client keeps up to `tx_depth` WRs per QP
-//!   outstanding, posted in lists of `post_list`, one of every `cq_mod`
-//!   signaled (`cq_mod` = the post list length, else 100 as perftest);
-//!   the rate is messages / (first post .. last completion). For SEND the
-//!   server reposts a receive per completion.
-//!
-//! One MR covers every QP's buffer: `[send area | receive area]` per QP.
-
-use core::time::Duration;
-use std::time::Instant;
+//! 1. TCP connection; version, page and cache line sizes, MTU (`exchange`);
+//! 2. resources: one MR over `[send area | remote area]` per QP, each area
+//!    `max(size, page)` bytes (a perftest bandwidth client walks the peer's
+//!    area a page wide), two CQs, the QPs in INIT, receives for SEND tests;
+//! 3. handshakes (H = each side sends its QP 0 address, Hn = one per QP):
+//!    `write_lat`, `read_lat`, `atomic_lat` start with an H; then Hn, the
+//!    QPs to RTR and RTS, an H for SEND tests; our addresses printed, Hn
+//!    with the peer's printed, an H as the start barrier;
+//! 4. the workload (`lat`, `bw`) and the end, which differs per test:
+//!    * `send_lat`, `send_bw`: both sides work and report; close;
+//!    * `write_lat`: both sides work and report; no close;
+//!    * `read_lat`, `atomic_lat`: the server closes at once (waiting for the
+//!      client's close); the client works, reports, closes;
+//!    * `write_bw`, `read_bw`: the client works and reports, then H and
+//!      sends its result; the server does H, receives and prints it; close.
 
 use verbs::discovery::devices;
 use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
-use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, Sge};
-use verbs::{AccessFlags, Context, Cq, Mr, Pd, Wc};
+use verbs::wr::Sge;
+use verbs::{AccessFlags, Context, Cq, Mr, Pd};
 
 use super::args::{Opts, Test};
-use super::exchange::{Oob, QpInfo};
-use super::report;
+use super::dest::Dest;
+use super::exchange::{self, Oob};
+use super::{bw, lat, report};
 
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn s<E: core::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+pub(crate) fn s<E: core::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("{what}: {e}")
 }
 
-/// Polls `cq` until `want` completions came, checking each; returns the
-/// last one's wr_id.
-fn wait_cq(cq: &Cq<'_>, want: usize, wc: &mut [Wc]) -> Result<u64, String> {
-    let (mut got, mut last, t0) = (0, 0, Instant::now());
-    let mut spins = 0u32;
-    while got < want {
-        let room = (want - got).min(wc.len());
-        let n = cq.poll(&mut wc[..room]).map_err(s("ibv_poll_cq"))?;
-        for w in &wc[..n] {
-            check(w)?;
-            last = w.wr_id();
-        }
-        got += n;
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
-            return Err(format!("timed out waiting for {want} completions (got {got})"));
+/// The page size perftest announces (its `cycle_buffer`); the peer may
+/// raise it.
+const PAGE: u32 = 4096;
+const CACHE_LINE: u32 = 64;
+
+/// Ethernet link layer (`IBV_LINK_LAYER_ETHERNET`).
+const ETHERNET: u8 = 2;
+
+/// perftest's choice of GID when `-x` is not given: IPv4-mapped first,
+/// then RoCE v2 over v1, then the lowest index.
+fn best_gid(ctx: &Context, port: u8) -> Result<u32, String> {
+    let mut table = [verbs::GidEntry::default(); 64];
+    let n = ctx.query_gid_table(&mut table).map_err(s("ibv_query_gid_table"))?;
+    let score = |e: &verbs::GidEntry| {
+        let v4 = e.gid[..10].iter().all(|&b| b == 0) && e.gid[10] == 0xff && e.gid[11] == 0xff;
+        u32::from(v4) * 2 + u32::from(e.gid_type == 2)
+    };
+    let mut best: Option<&verbs::GidEntry> = None;
+    for e in table[..n].iter().filter(|e| e.port_num == u32::from(port)) {
+        if best.is_none_or(|b| score(e) > score(b)) {
+            best = Some(e);
         }
     }
-    Ok(last)
+    Ok(best.map_or(0, |e| e.gid_index))
 }
 
-fn check(w: &Wc) -> Result<(), String> {
-    if w.status().is_success() {
-        Ok(())
-    } else {
-        Err(format!("completion error: {:?} (status {}, wr_id {})", w.status(), w.status_raw(), w.wr_id()))
-    }
+/// A 24-bit PSN, random per run as perftest's `lrand48() & 0xffffff`.
+fn random_psn(q: usize) -> u32 {
+    use core::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(q);
+    (h.finish() & 0xff_ffff) as u32
 }
 
 pub(crate) fn run(o: &Opts) -> Result<(), String> {
+    let client = o.server.is_some();
+    let mut oob = match &o.server {
+        Some(host) => Oob::connect(host, o.port)?,
+        None => {
+            let l = exchange::listen(o.port)?;
+            println!(" Waiting for client to connect... (port {})", o.port);
+            Oob::accept(&l)?
+        }
+    };
+    oob.versions()?;
+    let (page, _) = oob.sys_data(PAGE, CACHE_LINE)?;
+
     let list = devices().map_err(s("ibv_get_device_list"))?;
     let dev = match &o.dev {
         Some(n) => list.by_name(n).map_err(s("device"))?,
         None => list.iter().next().ok_or("no RDMA devices found")?,
     };
     let ctx = Context::open(dev).map_err(s("ibv_open_device"))?;
-    let gid = ctx.query_gid(o.ib_port, o.gid_index).map_err(s("ibv_query_gid"))?;
+    let port = ctx.query_port(o.ib_port).map_err(s("ibv_query_port"))?;
+    let gid_index = match o.gid_index {
+        Some(g) => Some(g),
+        None if port.link_layer == ETHERNET => Some(best_gid(&ctx, o.ib_port)?),
+        None => None,
+    };
+    oob.with_gid = gid_index.is_some();
+    let gid = match gid_index {
+        Some(g) => ctx.query_gid(o.ib_port, g).map_err(s("ibv_query_gid"))?,
+        None => [0; 16],
+    };
+    let mtu_raw = oob.mtu(port.active_mtu)?;
+    let mtu = Mtu::from_raw(mtu_raw).ok_or_else(|| format!("port {} has no valid active MTU ({mtu_raw})", o.ib_port))?;
+    let out_reads = match o.test.is_read_or_atomic() {
+        false => 1,
+        true => {
+            let max = ctx.query_device().map_err(s("ibv_query_device"))?.base().max_qp_rd_atom;
+            if o.outs == 0 || o.outs > max { max } else { o.outs }
+        }
+    };
+
     let pd = Pd::alloc(&ctx).map_err(s("ibv_alloc_pd"))?;
     let nq = o.qps as usize;
-    let slot = (o.size as usize).max(64).next_multiple_of(64);
+    let slot = (o.size.max(page) as usize).next_multiple_of(64);
     let mut buf = vec![0u8; nq * 2 * slot];
-    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let mut access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    if o.test == Test::AtomicLat {
+        access |= AccessFlags::REMOTE_ATOMIC;
+    }
     let mut mr = Mr::reg(&pd, &mut buf, access).map_err(s("ibv_reg_mr"))?;
     let send_cq = Cq::create(&ctx, o.tx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
     let recv_cq = Cq::create(&ctx, o.rx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
@@ -88,12 +126,11 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
     let init = ConnInitAttr { pkey_index: 0, port_num: o.ib_port, access };
     let (lkey, base) = (mr.lkey(), mr.addr());
     let send_area = |q: usize| base + (q * 2 * slot) as u64;
-    let recv_area = |q: usize| base + (q * 2 * slot + slot) as u64;
-    let rsges: Vec<[Sge; 1]> = (0..nq).map(|q| [Sge { addr: recv_area(q), length: o.size, lkey }]).collect();
+    let remote_area = |q: usize| base + (q * 2 * slot + slot) as u64;
+    let rsges: Vec<[Sge; 1]> = (0..nq).map(|q| [Sge { addr: remote_area(q), length: o.size, lkey }]).collect();
     let ssges: Vec<[Sge; 1]> = (0..nq).map(|q| [Sge { addr: send_area(q), length: o.size, lkey }]).collect();
 
-    let client = o.server.is_some();
-    // receives are needed by both sides of send_lat and by the server of send_bw
+    // receives: both sides of send_lat, the server of send_bw
     let prepost = match o.test {
         Test::SendLat => o.rx_depth.min(o.iters),
         Test::SendBw if !client => o.rx_depth,
@@ -106,230 +143,98 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
             .map_err(s("ibv_create_qp"))?;
         let mut qp = qp.into_init(init).map_err(|e| format!("modify QP to INIT: {}", e.error))?;
         for _ in 0..prepost {
-            qp.post_recv(&[RecvWr { wr_id: q as u64, sg_list: rsge }]).map_err(|e| format!("ibv_post_recv: {}", e.error))?;
+            qp.post_recv(&[verbs::RecvWr { wr_id: q as u64, sg_list: rsge }])
+                .map_err(|e| format!("ibv_post_recv: {}", e.error))?;
         }
-        let psn = (std::process::id().wrapping_mul(2_654_435_761).wrapping_add(q as u32 * 7919)) & 0xff_ffff;
-        local.push(QpInfo { qpn: qp.qp_num(), psn, rkey: mr.rkey(), vaddr: recv_area(q), gid });
+        let psn = random_psn(q);
+        local.push(Dest { lid: port.lid, out_reads, qpn: qp.qp_num(), psn, rkey: mr.rkey(), vaddr: remote_area(q), gid, srqn: 0 });
         qps.push(qp);
     }
+    print!("{}", report::banner(o, dev.name(), gid_index, 128 << mtu_raw, out_reads));
 
-    let mut oob = Oob::connect(o)?;
-    let remote = oob.exchange(o, &local)?;
-    let mut out = report::banner(o, dev.name());
-    for (l, r) in local.iter().zip(&remote) {
-        out.push_str(&l.describe("local"));
-        out.push_str(&r.describe("remote"));
+    let one_sided_lat = matches!(o.test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
+    if one_sided_lat {
+        oob.hand_shake(&local[0])?;
     }
-    out.push_str(report::RULE);
-    out.push('\n');
-    print!("{out}");
+    let mut remote = local.iter().map(|l| oob.hand_shake(l)).collect::<Result<Vec<_>, _>>()?;
     let mut rts: Vec<RcQp<'_, Rts>> = Vec::with_capacity(nq);
     for ((qp, l), r) in qps.into_iter().zip(&local).zip(&remote) {
-        let grh = GlobalRoute { dgid: r.gid, flow_label: 0, sgid_index: o.gid_index as u8, hop_limit: 1, traffic_class: 0 };
+        let grh = gid_index.map(|g| GlobalRoute {
+            dgid: r.gid,
+            flow_label: 0,
+            sgid_index: g as u8,
+            hop_limit: 0xff,
+            traffic_class: 0,
+        });
         let rtr = RcRtrAttr {
-            path_mtu: Mtu::Mtu1024,
+            path_mtu: mtu,
             dest_qp_num: r.qpn,
             rq_psn: r.psn,
-            max_dest_rd_atomic: 1,
+            max_dest_rd_atomic: l.out_reads.min(255) as u8,
             min_rnr_timer: 12,
-            ah_attr: AhAttr { grh: Some(grh), port_num: o.ib_port, ..Default::default() },
+            ah_attr: AhAttr { grh, dlid: r.lid, port_num: o.ib_port, ..Default::default() },
         };
         let qp = qp.into_rtr(rtr).map_err(|e| format!("modify QP to RTR: {}", e.error))?;
-        let attr = RcRtsAttr { sq_psn: l.psn, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
+        let attr = RcRtsAttr { sq_psn: l.psn, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: r.out_reads.min(255) as u8 };
         rts.push(qp.into_rts(attr).map_err(|e| format!("modify QP to RTS: {}", e.error))?);
     }
-    oob.sync()?;
+    if o.test.is_send() {
+        oob.hand_shake(&local[0])?;
+    }
+    let mut out = String::new();
+    for l in &local {
+        out.push_str(&l.describe("local", o.test, oob.with_gid));
+    }
+    for (l, r) in local.iter().zip(remote.iter_mut()) {
+        *r = oob.hand_shake(l)?;
+        out.push_str(&r.describe("remote", o.test, oob.with_gid));
+    }
+    out.push_str(report::RULE);
+    println!("{out}");
+    oob.hand_shake(&local[0])?;
 
     let size = o.size as usize;
-    let result = match o.test {
-        Test::SendLat => send_lat(o, &mut rts[0], &send_cq, &recv_cq, &ssges[0], &rsges[0]).map(Some),
+    match o.test {
+        Test::SendLat => {
+            print!("{}", lat::send_lat(o, &mut rts[0], &send_cq, &recv_cq, &ssges[0], &rsges[0])?);
+            oob.close(&local[0])
+        }
         Test::WriteLat => {
             let r = (remote[0].vaddr, remote[0].rkey);
-            let (sa, ra) = ((send_area(0) - base) as usize + size - 1, (recv_area(0) - base) as usize + size - 1);
-            write_lat(o, &mut rts[0], &send_cq, &mut mr, &ssges[0], r, (sa, ra)).map(Some)
+            let last = |a: u64| (a - base) as usize + size - 1;
+            print!("{}", lat::write_lat(o, &mut rts[0], &send_cq, &mut mr, &ssges[0], r, (last(send_area(0)), last(remote_area(0))))?);
+            Ok(())
         }
-        Test::SendBw | Test::WriteBw if client => {
-            bw_client(o, &mut rts, &send_cq, &ssges, &remote).map(|(msgs, ns)| Some(report::bw_table(o, msgs, ns)))
+        Test::ReadLat | Test::AtomicLat if !client => {
+            oob.close(&local[0])?;
+            println!(" verbs-perf: server side done (the client reports)\n{}", report::RULE);
+            Ok(())
         }
-        Test::SendBw => send_bw_server(o, &mut rts, &recv_cq, &rsges).map(|()| None),
-        Test::WriteBw => Ok(None),
-    }?;
-    oob.sync()?;
-    match result {
-        Some(table) => print!("{table}"),
-        None => println!(" verbs-perf: server side done\n{}", report::RULE),
-    }
-    Ok(())
-}
-
-fn lat_result(o: &Opts, ts: &[Instant]) -> Result<String, String> {
-    let mut rtt: Vec<u64> = ts.windows(2).map(|w| (w[1] - w[0]).as_nanos() as u64).collect();
-    let stats = report::lat_stats(&mut rtt).ok_or("no samples")?;
-    Ok(report::lat_table(o, &stats))
-}
-
-fn send_lat(
-    o: &Opts,
-    qp: &mut RcQp<'_, Rts>,
-    send_cq: &Cq<'_>,
-    recv_cq: &Cq<'_>,
-    ssge: &[Sge; 1],
-    rsge: &[Sge; 1],
-) -> Result<String, String> {
-    let client = o.server.is_some();
-    let mut wc = [Wc::ZERO; 4];
-    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op: SendOp::Send, flags: SendFlags::SIGNALED, ud: None }];
-    let rwr = [RecvWr { wr_id: 0, sg_list: rsge }];
-    let mut ts = Vec::with_capacity(o.iters as usize + 1);
-    let mut posted = o.rx_depth.min(o.iters);
-    for _ in 0..o.iters {
-        if client {
-            ts.push(Instant::now());
-            qp.post_send(&wr).map_err(|e| format!("ibv_post_send: {}", e.error))?;
-            wait_cq(send_cq, 1, &mut wc)?;
+        Test::ReadLat | Test::AtomicLat => {
+            print!("{}", lat::one_sided_lat(o, &mut rts[0], &send_cq, &ssges[0], &remote[0])?);
+            oob.close(&local[0])
         }
-        wait_cq(recv_cq, 1, &mut wc)?;
-        if posted < o.iters {
-            qp.post_recv(&rwr).map_err(|e| format!("ibv_post_recv: {}", e.error))?;
-            posted += 1;
-        }
-        if !client {
-            ts.push(Instant::now());
-            qp.post_send(&wr).map_err(|e| format!("ibv_post_send: {}", e.error))?;
-            wait_cq(send_cq, 1, &mut wc)?;
-        }
-    }
-    ts.push(Instant::now());
-    lat_result(o, &ts)
-}
-
-fn write_lat(
-    o: &Opts,
-    qp: &mut RcQp<'_, Rts>,
-    send_cq: &Cq<'_>,
-    mr: &mut Mr<'_>,
-    ssge: &[Sge; 1],
-    (raddr, rkey): (u64, u32),
-    (send_last, recv_last): (usize, usize),
-) -> Result<String, String> {
-    let client = o.server.is_some();
-    let mut wc = [Wc::ZERO; 4];
-    let op = SendOp::RdmaWrite { remote_addr: raddr, rkey };
-    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
-    let mut ts = Vec::with_capacity(o.iters as usize + 1);
-    let mut byte = [0u8; 1];
-    for i in 0..o.iters {
-        let tag = (i % 255 + 1) as u8;
-        let wait_peer = |mr: &Mr<'_>, byte: &mut [u8; 1]| -> Result<(), String> {
-            let t0 = Instant::now();
-            let mut spins = 0u32;
-            loop {
-                mr.read_at(recv_last, byte).map_err(s("read"))?;
-                if byte[0] == tag {
-                    return Ok(());
-                }
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
-                    return Err(format!("timed out waiting for the peer's write #{i}"));
-                }
+        Test::SendBw | Test::WriteBw | Test::ReadBw if client => {
+            let (msgs, ns) = bw::client(o, &mut rts, &send_cq, &ssges, &remote)?;
+            let mine = report::bw_report(o, msgs, ns);
+            print!("{}", report::bw_table(o, &mine, ns));
+            if o.test != Test::SendBw {
+                oob.hand_shake(&local[0])?;
+                oob.bw_reports(&mine)?;
             }
-        };
-        if client {
-            ts.push(Instant::now());
-        } else {
-            wait_peer(mr, &mut byte)?;
-            ts.push(Instant::now());
+            oob.close(&local[0])
         }
-        mr.write_at(send_last, &[tag]).map_err(s("write"))?;
-        qp.post_send(&wr).map_err(|e| format!("ibv_post_send: {}", e.error))?;
-        wait_cq(send_cq, 1, &mut wc)?;
-        if client {
-            wait_peer(mr, &mut byte)?;
+        Test::SendBw => {
+            let (msgs, ns) = bw::send_server(o, &mut rts, &recv_cq, &rsges)?;
+            print!("{}", report::bw_table(o, &report::bw_report(o, msgs, ns), ns));
+            oob.close(&local[0])
         }
-    }
-    ts.push(Instant::now());
-    lat_result(o, &ts)
-}
-
-/// Returns (messages, nanoseconds from the first post to the last completion).
-fn bw_client(
-    o: &Opts,
-    qps: &mut [RcQp<'_, Rts>],
-    send_cq: &Cq<'_>,
-    ssges: &[[Sge; 1]],
-    remote: &[QpInfo],
-) -> Result<(u64, u64), String> {
-    let (iters, l, depth) = (u64::from(o.iters), o.post_list as usize, u64::from(o.tx_depth));
-    let cq_mod = if l > 1 { l as u64 } else { 100.min(depth) };
-    let mut lists: Vec<Vec<SendWr<'_>>> = (0..qps.len())
-        .map(|q| {
-            let op = match o.test {
-                Test::WriteBw => SendOp::RdmaWrite { remote_addr: remote[q].vaddr, rkey: remote[q].rkey },
-                _ => SendOp::Send,
-            };
-            vec![SendWr { wr_id: 0, payload: Payload::Sges(&ssges[q]), op, flags: SendFlags::empty(), ud: None }; l]
-        })
-        .collect();
-    let (mut scnt, mut ccnt) = (vec![0u64; qps.len()], vec![0u64; qps.len()]);
-    let mut wc = [Wc::ZERO; 16];
-    let total = iters * qps.len() as u64;
-    let t0 = Instant::now();
-    let mut spins = 0u32;
-    loop {
-        for (q, qp) in qps.iter_mut().enumerate() {
-            while scnt[q] < iters && scnt[q] + l as u64 - ccnt[q] <= depth {
-                let n = (l as u64).min(iters - scnt[q]) as usize;
-                for (j, wr) in lists[q][..n].iter_mut().enumerate() {
-                    let c = scnt[q] + j as u64 + 1;
-                    wr.wr_id = ((q as u64) << 32) | c;
-                    wr.flags = if c.is_multiple_of(cq_mod) || c == iters { SendFlags::SIGNALED } else { SendFlags::empty() };
-                }
-                qp.post_send(&lists[q][..n]).map_err(|e| format!("ibv_post_send: {}", e.error))?;
-                scnt[q] += n as u64;
-            }
-        }
-        let n = send_cq.poll(&mut wc).map_err(s("ibv_poll_cq"))?;
-        for w in &wc[..n] {
-            check(w)?;
-            ccnt[(w.wr_id() >> 32) as usize] = w.wr_id() & 0xffff_ffff;
-        }
-        if ccnt.iter().sum::<u64>() == total {
-            break;
-        }
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT * 2 {
-            return Err(format!("timed out: {} of {total} completions", ccnt.iter().sum::<u64>()));
+        Test::WriteBw | Test::ReadBw => {
+            oob.hand_shake(&local[0])?;
+            let zero = exchange::BwReport { size: 0, iters: 0, bw_peak: 0.0, bw_avg: 0.0, msg_rate: 0.0 };
+            let theirs = oob.bw_reports(&zero)?;
+            print!("{}", report::bw_table(o, &theirs, 0));
+            oob.close(&local[0])
         }
     }
-    Ok((total, t0.elapsed().as_nanos() as u64))
-}
-
-fn send_bw_server(o: &Opts, qps: &mut [RcQp<'_, Rts>], recv_cq: &Cq<'_>, rsges: &[[Sge; 1]]) -> Result<(), String> {
-    let iters = u64::from(o.iters);
-    let mut posted = vec![u64::from(o.rx_depth); qps.len()];
-    let mut rcnt = vec![0u64; qps.len()];
-    let total = iters * qps.len() as u64;
-    let (mut got, t0) = (0u64, Instant::now());
-    let mut wc = [Wc::ZERO; 16];
-    let mut spins = 0u32;
-    while got < total {
-        let n = recv_cq.poll(&mut wc).map_err(s("ibv_poll_cq"))?;
-        for w in &wc[..n] {
-            check(w)?;
-            let q = w.wr_id() as usize;
-            rcnt[q] += 1;
-            if posted[q] < iters {
-                qps[q]
-                    .post_recv(&[RecvWr { wr_id: q as u64, sg_list: &rsges[q] }])
-                    .map_err(|e| format!("ibv_post_recv: {}", e.error))?;
-                posted[q] += 1;
-            }
-        }
-        got += n as u64;
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT * 2 {
-            return Err(format!("timed out: {got} of {total} messages received"));
-        }
-    }
-    Ok(())
 }

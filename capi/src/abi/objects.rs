@@ -1,0 +1,212 @@
+//! `<infiniband/verbs.h>` object structs (`ibv_pd`, `ibv_mr`, `ibv_cq`,
+//! `ibv_qp`, `ibv_srq`, `ibv_ah`, `ibv_mw`, `ibv_comp_channel`) and the
+//! attribute structs of QPs, SRQs, AHs and async events.
+
+use core::ffi::{c_int, c_uint, c_void};
+
+use super::device::{IbvContext, IbvGid};
+
+/// `struct ibv_pd`.
+#[repr(C)]
+pub(crate) struct IbvPd {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) handle: u32,
+}
+
+/// `struct ibv_mr`.
+#[repr(C)]
+pub(crate) struct IbvMr {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) addr: *mut c_void,
+    pub(crate) length: usize,
+    pub(crate) handle: u32,
+    pub(crate) lkey: u32,
+    pub(crate) rkey: u32,
+}
+
+/// `struct ibv_mw`.
+#[repr(C)]
+pub(crate) struct IbvMw {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) rkey: u32,
+    pub(crate) handle: u32,
+    /// `enum ibv_mw_type`
+    pub(crate) type_: c_int,
+}
+
+/// `struct ibv_comp_channel`.
+#[repr(C)]
+pub(crate) struct IbvCompChannel {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) fd: c_int,
+    /// Number of CQs using the channel.
+    pub(crate) refcnt: c_int,
+}
+
+/// `struct ibv_cq`.
+#[repr(C)]
+pub(crate) struct IbvCq {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) channel: *mut IbvCompChannel,
+    pub(crate) cq_context: *mut c_void,
+    pub(crate) handle: u32,
+    pub(crate) cqe: c_int,
+    pub(crate) mutex: libc::pthread_mutex_t,
+    pub(crate) cond: libc::pthread_cond_t,
+    pub(crate) comp_events_completed: u32,
+    pub(crate) async_events_completed: u32,
+}
+
+/// `struct ibv_srq`.
+#[repr(C)]
+pub(crate) struct IbvSrq {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) srq_context: *mut c_void,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) handle: u32,
+    pub(crate) mutex: libc::pthread_mutex_t,
+    pub(crate) cond: libc::pthread_cond_t,
+    pub(crate) events_completed: u32,
+}
+
+/// `struct ibv_qp`.
+#[repr(C)]
+pub(crate) struct IbvQp {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) qp_context: *mut c_void,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) send_cq: *mut IbvCq,
+    pub(crate) recv_cq: *mut IbvCq,
+    pub(crate) srq: *mut IbvSrq,
+    pub(crate) handle: u32,
+    pub(crate) qp_num: u32,
+    /// `enum ibv_qp_state`
+    pub(crate) state: c_int,
+    /// `enum ibv_qp_type`
+    pub(crate) qp_type: c_int,
+    pub(crate) mutex: libc::pthread_mutex_t,
+    pub(crate) cond: libc::pthread_cond_t,
+    pub(crate) events_completed: u32,
+}
+
+/// `struct ibv_ah`.
+#[repr(C)]
+pub(crate) struct IbvAh {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) handle: u32,
+}
+
+/// `struct ibv_global_route`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IbvGlobalRoute {
+    pub(crate) dgid: IbvGid,
+    pub(crate) flow_label: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+}
+
+/// `struct ibv_ah_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IbvAhAttr {
+    pub(crate) grh: IbvGlobalRoute,
+    pub(crate) dlid: u16,
+    pub(crate) sl: u8,
+    pub(crate) src_path_bits: u8,
+    pub(crate) static_rate: u8,
+    pub(crate) is_global: u8,
+    pub(crate) port_num: u8,
+}
+
+/// `struct ibv_qp_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IbvQpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+/// `struct ibv_qp_init_attr`.
+#[repr(C)]
+pub(crate) struct IbvQpInitAttr {
+    pub(crate) qp_context: *mut c_void,
+    pub(crate) send_cq: *mut IbvCq,
+    pub(crate) recv_cq: *mut IbvCq,
+    pub(crate) srq: *mut IbvSrq,
+    pub(crate) cap: IbvQpCap,
+    /// `enum ibv_qp_type`
+    pub(crate) qp_type: c_int,
+    pub(crate) sq_sig_all: c_int,
+}
+
+/// `struct ibv_qp_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IbvQpAttr {
+    /// `enum ibv_qp_state`
+    pub(crate) qp_state: c_int,
+    pub(crate) cur_qp_state: c_int,
+    /// `enum ibv_mtu`
+    pub(crate) path_mtu: c_int,
+    /// `enum ibv_mig_state`
+    pub(crate) path_mig_state: c_int,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) qp_access_flags: c_uint,
+    pub(crate) cap: IbvQpCap,
+    pub(crate) ah_attr: IbvAhAttr,
+    pub(crate) alt_ah_attr: IbvAhAttr,
+    pub(crate) pkey_index: u16,
+    pub(crate) alt_pkey_index: u16,
+    pub(crate) en_sqd_async_notify: u8,
+    pub(crate) sq_draining: u8,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) port_num: u8,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) alt_port_num: u8,
+    pub(crate) alt_timeout: u8,
+    pub(crate) rate_limit: u32,
+}
+
+/// `struct ibv_srq_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IbvSrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
+/// The `element` union of `struct ibv_async_event`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) union IbvAsyncElement {
+    pub(crate) cq: *mut IbvCq,
+    pub(crate) qp: *mut IbvQp,
+    pub(crate) srq: *mut IbvSrq,
+    pub(crate) wq: *mut c_void,
+    pub(crate) port_num: c_int,
+}
+
+/// `struct ibv_async_event`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct IbvAsyncEvent {
+    pub(crate) element: IbvAsyncElement,
+    /// `enum ibv_event_type`
+    pub(crate) event_type: c_int,
+}

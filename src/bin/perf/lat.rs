@@ -1,0 +1,172 @@
+//! The latency workloads, doing per iteration what perftest does (so
+//! each pairs with perftest's twin):
+//!
+//! * `send_lat`: the client posts a SEND and waits for its completion and
+//!   for the server's SEND (a receive completion, then one receive is
+//!   reposted); the server mirrors it. Round trip = time between
+//!   successive posts; reported halved.
+//! * `write_lat`: each side RDMA-WRITEs `size` bytes whose last byte is
+//!   the iteration number (1, 2, … modulo 256, as perftest's `char`
+//!   counter) into the other's area, and polls the last byte of its own
+//!   area for the peer's; the server writes first, the client waits
+//!   first (as in perftest, unlike `send_lat`). Reported halved.
+//! * `read_lat`, `atomic_lat`: the client alone posts one RDMA READ of
+//!   `size` bytes (or one 8-byte atomic) at a time and waits for it; the
+//!   server's CPU does nothing. Reported whole.
+
+use core::time::Duration;
+use std::time::Instant;
+
+use verbs::qp::{RcQp, Rts};
+use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, Sge};
+use verbs::{Cq, Mr, Wc};
+
+use super::args::{Atomic, Opts, Test};
+use super::dest::Dest;
+use super::report;
+use super::run::s;
+
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Polls `cq` until `want` completions came, checking each.
+pub(crate) fn wait_cq(cq: &Cq<'_>, want: usize, wc: &mut [Wc]) -> Result<(), String> {
+    let (mut got, t0) = (0, Instant::now());
+    let mut spins = 0u32;
+    while got < want {
+        let room = (want - got).min(wc.len());
+        let n = cq.poll(&mut wc[..room]).map_err(s("ibv_poll_cq"))?;
+        for w in &wc[..n] {
+            check(w)?;
+        }
+        got += n;
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
+            return Err(format!("timed out waiting for {want} completions (got {got})"));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check(w: &Wc) -> Result<(), String> {
+    if w.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("completion error: {:?} (status {}, wr_id {})", w.status(), w.status_raw(), w.wr_id()))
+    }
+}
+
+fn post(qp: &mut RcQp<'_, Rts>, wr: &[SendWr<'_>]) -> Result<(), String> {
+    qp.post_send(wr).map_err(|e| format!("ibv_post_send: {}", e.error))
+}
+
+fn result(o: &Opts, ts: &[Instant]) -> Result<String, String> {
+    let mut rtt: Vec<u64> = ts.windows(2).map(|w| (w[1] - w[0]).as_nanos() as u64).collect();
+    let factor = if o.test.is_read_or_atomic() { 1.0 } else { 2.0 };
+    let stats = report::lat_stats(&mut rtt, factor).ok_or("no samples")?;
+    Ok(report::lat_table(o, &stats))
+}
+
+pub(crate) fn send_lat(
+    o: &Opts,
+    qp: &mut RcQp<'_, Rts>,
+    send_cq: &Cq<'_>,
+    recv_cq: &Cq<'_>,
+    ssge: &[Sge; 1],
+    rsge: &[Sge; 1],
+) -> Result<String, String> {
+    let client = o.server.is_some();
+    let mut wc = [Wc::ZERO; 4];
+    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op: SendOp::Send, flags: SendFlags::SIGNALED, ud: None }];
+    let rwr = [RecvWr { wr_id: 0, sg_list: rsge }];
+    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    let mut posted = o.rx_depth.min(o.iters);
+    for _ in 0..o.iters {
+        if client {
+            ts.push(Instant::now());
+            post(qp, &wr)?;
+            wait_cq(send_cq, 1, &mut wc)?;
+        }
+        wait_cq(recv_cq, 1, &mut wc)?;
+        if posted < o.iters {
+            qp.post_recv(&rwr).map_err(|e| format!("ibv_post_recv: {}", e.error))?;
+            posted += 1;
+        }
+        if !client {
+            ts.push(Instant::now());
+            post(qp, &wr)?;
+            wait_cq(send_cq, 1, &mut wc)?;
+        }
+    }
+    ts.push(Instant::now());
+    result(o, &ts)
+}
+
+pub(crate) fn write_lat(
+    o: &Opts,
+    qp: &mut RcQp<'_, Rts>,
+    send_cq: &Cq<'_>,
+    mr: &mut Mr<'_>,
+    ssge: &[Sge; 1],
+    (raddr, rkey): (u64, u32),
+    (send_last, recv_last): (usize, usize),
+) -> Result<String, String> {
+    let client = o.server.is_some();
+    let mut wc = [Wc::ZERO; 4];
+    let op = SendOp::RdmaWrite { remote_addr: raddr, rkey };
+    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
+    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    let wait_peer = |mr: &Mr<'_>, tag: u8, i: u32| -> Result<(), String> {
+        let (t0, mut spins, mut byte) = (Instant::now(), 0u32, [0u8; 1]);
+        loop {
+            mr.read_at(recv_last, &mut byte).map_err(s("read"))?;
+            if byte[0] == tag {
+                return Ok(());
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
+                return Err(format!("timed out waiting for the peer's write #{}", i + 1));
+            }
+        }
+    };
+    for i in 0..o.iters {
+        let tag = (i.wrapping_add(1) & 0xff) as u8;
+        if client {
+            wait_peer(mr, tag, i)?;
+        }
+        ts.push(Instant::now());
+        mr.write_at(send_last, &[tag]).map_err(s("write"))?;
+        post(qp, &wr)?;
+        wait_cq(send_cq, 1, &mut wc)?;
+        if !client {
+            wait_peer(mr, tag, i)?;
+        }
+    }
+    ts.push(Instant::now());
+    result(o, &ts)
+}
+
+/// `read_lat` and `atomic_lat`, the client's side.
+pub(crate) fn one_sided_lat(
+    o: &Opts,
+    qp: &mut RcQp<'_, Rts>,
+    send_cq: &Cq<'_>,
+    ssge: &[Sge; 1],
+    peer: &Dest,
+) -> Result<String, String> {
+    let (remote_addr, rkey) = (peer.vaddr, peer.rkey);
+    let op = match (o.test, o.atomic) {
+        (Test::AtomicLat, Atomic::FetchAndAdd) => SendOp::AtomicFetchAdd { remote_addr, rkey, add: 1 },
+        (Test::AtomicLat, Atomic::CmpAndSwap) => SendOp::AtomicCmpSwp { remote_addr, rkey, compare: 0, swap: 0 },
+        _ => SendOp::RdmaRead { remote_addr, rkey },
+    };
+    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
+    let mut wc = [Wc::ZERO; 4];
+    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    for _ in 0..o.iters {
+        ts.push(Instant::now());
+        post(qp, &wr)?;
+        wait_cq(send_cq, 1, &mut wc)?;
+    }
+    ts.push(Instant::now());
+    result(o, &ts)
+}

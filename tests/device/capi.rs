@@ -1,0 +1,134 @@
+//! rdma-core's C tools, unmodified, on our `libibverbs.so.1` (the
+//! `verbs-capi` workspace member, issue 14): the same binary runs once on
+//! rdma-core's library and once with `LD_LIBRARY_PATH` pointing at ours,
+//! and must print byte-identical output with the same exit status.
+//!
+//! The library is found next to this test binary
+//! (`target/<profile>/deps/libibverbs.so`, built by
+//! `cargo build [--release] -p verbs-capi`, which scripts/test.sh does);
+//! a missing library fails the tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::common::{rxe_name, siw_name};
+
+/// A directory holding `libibverbs.so.1` -> our library.
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let lib = exe.parent().expect("deps dir").join("libibverbs.so");
+    assert!(
+        lib.exists(),
+        "{} missing: build it with `cargo build -p verbs-capi` (and --release for the release suite)",
+        lib.display()
+    );
+    let dir = std::env::temp_dir().join(format!("verbs-capi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&lib, dir.join("libibverbs.so.1")).unwrap();
+    dir
+}
+
+fn run(lib_dir: Option<&Path>, prog: &str, args: &[&str]) -> Output {
+    let mut c = Command::new(prog);
+    c.args(args).env_remove("LD_LIBRARY_PATH");
+    if let Some(d) = lib_dir {
+        c.env("LD_LIBRARY_PATH", d);
+    }
+    c.output().unwrap_or_else(|e| panic!("cannot run {prog} (rdma-core's ibverbs-utils installed?): {e}"))
+}
+
+/// Runs `prog args` on both libraries and asserts identical results;
+/// returns rdma-core's stdout.
+fn same_on_both(prog: &str, args: &[&str]) -> String {
+    let dir = library_dir();
+    // The loader's own trace says which libibverbs.so.1 the program got.
+    let trace = Command::new(prog)
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .env("LD_LIBRARY_PATH", &dir)
+        .output()
+        .expect("loader trace");
+    let trace = String::from_utf8_lossy(&trace.stdout);
+    assert!(
+        trace.lines().any(|l| l.contains("libibverbs.so.1 =>") && l.contains(dir.to_str().unwrap())),
+        "{prog} did not load our library:\n{trace}"
+    );
+    let theirs = run(None, prog, args);
+    let ours = run(Some(&dir), prog, args);
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = |o: &Output| {
+        format!(
+            "status {}\n--- stdout\n{}--- stderr\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert_eq!(text(&ours), text(&theirs), "{prog} {args:?}: left = our library, right = rdma-core's");
+    String::from_utf8(theirs.stdout).unwrap()
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_ibv_devices_is_identical() {
+    let out = same_on_both("ibv_devices", &[]);
+    for dev in [rxe_name(), siw_name()] {
+        assert!(out.contains(&dev), "ibv_devices does not list {dev}:\n{out}");
+    }
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_ibv_devinfo_is_identical() {
+    let out = same_on_both("ibv_devinfo", &[]);
+    assert!(out.contains("PORT_ACTIVE"), "{out}");
+    same_on_both("ibv_devinfo", &["-l"]);
+    for dev in [rxe_name(), siw_name()] {
+        same_on_both("ibv_devinfo", &["-d", &dev, "-i", "1"]);
+    }
+    // errors: no such device, no such port
+    same_on_both("ibv_devinfo", &["-d", "no-such-dev0"]);
+    same_on_both("ibv_devinfo", &["-d", &rxe_name(), "-i", "9"]);
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_ibv_devinfo_verbose_is_identical() {
+    // -v goes through verbs_context.query_device_ex, the GID table and
+    // ibv_query_gid_type.
+    let out = same_on_both("ibv_devinfo", &["-v"]);
+    assert!(out.contains("GID[") && out.contains("max_qp_wr"), "{out}");
+}
+
+/// Compiles `tests/device/c/<name>.c` against rdma-core's verbs.h (linked
+/// with `-libverbs`; which library it runs on is `LD_LIBRARY_PATH`'s choice).
+fn compile_c(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/device/c/{name}.c"));
+    let dir = std::env::temp_dir().join(format!("verbs-capi-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .output()
+        .expect("a C compiler (cc) in the test environment");
+    assert!(out.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_control_path_c_program_is_identical() {
+    // open/close, device/port/GID/P_Key queries (good and bad indexes),
+    // PDs, completion channels, fork status, on every device.
+    let exe = compile_c("capi_objects");
+    let out = same_on_both(exe.to_str().unwrap(), &[]);
+    for dev in [rxe_name(), siw_name()] {
+        assert!(out.contains(&format!("{dev} index")), "{dev} missing:\n{out}");
+    }
+    assert!(out.contains("alloc_pd ok ok context same"), "{out}");
+    assert!(out.contains("comp_channel ok fd ok context same refcnt 0"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

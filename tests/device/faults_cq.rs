@@ -1,0 +1,69 @@
+//! Fault scenario, CQ overrun (issue #12): a CQ overrun by more
+//! completions than it holds raises `IBV_EVENT_CQ_ERR` on the context's
+//! async event file (rxe's `rxe_cq_post` reports a full ring through the
+//! CQ's event handler and drops the completion), and the ring keeps
+//! exactly the completions that fit. Every wait has a deadline.
+
+use core::time::Duration;
+use std::time::Instant;
+
+use super::comp_channel::poll_in;
+use super::rig::{assert_quiet, init_attr, open_rxe, rc_pair, wait, ALL_ACCESS, CAP};
+use verbs::wr::{SendFlags, SendWr};
+use verbs::{AsyncElement, AsyncEvent, Cq, EventType, Mr, Pd, Wc, WcStatus};
+
+const SIG: SendFlags = SendFlags::SIGNALED;
+
+/// Reads async events until a `CqErr` arrives (10 s at most); returns it
+/// and the events read before it.
+fn wait_cq_err(ctx: &verbs::Context) -> (AsyncEvent, Vec<AsyncEvent>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no IBV_EVENT_CQ_ERR within 10 s; got {seen:?}");
+        if poll_in(ctx.async_fd(), left.as_millis().max(1) as i32) & libc::POLLIN == 0 {
+            continue;
+        }
+        let ev = ctx.get_async_event().expect("ibv_get_async_event");
+        ctx.ack_async_event(ev);
+        if ev.event_type == EventType::CqErr {
+            return (ev, seen);
+        }
+        seen.push(ev);
+    }
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_cq_overrun_raises_cq_err() {
+    let ctx = open_rxe();
+    let pd = Pd::alloc(&ctx).unwrap();
+    let small = Cq::create(&ctx, 4, None, 0).unwrap();
+    let other = Cq::create(&ctx, 64, None, 0).unwrap();
+    let (mut a, _b) = rc_pair(&pd, init_attr(&small, &small, None, CAP), init_attr(&other, &other, None, CAP));
+    let mut bbuf = vec![0u8; 4096];
+    let bmr = Mr::reg(&pd, &mut bbuf, ALL_ACCESS).unwrap();
+    let n = small.cqe() as u64;
+    assert!(n + 4 <= u64::from(a.cap().max_send_wr), "CQ of {n} vs {:?}", a.cap());
+    // n + 4 signaled requests, nobody polling: the last four find the ring full.
+    let data = [0x5au8; 8];
+    let wrs: Vec<_> = (0..n + 4)
+        .map(|id| SendWr::rdma_write(id, &[], bmr.addr() + id * 8, bmr.rkey()).inline(&data).flags(SIG))
+        .collect();
+    a.post_send(&wrs).expect("ibv_post_send");
+    let (ev, before) = wait_cq_err(&ctx);
+    assert_eq!(ev.element(), AsyncElement::Cq(small.user_handle()), "{ev:?} (events before: {before:?})");
+    // The ring holds exactly its capacity: the first n completions, in order.
+    let mut wc = vec![Wc::ZERO; n as usize + 8];
+    let k = small.poll(&mut wc).expect("ibv_poll_cq");
+    let got: Vec<_> = wc[..k].iter().map(|w| (w.wr_id(), w.status())).collect();
+    assert_eq!(got, (0..n).map(|id| (id, WcStatus::Success)).collect::<Vec<_>>());
+    assert_eq!(small.poll(&mut wc).expect("ibv_poll_cq"), 0, "the overflowing completions were dropped");
+    // The drained CQ works again: a later request completes on it.
+    a.post_send(&[SendWr::rdma_write(100, &[], bmr.addr(), bmr.rkey()).inline(&data).flags(SIG)])
+        .expect("ibv_post_send after the overrun");
+    let c = wait(&small, 1);
+    assert_eq!((c[0].wr_id(), c[0].status()), (100, WcStatus::Success));
+    assert_quiet(&small);
+}

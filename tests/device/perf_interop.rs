@@ -1,0 +1,234 @@
+//! `verbs-perf` against perftest's programs over rxe, both ways: for each
+//! of send_lat, write_lat, send_bw, write_bw, read_lat, read_bw and
+//! atomic_lat, our server with perftest's `ib_<test>` client, then
+//! perftest's server with our client. Each run asserts both processes
+//! exit 0, the sides that report print a result row for the requested
+//! size and iterations (ours also its `verbs-perf result` line), and each
+//! side's `remote address` lines are the other side's `local address`
+//! lines (perftest's exchange carried QPN/PSN/RKey/VAddr/GID intact).
+//! Iterations are few: the VM runs under TCG.
+
+use super::common::{gid_index, rxe_name};
+use core::time::Duration;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+const OURS: &str = env!("CARGO_BIN_EXE_verbs-perf");
+/// Per pairing: the VM runs under TCG, 50-100x slower than the host.
+const TIMEOUT: Duration = Duration::from_secs(120);
+const ITERS: u32 = 50;
+
+struct Finished {
+    name: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl core::fmt::Display for Finished {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} exit {:?}\n--- stdout\n{}--- stderr\n{}", self.name, self.code, self.stdout, self.stderr)
+    }
+}
+
+struct Running {
+    name: String,
+    child: Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+fn start(prog: &str, args: &[String]) -> Running {
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    Running { name: format!("{prog} {}", args.join(" ")), child, out, err }
+}
+
+impl Running {
+    /// Waits until `deadline` from `since`, then kills (code None).
+    fn finish(mut self, since: Instant) -> Finished {
+        let code = loop {
+            match self.child.try_wait().expect("try_wait") {
+                Some(status) => break status.code(),
+                None if since.elapsed() > TIMEOUT => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+                None => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        Finished { name: self.name, code, stdout: self.out.join().unwrap(), stderr: self.err.join().unwrap() }
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+/// True once a TCP socket listens on `port` (from /proc: perftest's
+/// client connects once, and probing would use up the server's accept).
+fn listening(port: u16) -> bool {
+    std::fs::read_to_string("/proc/net/tcp").unwrap_or_default().lines().skip(1).any(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        cols.len() > 3
+            && cols[3] == "0A"
+            && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+    })
+}
+
+/// The text after `<which> address:` on each such line, and the GID
+/// lines, in order.
+fn addresses(out: &str, which: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut take_gid = false;
+    for l in out.lines() {
+        if let Some(rest) = l.strip_prefix(&format!(" {which} address:")) {
+            v.push(rest.trim().to_owned());
+            take_gid = true;
+        } else if take_gid && l.starts_with(" GID:") {
+            v.push(l.trim().to_owned());
+            take_gid = false;
+        }
+    }
+    v
+}
+
+/// perftest's result row: `#bytes #iterations` then numbers.
+fn result_rows(out: &str, size: u32, msgs: u32) -> usize {
+    out.lines()
+        .filter(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            t.len() >= 5
+                && t[0] == size.to_string()
+                && t[1] == msgs.to_string()
+                && t[2..].iter().all(|x| x.parse::<f64>().is_ok())
+        })
+        .count()
+}
+
+/// Which sides print a result: (server, client).
+fn reporters(test: &str) -> (bool, bool) {
+    match test {
+        "read_lat" | "atomic_lat" => (false, true),
+        _ => (true, true),
+    }
+}
+
+/// One pairing: `server` starts, `client` connects once it listens.
+fn pair(test: &str, server: (&str, bool), client: (&str, bool), port: u16, extra: &[&str], size: u32, msgs: u32) {
+    let mut args: Vec<String> = ["-d", &rxe_name(), "-p", &port.to_string()].iter().map(|s| s.to_string()).collect();
+    if !extra.contains(&"-n") {
+        args.extend(["-n".to_owned(), ITERS.to_string()]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let iters = args.iter().skip_while(|a| *a != "-n").nth(1).cloned().unwrap_or_default();
+    let argv = |prog: &str, ours: bool, host: Option<&str>| {
+        let mut a = if ours { vec![test.to_owned()] } else { vec![] };
+        a.extend(args.iter().cloned());
+        a.extend(host.map(str::to_owned));
+        (prog.to_owned(), a)
+    };
+    let since = Instant::now();
+    let (sp, sa) = argv(server.0, server.1, None);
+    let mut srv = start(&sp, &sa);
+    while !listening(port) {
+        if srv.exited() || since.elapsed() > TIMEOUT {
+            panic!("server never listened on {port}:\n{}", srv.finish(since));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (cp, ca) = argv(client.0, client.1, Some("127.0.0.1"));
+    let c = start(&cp, &ca).finish(since);
+    let s = srv.finish(since);
+    let both = format!("{s}\n{c}");
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{both}");
+    let (srv_reports, cli_reports) = reporters(test);
+    for (side, reports, ours) in [(&s, srv_reports, server.1), (&c, cli_reports, client.1)] {
+        if reports {
+            assert_eq!(result_rows(&side.stdout, size, msgs), 1, "no result row for {size} bytes x {msgs}:\n{both}");
+            if ours {
+                let want = format!("verbs-perf result test={test} bytes={size} iters={iters} ");
+                assert_eq!(side.stdout.lines().filter(|l| l.starts_with(&want)).count(), 1, "{both}");
+            }
+        }
+    }
+    let (sl, sr) = (addresses(&s.stdout, "local"), addresses(&s.stdout, "remote"));
+    let (cl, cr) = (addresses(&c.stdout, "local"), addresses(&c.stdout, "remote"));
+    assert!(!sl.is_empty() && !cl.is_empty(), "{both}");
+    assert_eq!(sr, cl, "the server's view of the client:\n{both}");
+    assert_eq!(cr, sl, "the client's view of the server:\n{both}");
+}
+
+/// Both directions of one test; `port` and `port + 1` are used.
+fn both_ways(test: &str, port: u16, extra: &[&str], size: u32, msgs: u32) {
+    let perftest = format!("ib_{test}");
+    pair(test, (OURS, true), (&perftest, false), port, extra, size, msgs);
+    pair(test, (&perftest, false), (OURS, true), port + 1, extra, size, msgs);
+}
+
+fn x() -> String {
+    gid_index().to_string()
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn send_lat() {
+    both_ways("send_lat", 18700, &["-x", &x(), "-s", "64"], 64, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn write_lat() {
+    // 300 iterations: the 8-bit iteration tag in the last byte wraps
+    both_ways("write_lat", 18702, &["-x", &x(), "-s", "32", "-n", "300"], 32, 300);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn read_lat() {
+    both_ways("read_lat", 18704, &["-x", &x(), "-s", "16"], 16, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn atomic_lat() {
+    both_ways("atomic_lat", 18706, &["-x", &x()], 8, ITERS);
+    both_ways("atomic_lat", 18708, &["-x", &x(), "-A", "CMP_AND_SWAP"], 8, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn send_bw() {
+    both_ways("send_bw", 18712, &["-x", &x(), "-s", "4096"], 4096, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn write_bw() {
+    // two QPs: one address handshake per QP, and the client's result
+    // carried to the server (which does no work and prints it)
+    both_ways("write_bw", 18714, &["-x", &x(), "-s", "8192", "-q", "2"], 8192, 2 * ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn read_bw() {
+    // no -x: both sides pick the IPv4 RoCE v2 GID themselves
+    both_ways("read_bw", 18716, &["-s", "65536"], 65536, ITERS);
+}

@@ -1,6 +1,6 @@
 //! Host-only benchmark (no device): cost of building the command frames the
 //! control path sends, and of decoding kernel replies. Prints ns/op; this is
-//! a measurement, not a test. Run with `cargo bench --bench cmd_frames`.
+//! a measurement, not a test. Run with `cargo bench --features internals --bench cmd_frames`.
 
 use core::hint::black_box;
 use std::time::Instant;

@@ -7,7 +7,7 @@
 //! Measures WQE construction + ring publication (`post_send` without the
 //! doorbell, `post_recv`), CQE parsing (`poll` of a batch) and an empty
 //! poll. Prints ns/op; a measurement, not a test. Run with
-//! `cargo bench --bench rings`. `callgrind` on this binary gives
+//! `cargo bench --features internals --bench rings`. `callgrind` on this binary gives
 //! instruction counts per operation (see BENCHMARKS.md).
 
 use core::hint::black_box;

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "host-instr: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-bin=$(cargo bench --bench rings --no-run --message-format=json 2>/dev/null |
+bin=$(cargo bench --features internals --bench rings --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)

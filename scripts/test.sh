@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # THE test command of the project (README, CI).  On a machine without RDMA hardware:
 #   1. scripts/setup.sh (installs/caches qemu, RDMA userland, pinned kernel, siw.ko)
-#   2. host tests: cargo test --all-targets, cargo test --doc, cargo build --no-default-features,
-#      cargo clippy -D warnings, the C library's tests and clippy (-p verbs-capi), and a short
-#      fuzz run of every fuzz target (scripts/fuzz.sh)
+#   2. host tests: cargo test --all-targets --features internals (the ABI cross-check and the
+#      ring benches need the private layers), the compile-fail test private_ui without the
+#      feature (safe code cannot reach those layers), cargo test --doc,
+#      cargo build --no-default-features, cargo clippy -D warnings with and without
+#      the feature, the C library's tests and clippy (-p verbs-capi), and a short fuzz run of
+#      every fuzz target (scripts/fuzz.sh)
 #      (the device tests show up there as "ignored, device test: ...")
 #   3. builds the device test binary (test target `device`, tests/device.rs) and the C library
 #      (libibverbs.so, -p verbs-capi) on the host, in a debug and a release build
@@ -105,8 +108,11 @@ fi
 
 # --- 2. host tests ----------------------------------------------------------------------------
 if [ "$HOST_TESTS" = 1 ]; then
-    banner "host tests (cargo test --all-targets; device tests are ignored here)"
-    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets || FAILS+=("cargo test --all-targets")
+    banner "host tests (cargo test --all-targets --features internals; device tests are ignored here)"
+    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets --features internals \
+        || FAILS+=("cargo test --all-targets --features internals")
+    banner "private API (cargo test --test private_ui, without internals)"
+    timed "private-ui" "$LOGDIR/host.log" cargo test --test private_ui || FAILS+=("cargo test --test private_ui")
     banner "doc tests (cargo test --doc)"
     timed "doc-tests" "$LOGDIR/host.log" cargo test --doc || FAILS+=("cargo test --doc")
     banner "C library (cargo test -p verbs-capi --all-targets: symbols, layouts, a C program on it)"
@@ -117,6 +123,8 @@ if [ "$HOST_TESTS" = 1 ]; then
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
     banner "clippy (cargo clippy --all-targets -- -D warnings)"
     timed "clippy" - cargo clippy --all-targets -- -D warnings || FAILS+=("cargo clippy")
+    timed "clippy-internals" - cargo clippy --all-targets --features internals -- -D warnings \
+        || FAILS+=("cargo clippy --features internals")
     timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
     timed "clippy-capi" - cargo clippy -p verbs-capi --all-targets -- -D warnings || FAILS+=("cargo clippy -p verbs-capi")
     if [ "$FUZZ" = 1 ]; then

@@ -1,7 +1,20 @@
 //! The device context (`struct ibv_context`): an open device file with a
 //! kernel user context, its async event file, and the device queries.
+//!
+//! # Safety
+//!
+//! No `unsafe` block: this file declares `unsafe fn Context::from_fd`,
+//! whose caller promises that the fd is a uverbs device file. The command
+//! channel writes commands carrying response addresses to that fd and
+//! adopts the fd numbers in the responses as owned files: on any other
+//! file (`/dev/null`, a pipe) the response stays zeros and the context
+//! would adopt, and on drop close, fd 0. [`Context::open`] keeps the
+//! promise itself: `fstat` shows a character device whose `major:minor`
+//! is the one sysfs lists for the discovered `uverbsN`.
+#![allow(unsafe_code)]
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::FileType;
 
 use crate::abi::RdmaDriverId;
 use crate::cmd::{self, Channel};
@@ -35,9 +48,32 @@ impl Context {
     /// the kernel user context for `provider`.
     ///
     /// `name` is the device's name (e.g. `rxe0`), used for sysfs look-ups
-    /// (P_Keys) and messages; names longer than 64 bytes are rejected.
+    /// (P_Keys) and messages; names longer than 64 bytes are rejected. A
+    /// file that is not a character device is refused with
+    /// [`ErrorKind::NotUverbsDevice`](crate::ErrorKind::NotUverbsDevice)
+    /// (a cheap check; it cannot tell a uverbs device from `/dev/null`).
+    ///
+    /// # Safety
+    ///
+    /// `fd` must be an open uverbs device file (`/dev/infiniband/uverbsN`,
+    /// opened read-write) of a device that `provider` drives. The context
+    /// sends commands to it whose bytes carry addresses of response
+    /// buffers, and takes ownership of every file descriptor number the
+    /// responses name; another file would answer with bytes that are not
+    /// the kernel's (for `/dev/null`: none, so the "new" async event fd
+    /// reads as 0, and dropping the context would close stdin).
+    /// [`Context::open`] checks this itself and is safe.
     #[doc(alias = "ibv_open_device")]
-    pub fn from_fd(fd: OwnedFd, provider: ProviderKind, name: &str) -> Result<Self> {
+    pub unsafe fn from_fd(fd: OwnedFd, provider: ProviderKind, name: &str) -> Result<Self> {
+        const VERB: &str = "ibv_open_device";
+        if !is_char_device(fd.as_fd()) {
+            return Err(crate::Error::new(VERB, crate::ErrorKind::NotUverbsDevice));
+        }
+        Self::from_uverbs_fd(fd, provider, name)
+    }
+
+    /// [`Context::from_fd`] for an fd known to be a uverbs device file.
+    fn from_uverbs_fd(fd: OwnedFd, provider: ProviderKind, name: &str) -> Result<Self> {
         const VERB: &str = "ibv_open_device";
         let name: heapless::String<DEVICE_NAME_MAX> = name
             .try_into()
@@ -58,7 +94,11 @@ impl Context {
     }
 
     /// `ibv_open_device` for a device found by [`crate::discovery`]: opens
-    /// its `/dev/infiniband/uverbsN` (with the permission fix in the error)
+    /// its `/dev/infiniband/uverbsN` (with the permission fix in the error),
+    /// checks with `fstat` that the opened file is a character device
+    /// whose `major:minor` is the device's uverbs number from sysfs
+    /// ([`Device::dev_t`](crate::discovery::Device::dev_t)), else
+    /// [`ErrorKind::NotUverbsDevice`](crate::ErrorKind::NotUverbsDevice),
     /// and creates the kernel context with the matched provider.
     #[cfg(feature = "std")]
     #[doc(alias = "ibv_open_device")]
@@ -67,7 +107,8 @@ impl Context {
         let provider = device
             .provider()
             .ok_or(crate::Error::new("ibv_open_device", crate::ErrorKind::NoProvider))?;
-        Self::from_fd(fd, provider, device.name())
+        check_uverbs_fd(fd.as_fd(), device.dev_t())?;
+        Self::from_uverbs_fd(fd, provider, device.name())
     }
 
     /// The device's name (`ibv_get_device_name` of its device).
@@ -95,8 +136,18 @@ impl Context {
         self.async_fd.as_fd()
     }
 
-    /// The command channel, for the layers that create objects.
+    /// The command channel, for the layers that create objects. Private:
+    /// a raw command can make the kernel write to any address. Public only
+    /// with the `internals` feature, which is outside the safe API.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn channel(&self) -> &Channel {
+        &self.chan
+    }
+
+    /// The command channel, for the layers that create objects.
+    #[cfg(not(feature = "internals"))]
+    pub(crate) fn channel(&self) -> &Channel {
         &self.chan
     }
 
@@ -172,6 +223,27 @@ impl Context {
     }
 }
 
+/// Whether `fd` is a character device (`fstat`).
+fn is_char_device(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice)
+}
+
+/// `Ok` if `fd` is the character device `dev` (`(major, minor)`), else
+/// [`ErrorKind::NotUverbsDevice`](crate::ErrorKind::NotUverbsDevice) (or
+/// the `fstat` errno).
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+fn check_uverbs_fd(fd: BorrowedFd<'_>, dev: (u32, u32)) -> Result<()> {
+    const VERB: &str = "ibv_open_device";
+    let st = rustix::fs::fstat(fd).map_err(|e| crate::Error::from_errno(VERB, e))?;
+    let rdev = st.st_rdev;
+    if FileType::from_raw_mode(st.st_mode) != FileType::CharacterDevice
+        || (rustix::fs::major(rdev), rustix::fs::minor(rdev)) != dev
+    {
+        return Err(crate::Error::new(VERB, crate::ErrorKind::NotUverbsDevice));
+    }
+    Ok(())
+}
+
 fn driver_id_of(p: ProviderKind) -> RdmaDriverId {
     crate::providers::PROVIDERS
         .iter()
@@ -186,5 +258,40 @@ fn get_context_resp_len(p: ProviderKind) -> usize {
         ProviderKind::Rxe => 0,
         #[cfg(feature = "siw")]
         ProviderKind::Siw => 8, // struct siw_uresp_alloc_ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn open(path: &str) -> OwnedFd {
+        rustix::fs::open(path, rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_char_device_with_another_number_is_not_the_uverbs_device() {
+        // /dev/null is character device 1:3.
+        let fd = open("/dev/null");
+        assert!(check_uverbs_fd(fd.as_fd(), (1, 3)).is_ok());
+        let e = check_uverbs_fd(fd.as_fd(), (231, 192)).unwrap_err();
+        assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"));
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn from_fd_refuses_a_file_that_is_not_a_character_device() {
+        let fd = rustix::fs::memfd_create("verbs-not-a-device", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        let e = check_uverbs_fd(fd.as_fd(), (231, 192)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotUverbsDevice);
+        #[cfg(feature = "rxe")]
+        {
+            // SAFETY: violates the contract on purpose: the check in
+            // `from_fd` refuses the memfd before any command is written.
+            let e = unsafe { Context::from_fd(fd, ProviderKind::Rxe, "rxe0") }.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotUverbsDevice);
+        }
     }
 }

@@ -38,6 +38,10 @@ pub enum ErrorKind {
     NoDevice,
     /// The device exists but no provider compiled into this build drives it.
     NoProvider,
+    /// The file opened as the device is not its uverbs character device
+    /// (`fstat`: not a character device, or not the `major:minor` sysfs
+    /// gives for `/dev/infiniband/uverbsN`).
+    NotUverbsDevice,
     /// The device file (`/dev/infiniband/uverbsN`) could not be opened
     /// because of its permissions.
     PermissionDenied,
@@ -160,7 +164,7 @@ impl Error {
             return e.raw_os_error();
         }
         let e = match self.kind {
-            ErrorKind::NoAbiFile | ErrorKind::NoDevice => Errno::NODEV,
+            ErrorKind::NoAbiFile | ErrorKind::NoDevice | ErrorKind::NotUverbsDevice => Errno::NODEV,
             ErrorKind::AbiMismatch { .. } => Errno::PROTO,
             ErrorKind::NoProvider | ErrorKind::Unsupported | ErrorKind::UnsupportedOpcode => {
                 Errno::OPNOTSUPP
@@ -214,6 +218,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NoProvider => {
                 f.write_str("no userspace device-specific driver (provider) in this build for the device")
             }
+            ErrorKind::NotUverbsDevice => f.write_str(
+                "the device file is not the device's uverbs character device (fix: check /dev/infiniband/uverbsN against /sys/class/infiniband_verbs/uverbsN/dev)",
+            ),
             ErrorKind::PermissionDenied => f.write_str(
                 "permission denied on the device file /dev/infiniband/uverbsN (fix: run as a user with read/write access, e.g. a udev rule MODE=\"0666\" or GROUP)",
             ),

@@ -119,12 +119,16 @@ impl Mapping {
     }
 
     /// A volatile copy of the `T` at `offset` (must be `T`-aligned and in
-    /// bounds, else `None`).
-    pub fn read<T: FromBytes>(&self, offset: usize) -> Option<T> {
+    /// bounds, else `None`). Takes `&mut self`, like [`Mapping::write`]:
+    /// a plain read through `&self` could race with an atomic store
+    /// another thread makes through [`Mapping::atomic_u32`]'s reference.
+    pub fn read<T: FromBytes>(&mut self, offset: usize) -> Option<T> {
         let p = self.check::<T>(offset)?;
         // SAFETY: `p..p+size_of::<T>()` is inside the live mapping (M1, M2)
         // and aligned for `T` (M2); `T: FromBytes` accepts any bytes the
-        // kernel may have written (M3).
+        // kernel may have written (M3); `&mut self` excludes this
+        // process's other accesses (no `&AtomicU32` borrowed from `self`
+        // is alive).
         Some(unsafe { p.cast::<T>().read_volatile() })
     }
 
@@ -190,7 +194,7 @@ mod tests {
     fn bounds_alignment_and_sharing() {
         let fd = memfd(4096);
         let mut a = Mapping::new("test", &fd, 0, 100).unwrap();
-        let b = Mapping::new("test", &fd, 0, 100).unwrap();
+        let mut b = Mapping::new("test", &fd, 0, 100).unwrap();
         assert_eq!(a.len(), 100);
         assert!(a.write::<u32>(96, 0xdead_beef));
         assert!(!a.write::<u32>(97, 1), "misaligned store refused");

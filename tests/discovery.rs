@@ -5,6 +5,8 @@
 
 #[path = "discovery/children.rs"]
 mod children;
+// builds netlink messages with the raw ABI constants (`verbs::abi::netlink`)
+#[cfg(feature = "internals")]
 #[path = "discovery/netlink_parse.rs"]
 mod netlink_parse;
 #[path = "discovery/sysfs_parse.rs"]
@@ -13,7 +15,7 @@ mod sysfs_parse;
 use std::path::{Path, PathBuf};
 use verbs::discovery::{DeviceList, DiscoveryConfig, NodeType, Source, TransportType, Warning};
 use verbs::log::{LogLevel, Logger};
-use verbs::providers::ProviderKind;
+use verbs::ProviderKind;
 use verbs::{Error, ErrorKind};
 
 pub(crate) fn fixture_dir(case: &str) -> PathBuf {
@@ -100,6 +102,10 @@ fn rxe_fixture_lists_rxe0_matched_by_name() {
     let fd = d.open_file().expect("open the fixture device file");
     let fl = rustix::io::fcntl_getfd(&fd).unwrap();
     assert!(fl.contains(rustix::io::FdFlags::CLOEXEC));
+    // ... but it is no uverbs character device, so no context is made on
+    // it (its zero "responses" would name fd 0 as the async event file).
+    let e = verbs::Context::open(d).unwrap_err();
+    assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"), "{e}");
     let e = l.by_name("mlx4_0").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoDevice);
 }

@@ -292,11 +292,9 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
         return false;
     }
     let mut prod = sq.producer_mut();
-    let (head, free) = prod.room();
-    if free == 0 {
+    let Some(mut slot) = prod.slot(0) else {
         return false;
-    }
-    let mut slot = prod.slot(head);
+    };
     let (len, num_sge, inline) = match data {
         Plain::Empty => (0, 0, 0),
         Plain::Sge(s) => {
@@ -331,7 +329,7 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
     slot.put::<STATUS_STATE, u64>(0);
     slot.put::<HAS_RD_ATOMIC, u32>(0);
     slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
-    prod.publish(head.wrapping_add(1));
+    prod.publish(1);
     true
 }
 
@@ -349,20 +347,22 @@ fn put_remote(slot: &mut SlotMut<'_, SEND_MIN>, remote_addr: u64, rkey: u32, ex:
 #[inline]
 fn post_list(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
     let mut prod = sq.producer_mut();
-    let (mut head, free) = prod.room();
+    let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(POST_SEND, FULL, free as usize));
     }
     let mut binds = false;
     for (i, wr) in wrs.iter().enumerate() {
-        let mut slot = prod.slot(head);
+        // `i < wrs.len() <= free`: there is a slot.
+        let Some(mut slot) = prod.slot(i as u32) else {
+            return Err(refuse(POST_SEND, FULL, i));
+        };
         match write_send(&mut slot, wr, qp_type, lim) {
             Ok(bind) => binds |= bind,
             Err(why) => return Err(refuse(POST_SEND, why, i)),
         }
-        head = head.wrapping_add(1);
     }
-    prod.publish(head);
+    prod.publish(wrs.len() as u32);
     if binds {
         for wr in wrs {
             if let SendOp::BindMw(b) = wr.op {
@@ -399,27 +399,31 @@ pub fn post_recv(
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
-    let (mut head, free) = prod.room();
+    let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(verb, FULL, free as usize));
     }
     if let [wr] = wrs {
-        // One request, the common case: no loop.
-        let mut slot = prod.slot(head);
+        // One request, the common case: no loop. `free >= 1`.
+        let Some(mut slot) = prod.slot(0) else {
+            return Err(refuse(verb, FULL, 0));
+        };
         if let Err(why) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, why, 0));
         }
-        prod.publish(head.wrapping_add(1));
+        prod.publish(1);
         return Ok(());
     }
     for (i, wr) in wrs.iter().enumerate() {
-        let mut slot = prod.slot(head);
+        // `i < wrs.len() <= free`: there is a slot.
+        let Some(mut slot) = prod.slot(i as u32) else {
+            return Err(refuse(verb, FULL, i));
+        };
         if let Err(why) = write_recv(&mut slot, wr, max_sge) {
             return Err(refuse(verb, why, i));
         }
-        head = head.wrapping_add(1);
     }
-    prod.publish(head);
+    prod.publish(wrs.len() as u32);
     Ok(())
 }
 
@@ -446,7 +450,7 @@ pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
 #[inline(never)]
 fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
     let c = cq.try_consumer()?;
-    let ring = cq.reader::<AbiWc>();
+    let ring = c.reader::<AbiWc>();
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
     let got = out.get_mut(..n as usize).unwrap_or_default();
@@ -495,7 +499,7 @@ pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> Re
     }
     let c = cq.try_consumer()?;
     c.lend();
-    let ring = cq.reader::<AbiWc>();
+    let ring = c.reader::<AbiWc>();
     let (cons, n) = c.ready(max);
     // Dropped before `c`: the slots are freed before the claim.
     let mut handed = Handed { c: &c, cons, n: 0 };

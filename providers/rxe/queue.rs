@@ -106,7 +106,9 @@ pub type CompletionQueue = Queue<{ size_of::<AbiWc>() }>;
 /// at compile time and no per-call length test).
 #[derive(Debug)]
 pub struct Queue<const MIN: usize = 0> {
-    map: Mapping,
+    /// The ring's memory, kept for its `Drop` (the unmap, M1, M4): every
+    /// access goes through `base`.
+    _map: Mapping,
     mminfo: Mminfo,
     log2_elem_size: u32,
     index_mask: u32,
@@ -153,7 +155,7 @@ impl<const MIN: usize> Queue<MIN> {
         if len < DATA {
             return Err(bad());
         }
-        let map = Mapping::new(verb, fd, mi.offset, len)?;
+        let mut map = Mapping::new(verb, fd, mi.offset, len)?;
         let log2 = map.read::<u32>(LOG2_ELEM_SIZE).ok_or_else(bad)?;
         let mask = map.read::<u32>(INDEX_MASK).ok_or_else(bad)?;
         let slots = u64::from(mask) + 1;
@@ -166,7 +168,7 @@ impl<const MIN: usize> Queue<MIN> {
         }
         Ok(Self {
             base: NonNull::new(map.as_ptr()).ok_or_else(bad)?,
-            map,
+            _map: map,
             mminfo: mi,
             log2_elem_size: log2,
             index_mask: mask,
@@ -190,25 +192,6 @@ impl<const MIN: usize> Queue<MIN> {
     /// The `mminfo` this ring was mapped from.
     pub fn mminfo(&self) -> Mminfo {
         self.mminfo
-    }
-
-    /// The producer index as the other side last published it (acquire).
-    pub fn producer(&self) -> u32 {
-        self.map
-            .atomic_u32(PRODUCER_INDEX)
-            .map_or(0, |a| a.load(Ordering::Acquire))
-    }
-
-    /// The consumer index as the other side last published it (acquire).
-    pub fn consumer(&self) -> u32 {
-        self.map
-            .atomic_u32(CONSUMER_INDEX)
-            .map_or(0, |a| a.load(Ordering::Acquire))
-    }
-
-    /// The underlying mapping (for the data path).
-    pub fn mapping(&self) -> &Mapping {
-        &self.map
     }
 
     /// `index_mask` of the ring.
@@ -250,21 +233,16 @@ impl<const MIN: usize> Queue<MIN> {
     /// taken by `&mut`).
     #[inline]
     pub fn producer_mut(&mut self) -> Producer<'_, MIN> {
-        Producer {
-            q: self,
-            claimed: false,
-        }
+        Producer::new(self, false)
     }
 
     /// Shared producer access (SRQ, posted to through `&Srq`): waits for
-    /// the claim flag; uncontended, one compare-exchange.
+    /// the claim flag; uncontended, one compare-exchange. The flag is
+    /// released when the `Producer` is dropped, also during a panic.
     #[inline]
     pub fn producer_shared(&self) -> Producer<'_, MIN> {
         self.acquire_claim();
-        Producer {
-            q: self,
-            claimed: true,
-        }
+        Producer::new(self, true)
     }
 
     /// The only consumer of a queue reached through `&Queue` (a CQ shared
@@ -301,19 +279,8 @@ impl<const MIN: usize> Queue<MIN> {
         self.base.as_ptr().wrapping_add(self.slot_offset(index))
     }
 
-    /// A [`SlotReader`] of `T`s, which fit in the checked `MIN` bytes of
-    /// an element (a compile-time check).
-    #[inline]
-    pub fn reader<T: FromBytes>(&self) -> SlotReader<'_, T> {
-        const { assert!(size_of::<T>() <= MIN, "reads past the checked part of the slot") };
-        SlotReader {
-            base: self.base.as_ptr(),
-            mask: self.index_mask,
-            log2: self.log2_elem_size,
-            _q: PhantomData,
-        }
-    }
 }
+
 
 
 /// Byte offset of element `index` in a ring of `mask + 1` slots of
@@ -401,48 +368,63 @@ impl<T: FromBytes> SlotReader<'_, T> {
     }
 }
 
-/// The right to write elements of a producer ring and publish them.
+/// The right to write the free elements of a producer ring and publish
+/// them. It reads the producer index (which only it moves, Q3) and the
+/// consumer index (acquire) once, when it is made: the slots it hands
+/// out are the `free` ones after the producer index, which the kernel
+/// does not read (Q2); the kernel only ever frees more meanwhile.
 pub struct Producer<'q, const MIN: usize> {
     q: &'q Queue<MIN>,
     claimed: bool,
+    /// The producer index when this producer was made.
+    head: u32,
+    /// Free slots from `head` then (the ring keeps one empty).
+    free: u32,
 }
 
-impl<const MIN: usize> Producer<'_, MIN> {
-    /// The ring.
-    #[inline]
-    pub fn queue(&self) -> &Queue<MIN> {
-        self.q
+impl<'q, const MIN: usize> Producer<'q, MIN> {
+    #[inline(always)]
+    fn new(q: &'q Queue<MIN>, claimed: bool) -> Self {
+        let head = q.producer_word().load(Ordering::Relaxed);
+        let cons = q.consumer_word().load(Ordering::Acquire);
+        let free = q.index_mask - (head.wrapping_sub(cons) & q.index_mask);
+        Self { q, claimed, head, free }
     }
 
-    /// The producer index (only this producer moves it) and the free
-    /// slots (the ring keeps one empty): how many elements can be written
-    /// at it before the kernel consumes more.
-    #[inline]
-    pub fn room(&self) -> (u32, u32) {
-        let prod = self.q.producer_word().load(Ordering::Relaxed);
-        let cons = self.q.consumer_word().load(Ordering::Acquire);
-        (prod, self.q.index_mask - (prod.wrapping_sub(cons) & self.q.index_mask))
+    /// How many elements can be written before the kernel consumes more
+    /// (as of when this producer was made).
+    #[inline(always)]
+    pub fn free(&self) -> u32 {
+        self.free
     }
 
-    /// The slot of `index`, to be written before [`Producer::publish`]
-    /// covers it. Its first `MIN` bytes are written with offsets checked
-    /// at compile time ([`SlotMut::put`]), the rest with run-time checks.
-    #[inline]
-    pub fn slot(&mut self, index: u32) -> SlotMut<'_, MIN> {
-        SlotMut {
-            ptr: self.q.slot_ptr(index),
+    /// The `k`-th free slot after the producer index, to be written
+    /// before [`Producer::publish`] covers it; `None` if `k >= free()`:
+    /// a slot the kernel may be reading is never handed out. Its first
+    /// `MIN` bytes are written with offsets checked at compile time
+    /// ([`SlotMut::put`]), the rest with run-time checks.
+    #[inline(always)]
+    pub fn slot(&mut self, k: u32) -> Option<SlotMut<'_, MIN>> {
+        if k >= self.free {
+            return None;
+        }
+        Some(SlotMut {
+            ptr: self.q.slot_ptr(self.head.wrapping_add(k)),
             len: self.q.elem_size,
             _producer: PhantomData,
-        }
+        })
     }
 
-    /// Publishes every element written up to index `new_head` (release:
-    /// the element stores become visible to the kernel first).
-    #[inline]
-    pub fn publish(&mut self, new_head: u32) {
+    /// Publishes the first `n` free slots (release: the element stores
+    /// become visible to the kernel first). `n` is capped at `free()`,
+    /// so the producer index never passes the consumer's. Publishing
+    /// ends this producer's use: it consumes it.
+    #[inline(always)]
+    pub fn publish(self, n: u32) {
+        let n = n.min(self.free);
         self.q
             .producer_word()
-            .store(new_head & self.q.index_mask, Ordering::Release);
+            .store(self.head.wrapping_add(n) & self.q.index_mask, Ordering::Release);
     }
 }
 
@@ -550,6 +532,20 @@ impl<const MIN: usize> Consumer<'_, MIN> {
             self.q
                 .consumer_word()
                 .store(cons.wrapping_add(n) & self.q.index_mask, Ordering::Release);
+        }
+    }
+
+    /// A [`SlotReader`] of `T`s, which fit in the checked `MIN` bytes of
+    /// an element (a compile-time check). It borrows this consumer, so it
+    /// cannot outlive the claim.
+    #[inline]
+    pub fn reader<T: FromBytes>(&self) -> SlotReader<'_, T> {
+        const { assert!(size_of::<T>() <= MIN, "reads past the checked part of the slot") };
+        SlotReader {
+            base: self.q.base.as_ptr(),
+            mask: self.q.index_mask,
+            log2: self.q.log2_elem_size,
+            _q: PhantomData,
         }
     }
 

@@ -108,9 +108,4 @@ impl SiwCq {
     pub fn num_cqe(&self) -> u32 {
         self.num_cqe
     }
-
-    /// The mapped CQE array (for the data path).
-    pub fn mapping(&self) -> &Mapping {
-        &self.map
-    }
 }

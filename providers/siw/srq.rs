@@ -48,7 +48,9 @@ pub(crate) fn map_array<Fd: AsFd>(
 /// The user-space side of a siw SRQ.
 #[derive(Debug)]
 pub struct SiwSrq {
-    map: Mapping,
+    /// The RQE array, kept mapped for the SRQ's life (siw's data path
+    /// is not implemented; nothing reads it).
+    _map: Mapping,
     num_rqe: u32,
 }
 
@@ -60,7 +62,7 @@ impl SiwSrq {
             .map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
         let map = map_array(verb, fd, resp.srq_key, resp.num_rqe, RQE_SIZE)?;
         Ok(Self {
-            map,
+            _map: map,
             num_rqe: resp.num_rqe,
         })
     }
@@ -68,10 +70,5 @@ impl SiwSrq {
     /// Number of RQEs in the array.
     pub fn num_rqe(&self) -> u32 {
         self.num_rqe
-    }
-
-    /// The mapped RQE array (for the data path).
-    pub fn mapping(&self) -> &Mapping {
-        &self.map
     }
 }

@@ -17,7 +17,18 @@
 //!   reads (see [`Doorbell`]): `'static` outlives every call, and interior
 //!   mutability is what lets the kernel write it through a shared address.
 //!
-//! The `ioctl` call itself is the only `unsafe` operation here.
+//! And one about what the compiler may assume: a `write()` command makes
+//! the kernel *write* memory whose address travels inside the command
+//! bytes (the response buffer; for rxe's `MODIFY_SRQ`, a stack `mminfo`).
+//! So every command `write()` and the doorbell go through [`sys_write`],
+//! the C library's `write` (an opaque foreign call, which the compiler
+//! must assume reads and writes all memory whose address escaped, as
+//! these addresses did by their pointer-to-integer casts), never through
+//! rustix's `write`, which is declared to the compiler as a `readonly`
+//! system call.
+//!
+//! The unsafe operations here: the `ioctl` call, the `write` call, and
+//! adopting an fd number the kernel returned.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -274,7 +285,7 @@ impl Channel {
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
-        written(verb, rustix::io::write(&self.fd, frame), frame.len())
+        written(verb, sys_write(self.fd.as_fd(), frame), frame.len())
     }
 }
 
@@ -304,7 +315,7 @@ impl Doorbell {
     /// `post_send_db`).
     #[inline(always)]
     pub fn ring(&self, dev: BorrowedFd<'_>, verb: &'static str) -> Result<()> {
-        written(verb, rustix::io::write(dev, self.as_bytes()), size_of::<Doorbell>())
+        written(verb, sys_write(dev, self.as_bytes()), size_of::<Doorbell>())
     }
 
     /// The doorbell of the QP with handle `qp_handle`.
@@ -325,6 +336,41 @@ impl Doorbell {
             },
         }
     }
+}
+
+/// One `write(2)` of `frame` to `fd`, through the C library: the call is
+/// opaque to the compiler, so it must assume the kernel read *and wrote*
+/// any memory whose address escaped into `frame` (a response buffer, rxe's
+/// `mminfo`), and reload it afterwards. (rustix's `write` is an inline
+/// `syscall` declared `readonly`: behind it the compiler may keep a
+/// response's old bytes in registers.) Returns the byte count or the
+/// errno.
+#[inline(always)]
+fn sys_write(fd: BorrowedFd<'_>, frame: &[u8]) -> rustix::io::Result<usize> {
+    use rustix::fd::AsRawFd;
+    // SAFETY: `frame` is a live borrow of `frame.len()` bytes, which is
+    // all `write` reads of it; `fd` is an open file borrowed for the call.
+    // Every address inside the frame comes from a borrow that outlives
+    // this call (module invariant).
+    let n = unsafe { libc::write(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
+    match usize::try_from(n) {
+        Ok(n) => Ok(n),
+        Err(_) => Err(last_errno()),
+    }
+}
+
+/// The `errno` a failed C library call left (out of line: only errors
+/// read it).
+#[cold]
+#[inline(never)]
+fn last_errno() -> rustix::io::Errno {
+    // SAFETY: `__errno_location` has no preconditions; it returns this
+    // thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: that slot is a valid, aligned `int` for the thread's life;
+    // it is read right after the failed call, on the same thread.
+    let e = unsafe { slot.read() };
+    rustix::io::Errno::from_raw_os_error(e)
 }
 
 /// The result of a command `write()` of `len` bytes. Three arms, each
@@ -384,16 +430,15 @@ pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
     Ok(unsafe { <OwnedFd as rustix::fd::FromRawFd>::from_raw_fd(raw) })
 }
 
-/// Tells the compiler that the kernel may have written `out` during the
-/// `write()` that just returned. The response address travels inside the
-/// command bytes, and rustix declares `write()` to the compiler as a
-/// syscall that only reads memory, so without this an optimized build may
-/// assume `out` still holds the zeros it was initialized with (in release
-/// builds every response read back as zeros: handles 0, `num_comp_vectors`
-/// 0). An empty `asm!` block that receives the buffer's address and is
-/// not declared `nomem`/`readonly` must, by the language's rules for inline
-/// assembly, be assumed to read and write that memory; `black_box` would
-/// only be a best-effort hint.
+/// Tells the compiler, a second time, that the kernel may have written
+/// `out` during the `write()` that just returned. [`sys_write`] already
+/// guarantees this for every escaped address; this one does not depend on
+/// how the C library declares `write` (with rustix's `readonly` syscall,
+/// release builds once read every response back as the zeros it was
+/// initialized with). An empty `asm!` block that receives the buffer's
+/// address and is not declared `nomem`/`readonly` must, by the language's
+/// rules for inline assembly, be assumed to read and write that memory.
+/// It compiles to nothing.
 #[inline(always)]
 fn kernel_wrote(out: &mut [u8]) {
     // SAFETY: the template is a comment: no instruction executes, no

@@ -2,7 +2,7 @@
 //! with their driver ids, so siw is matched, and the device files open.
 
 use verbs::discovery::{DiscoveryConfig, NodeType, Source};
-use verbs::providers::ProviderKind;
+use verbs::ProviderKind;
 
 fn name(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_owned())
@@ -19,7 +19,7 @@ fn netlink_lists_rxe_and_siw_with_driver_ids() {
     );
     let rxe = list.by_name(&name("VERBS_TEST_RXE", "rxe0")).unwrap();
     assert_eq!(rxe.provider(), Some(ProviderKind::Rxe));
-    assert_eq!(rxe.driver_id(), Some(verbs::abi::RdmaDriverId::RXE));
+    assert_eq!(rxe.driver_id(), Some(verbs::RdmaDriverId::RXE));
     assert_eq!(rxe.node_type(), NodeType::Ca);
     assert!(rxe.index().is_some() && rxe.guid() != 0);
     let siw = list.by_name(&name("VERBS_TEST_SIW", "siw0")).unwrap();

@@ -356,25 +356,45 @@ impl<'ctx> Cq<'ctx> {
 /// the next completion event on `channel` and returns which of `cqs` it is
 /// for, counting it for [`Cq::ack_events`].
 ///
-/// The CQs that may report on the channel are passed in because events
-/// name a CQ by its user handle, and a `Cq` cannot be found from a number
-/// without a registry (which would need allocation or a global table). An
-/// event for a CQ not in `cqs` (or not created on `channel`) is consumed
-/// and reported as `InvalidArgument`; an empty non-blocking channel gives
-/// `WouldBlock`.
+/// Events name a CQ by its [user handle](Cq::user_handle), and a `Cq`
+/// cannot be found from a number without a registry (which would need
+/// allocation or a global table), so the CQs that may report on the
+/// channel are passed in. No event is lost:
+///
+/// * an event read for a CQ not in `cqs` (or not created on `channel`)
+///   is kept on the channel ([`CompChannel::pending_cq_events`]) and the
+///   call fails with [`ErrorKind::CqNotListed`]; the next call that lists
+///   that CQ returns it first, before reading the fd;
+/// * if [`PENDING_SLOTS`](crate::comp_channel::PENDING_SLOTS) events are
+///   already kept, the call fails with the same kind without reading;
+/// * an empty non-blocking channel gives `WouldBlock`.
 #[doc(alias = "ibv_get_cq_event")]
 pub fn get_cq_event<'c, 'ctx>(
     channel: &CompChannel<'ctx>,
     cqs: &[&'c Cq<'ctx>],
 ) -> Result<&'c Cq<'ctx>> {
-    let handle = channel.read_event()?;
-    let cq = cqs
-        .iter()
-        .copied()
-        .find(|cq| {
+    const VERB: &str = "ibv_get_cq_event";
+    let find = |handle: u64| {
+        cqs.iter().copied().find(|cq| {
             cq.user_handle == handle && cq.channel.is_some_and(|c| core::ptr::eq(c, channel))
         })
-        .ok_or(Error::new("ibv_get_cq_event", ErrorKind::InvalidArgument))?;
+    };
+    let cq = match channel.take_pending(|h| find(h).is_some()).and_then(find) {
+        Some(cq) => cq,
+        None => {
+            let slot = channel
+                .reserve_pending()
+                .ok_or(Error::new(VERB, ErrorKind::CqNotListed))?;
+            let handle = channel.read_event()?;
+            match find(handle) {
+                Some(cq) => cq,
+                None => {
+                    slot.keep(handle);
+                    return Err(Error::new(VERB, ErrorKind::CqNotListed));
+                }
+            }
+        }
+    };
     cq.note_event();
     Ok(cq)
 }

@@ -59,6 +59,16 @@ enum Ring {
     Rxe(RxeCq),
     #[cfg(feature = "siw")]
     Siw(SiwCq),
+    /// The ring could not be mapped again after a resize (the kernel had
+    /// already switched to the new one): every later call fails with
+    /// [`ErrorKind::Dead`].
+    Dead,
+}
+
+/// The error of every call on a dead CQ or SRQ.
+pub(crate) fn dead(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::Dead)
+        .with_detail("the ring could not be mapped again after a resize; destroy the object")
 }
 
 /// What the kernel reported when it destroyed a CQ
@@ -188,14 +198,29 @@ impl<'ctx> Cq<'ctx> {
                 let mut drv_out = [0u8; RXE_CQ_RESP_LEN];
                 let resp = self.ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
                 // The kernel already switched rings. If mapping the new one
-                // fails the old mapping is kept (still valid memory, no
-                // longer used by the kernel) and the error returned.
-                *ring = RxeCq::map(VERB, self.ctx.channel(), &drv_out)?;
-                self.cqe = resp.cqe;
-                Ok(())
+                // fails, the CQ is dead: the old ring is unmapped (the
+                // kernel no longer writes it) and every later call fails
+                // with `Dead` instead of polling a ring nobody fills.
+                let mapped = if crate::providers::rxe::remap_fails() {
+                    Err(Error::new(VERB, ErrorKind::OutOfResources).with_detail("injected remap failure"))
+                } else {
+                    RxeCq::map(VERB, self.ctx.channel(), &drv_out)
+                };
+                match mapped {
+                    Ok(new) => {
+                        *ring = new;
+                        self.cqe = resp.cqe;
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.ring = Ring::Dead;
+                        Err(e.with_detail("the new ring could not be mapped: the CQ is now dead (every later call fails)"))
+                    }
+                }
             }
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new(VERB, ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead(VERB)),
         }
     }
 
@@ -223,6 +248,7 @@ impl<'ctx> Cq<'ctx> {
                 ring.arm(solicited_only);
                 Ok(())
             }
+            Ring::Dead => Err(dead("ibv_req_notify_cq")),
         }
     }
 
@@ -246,6 +272,7 @@ impl<'ctx> Cq<'ctx> {
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
 
@@ -278,6 +305,7 @@ impl<'ctx> Cq<'ctx> {
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
 

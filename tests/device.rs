@@ -25,6 +25,8 @@ mod device {
     mod connect;
     mod cq;
     mod cq_shared;
+    #[cfg(feature = "internals")]
+    mod dead;
     mod datapath;
     mod devinfo;
     mod discovery;

@@ -69,6 +69,17 @@ impl ProviderKind {
             ProviderKind::Siw => "siw",
         }
     }
+
+    /// Whether the provider's devices are RoCE (Ethernet link layer,
+    /// addressed by GID: every address needs a GRH).
+    pub const fn is_roce(self) -> bool {
+        match self {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => true,
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => false,
+        }
+    }
 }
 
 /// Picks the provider for a device (rdma-core `match_device`): driver id

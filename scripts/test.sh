@@ -148,7 +148,7 @@ timed "capi-build-release" - cargo build --release -p verbs-capi || FAILS+=("car
 
 banner "build the device test binary (cargo test --test device --no-run)"
 t=$(date +%s.%N)
-cargo test --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build.json"
+cargo test --features internals --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build.json"
 brc=$?
 TIMES+=("device-build $(elapsed "$t")s")
 BIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build.json" | grep '"name":"device"' \
@@ -161,7 +161,7 @@ echo "device test binary: $BIN"
 # The same suite in a release build: optimizer-only bugs (the compiler assuming memory the
 # kernel writes during a syscall is unchanged) show up only there.
 t=$(date +%s.%N)
-cargo test --release --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
+cargo test --release --features internals --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
 brc=$?
 TIMES+=("device-build-release $(elapsed "$t")s")
 RBIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build-release.json" | grep '"name":"device"' \

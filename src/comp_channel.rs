@@ -15,6 +15,8 @@
 //! channel under its CQs does not compile; destroying it is closing the fd,
 //! which cannot fail.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -28,7 +30,20 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct CompChannel<'ctx> {
     ctx: &'ctx Context,
     fd: OwnedFd,
+    /// Events read for CQs the caller of
+    /// [`get_cq_event`](crate::cq::get_cq_event) did not list: kept here
+    /// (as the CQ's user handle) so that no event is lost. `EMPTY`, or
+    /// `RESERVED` by a call that is reading an event, or a user handle.
+    pending: [AtomicU64; PENDING_SLOTS],
 }
+
+/// How many events for unlisted CQs a channel keeps.
+pub const PENDING_SLOTS: usize = 4;
+/// A free pending slot (user handles start at 1).
+const EMPTY: u64 = 0;
+/// A slot held by a call that is reading an event (user handles never
+/// reach `u64::MAX`).
+const RESERVED: u64 = u64::MAX;
 
 impl<'ctx> CompChannel<'ctx> {
     /// `ibv_create_comp_channel`: creates a completion channel (a new fd,
@@ -39,7 +54,7 @@ impl<'ctx> CompChannel<'ctx> {
         let cmd = CreateCompChannel::new_zeroed();
         let resp = ctx.channel().exec(VERB, &cmd, &[], &mut [])?;
         let fd = crate::cmd::channel::adopt_fd(VERB, resp.fd)?;
-        Ok(Self { ctx, fd })
+        Ok(Self { ctx, fd, pending: Default::default() })
     }
 
     /// The context the channel belongs to.
@@ -61,6 +76,36 @@ impl<'ctx> CompChannel<'ctx> {
         Ok(ev.cq_handle)
     }
 
+    /// The user handles ([`Cq::user_handle`](crate::Cq::user_handle)) of
+    /// the CQs whose events [`get_cq_event`](crate::cq::get_cq_event) read
+    /// but could not match to a CQ it was given. Each stays pending until a
+    /// call lists its CQ. These events no longer make the fd readable.
+    pub fn pending_cq_events(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pending
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .filter(|&h| h != EMPTY && h != RESERVED)
+    }
+
+    /// Takes a pending event whose handle `want` accepts.
+    pub(crate) fn take_pending(&self, want: impl Fn(u64) -> bool) -> Option<u64> {
+        self.pending.iter().find_map(|s| {
+            let h = s.load(Ordering::Acquire);
+            (h != EMPTY && h != RESERVED && want(h))
+                .then(|| s.compare_exchange(h, EMPTY, Ordering::AcqRel, Ordering::Relaxed).ok())
+                .flatten()
+        })
+    }
+
+    /// Reserves a slot in which an event read next can be kept if no CQ
+    /// claims it; `None` when every slot is taken.
+    pub(crate) fn reserve_pending(&self) -> Option<PendingSlot<'_>> {
+        self.pending
+            .iter()
+            .find(|s| s.compare_exchange(EMPTY, RESERVED, Ordering::Acquire, Ordering::Relaxed).is_ok())
+            .map(|slot| PendingSlot { slot })
+    }
+
     /// Switches the channel between blocking and non-blocking reads
     /// (`O_NONBLOCK`, as `fcntl(channel->fd, F_SETFL, O_NONBLOCK)` does in C).
     pub fn set_nonblocking(&self, nonblocking: bool) -> Result<()> {
@@ -79,6 +124,26 @@ impl AsFd for CompChannel<'_> {
     /// The channel's fd (`ibv_comp_channel.fd`), for poll/epoll.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// A reserved pending slot: freed on drop unless [`PendingSlot::keep`]
+/// stored an event in it.
+pub(crate) struct PendingSlot<'c> {
+    slot: &'c AtomicU64,
+}
+
+impl PendingSlot<'_> {
+    /// Keeps the event of CQ user handle `handle` in the slot.
+    pub(crate) fn keep(self, handle: u64) {
+        self.slot.store(handle, Ordering::Release);
+        core::mem::forget(self);
+    }
+}
+
+impl Drop for PendingSlot<'_> {
+    fn drop(&mut self) {
+        self.slot.store(EMPTY, Ordering::Release);
     }
 }
 

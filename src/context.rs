@@ -198,6 +198,45 @@ impl Context {
         crate::query::query_gid_table(&self.chan, out)
     }
 
+    /// The index of port `port_num`'s first RoCE v2 GID that holds an IPv4
+    /// address (`::ffff:a.b.c.d`): the source GID index (`sgid_index`)
+    /// RoCE peers reach each other with over IPv4, and the one rdma-core's
+    /// tests take with `--gid`.
+    ///
+    /// Reads the GID table with its types (`ibv_query_gid_table`, falling
+    /// back to `ibv_query_gid_ex` per entry when the table is larger than
+    /// one read). No such GID (an InfiniBand or iWARP port, or a netdev
+    /// without an IPv4 address) is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    pub fn roce_v2_ipv4_gid_index(&self, port_num: u8) -> Result<u8> {
+        const VERB: &str = "ibv_query_gid_table";
+        let is_v4 = |e: &GidEntry| {
+            e.port_num == u32::from(port_num)
+                && e.gid_type == crate::query::GID_TYPE_ROCE_V2
+                && crate::query::is_ipv4_mapped(&e.gid)
+        };
+        // A port that does not exist is the query's error, not "not found".
+        let len = self.query_port(port_num)?.gid_tbl_len.min(256);
+        let mut table = [GidEntry::default(); crate::query::GID_TABLE_CHUNK];
+        let n = self.query_gid_table(&mut table)?;
+        let found = table[..n].iter().filter(|e| is_v4(e)).map(|e| e.gid_index).min();
+        if let Some(i) = found {
+            return u8::try_from(i).map_err(|_| crate::Error::new(VERB, crate::ErrorKind::NotFound));
+        }
+        if n < table.len() {
+            return Err(crate::Error::new(VERB, crate::ErrorKind::NotFound));
+        }
+        // The table did not fit in one read: walk the port's entries.
+        for i in 0..len {
+            match self.query_gid_ex(port_num, i) {
+                Ok(e) if is_v4(&e) => return Ok(i as u8),
+                Ok(_) => {}
+                Err(e) if e.errno() == Some(rustix::io::Errno::NODATA) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(crate::Error::new(VERB, crate::ErrorKind::NotFound))
+    }
+
     /// `ibv_query_pkey`: the P_Key at `index` of port `port_num`, read from
     /// sysfs as libibverbs does (in host byte order).
     ///

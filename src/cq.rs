@@ -59,6 +59,16 @@ enum Ring {
     Rxe(RxeCq),
     #[cfg(feature = "siw")]
     Siw(SiwCq),
+    /// The ring could not be mapped again after a resize (the kernel had
+    /// already switched to the new one): every later call fails with
+    /// [`ErrorKind::Dead`].
+    Dead,
+}
+
+/// The error of every call on a dead CQ or SRQ.
+pub(crate) fn dead(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::Dead)
+        .with_detail("the ring could not be mapped again after a resize; destroy the object")
 }
 
 /// What the kernel reported when it destroyed a CQ
@@ -188,14 +198,29 @@ impl<'ctx> Cq<'ctx> {
                 let mut drv_out = [0u8; RXE_CQ_RESP_LEN];
                 let resp = self.ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
                 // The kernel already switched rings. If mapping the new one
-                // fails the old mapping is kept (still valid memory, no
-                // longer used by the kernel) and the error returned.
-                *ring = RxeCq::map(VERB, self.ctx.channel(), &drv_out)?;
-                self.cqe = resp.cqe;
-                Ok(())
+                // fails, the CQ is dead: the old ring is unmapped (the
+                // kernel no longer writes it) and every later call fails
+                // with `Dead` instead of polling a ring nobody fills.
+                let mapped = if crate::providers::rxe::remap_fails() {
+                    Err(Error::new(VERB, ErrorKind::OutOfResources).with_detail("injected remap failure"))
+                } else {
+                    RxeCq::map(VERB, self.ctx.channel(), &drv_out)
+                };
+                match mapped {
+                    Ok(new) => {
+                        *ring = new;
+                        self.cqe = resp.cqe;
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.ring = Ring::Dead;
+                        Err(e.with_detail("the new ring could not be mapped: the CQ is now dead (every later call fails)"))
+                    }
+                }
             }
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new(VERB, ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead(VERB)),
         }
     }
 
@@ -223,6 +248,7 @@ impl<'ctx> Cq<'ctx> {
                 ring.arm(solicited_only);
                 Ok(())
             }
+            Ring::Dead => Err(dead("ibv_req_notify_cq")),
         }
     }
 
@@ -246,6 +272,7 @@ impl<'ctx> Cq<'ctx> {
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
 
@@ -278,6 +305,7 @@ impl<'ctx> Cq<'ctx> {
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
 
@@ -356,25 +384,45 @@ impl<'ctx> Cq<'ctx> {
 /// the next completion event on `channel` and returns which of `cqs` it is
 /// for, counting it for [`Cq::ack_events`].
 ///
-/// The CQs that may report on the channel are passed in because events
-/// name a CQ by its user handle, and a `Cq` cannot be found from a number
-/// without a registry (which would need allocation or a global table). An
-/// event for a CQ not in `cqs` (or not created on `channel`) is consumed
-/// and reported as `InvalidArgument`; an empty non-blocking channel gives
-/// `WouldBlock`.
+/// Events name a CQ by its [user handle](Cq::user_handle), and a `Cq`
+/// cannot be found from a number without a registry (which would need
+/// allocation or a global table), so the CQs that may report on the
+/// channel are passed in. No event is lost:
+///
+/// * an event read for a CQ not in `cqs` (or not created on `channel`)
+///   is kept on the channel ([`CompChannel::pending_cq_events`]) and the
+///   call fails with [`ErrorKind::CqNotListed`]; the next call that lists
+///   that CQ returns it first, before reading the fd;
+/// * if [`PENDING_SLOTS`](crate::comp_channel::PENDING_SLOTS) events are
+///   already kept, the call fails with the same kind without reading;
+/// * an empty non-blocking channel gives `WouldBlock`.
 #[doc(alias = "ibv_get_cq_event")]
 pub fn get_cq_event<'c, 'ctx>(
     channel: &CompChannel<'ctx>,
     cqs: &[&'c Cq<'ctx>],
 ) -> Result<&'c Cq<'ctx>> {
-    let handle = channel.read_event()?;
-    let cq = cqs
-        .iter()
-        .copied()
-        .find(|cq| {
+    const VERB: &str = "ibv_get_cq_event";
+    let find = |handle: u64| {
+        cqs.iter().copied().find(|cq| {
             cq.user_handle == handle && cq.channel.is_some_and(|c| core::ptr::eq(c, channel))
         })
-        .ok_or(Error::new("ibv_get_cq_event", ErrorKind::InvalidArgument))?;
+    };
+    let cq = match channel.take_pending(|h| find(h).is_some()).and_then(find) {
+        Some(cq) => cq,
+        None => {
+            let slot = channel
+                .reserve_pending()
+                .ok_or(Error::new(VERB, ErrorKind::CqNotListed))?;
+            let handle = channel.read_event()?;
+            match find(handle) {
+                Some(cq) => cq,
+                None => {
+                    slot.keep(handle);
+                    return Err(Error::new(VERB, ErrorKind::CqNotListed));
+                }
+            }
+        }
+    };
     cq.note_event();
     Ok(cq)
 }

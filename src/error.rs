@@ -79,6 +79,16 @@ pub enum ErrorKind {
     /// A reply from the kernel (command response, sysfs or netlink) did not
     /// have the expected shape.
     Malformed,
+    /// A completion event is for a CQ that was not among those given to
+    /// `get_cq_event`; the event is kept on the channel, not lost.
+    CqNotListed,
+    /// Nothing matched what was looked for (e.g. no RoCE v2 IPv4 GID on
+    /// the port).
+    NotFound,
+    /// The object's ring could not be mapped again after a resize: the
+    /// kernel no longer uses the old one, so the object is dead and every
+    /// later call on it fails with this error. Destroy it.
+    Dead,
     /// Any other errno from the kernel.
     Os,
 }
@@ -182,6 +192,9 @@ impl Error {
             | ErrorKind::TooManySge
             | ErrorKind::InlineTooLarge
             | ErrorKind::Os => Errno::INVAL,
+            ErrorKind::NotFound => Errno::NOENT,
+            ErrorKind::Dead => Errno::IO,
+            ErrorKind::CqNotListed => Errno::INVAL,
         };
         e.raw_os_error()
     }
@@ -243,6 +256,13 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnsupportedOpcode => f.write_str("opcode not supported for this queue pair"),
             ErrorKind::OutOfResources => f.write_str("out of resources"),
             ErrorKind::Malformed => f.write_str("malformed reply from the kernel"),
+            ErrorKind::NotFound => f.write_str("no matching entry found"),
+            ErrorKind::Dead => f.write_str(
+                "the object is dead: its ring could not be mapped again after a resize (destroy it)",
+            ),
+            ErrorKind::CqNotListed => f.write_str(
+                "the completion event is for a CQ that was not in the list given; it is kept on the channel and returned by the next call that lists that CQ (fix: pass every CQ created on this channel; CompChannel::pending_cq_events gives the user handles waiting)",
+            ),
             ErrorKind::Os => f.write_str("kernel error"),
         }
     }

@@ -5,6 +5,91 @@
 //! (`/dev/infiniband/uverbsN`) directly with `ioctl`, `write` and `mmap`
 //! through [rustix]. No C library, no bindgen, no `dlopen`.
 //!
+//! ## Getting started
+//!
+//! Two RC queue pairs on one RoCE device (rxe loops packets for its own
+//! address back), connected from their [`Endpoint`](qp::Endpoint)s with
+//! rdma-core's `ibv_rc_pingpong` defaults; then an RDMA WRITE of a 64-byte
+//! record and a SEND with immediate data, busy-polled. `examples/` has it
+//! as `loopback_rc`, the same with completion events through epoll
+//! (`rc_events`), and `atomics`; the device suite runs each in the VM.
+//!
+//! ```no_run
+//! use verbs::discovery::devices;
+//! use verbs::qp::{ConnectOpts, Endpoint, QpCap, QpInitAttr, RcQp};
+//! use verbs::wr::{RecvWr, SendWr, Sge};
+//! use verbs::{AccessFlags, Context, Cq, Mr, Pd, Wc};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let list = devices()?;                                   // ibv_get_device_list
+//!     let ctx = Context::open(list.by_name("rxe0")?)?;         // ibv_open_device
+//!     let pd = Pd::alloc(&ctx)?;                               // ibv_alloc_pd
+//!     let cq = Cq::create(&ctx, 16, None, 0)?;                 // ibv_create_cq
+//!     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+//!     let attr = QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false };
+//!     let (a, b) = (RcQp::create(&pd, attr)?, RcQp::create(&pd, attr)?); // ibv_create_qp
+//!
+//!     // What each side tells the other (over a socket: `to_bytes()` / `from_bytes()`):
+//!     // QPN, PSN, LID, the port's RoCE v2 IPv4 GID, MTU.
+//!     let (ea, eb) = (Endpoint::local(&a, 1, None, 0)?, Endpoint::local(&b, 1, None, 0)?);
+//!     // RESET -> INIT -> RTR -> RTS; b's memory may be written by its peer.
+//!     let opts = ConnectOpts { access: AccessFlags::REMOTE_WRITE, ..ConnectOpts::default() };
+//!     let mut a = a.connect(&ea, &eb, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+//!     let mut b = b.connect(&eb, &ea, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+//!
+//!     let src = vec![7u8; 128];
+//!     let dst = vec![0u8; 128];
+//!     let src_mr = Mr::reg(&pd, src, AccessFlags::LOCAL_WRITE)?;   // ibv_reg_mr
+//!     let dst_mr = Mr::reg(&pd, dst, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//!
+//!     let recv = [Sge::from_mr(&dst_mr, 64, 64)];
+//!     b.post_recv(&[RecvWr::new(1, &recv)])?;                  // ibv_post_recv
+//!     let record = [Sge::from_mr(&src_mr, 0, 64)];
+//!     a.post_send(&[                                           // ibv_post_send, one doorbell
+//!         SendWr::rdma_write(10, &record, dst_mr.addr(), dst_mr.rkey()).signaled(),
+//!         SendWr::send_with_imm(11, &record[..0], 0xcafe).signaled(),
+//!     ])?;
+//!
+//!     // ibv_poll_cq until both sends and the receive completed.
+//!     let (mut done, mut wc) = (0, [Wc::ZERO; 4]);
+//!     while done < 3 {
+//!         let n = cq.poll(&mut wc)?;
+//!         for w in &wc[..n] {
+//!             assert!(w.status().is_success(), "{w:?}");
+//!             if w.wr_id() == 1 {
+//!                 assert_eq!(w.imm_data(), Some(0xcafe));
+//!             }
+//!             done += 1;
+//!         }
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ## From libibverbs
+//!
+//! | C (`<infiniband/verbs.h>`) | here |
+//! |---|---|
+//! | `ibv_get_device_list`, `ibv_free_device_list` | [`discovery::devices`] (dropped) |
+//! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], drop |
+//! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid(_ex)`, `ibv_query_gid_table`, `ibv_query_pkey` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid`] / [`query_gid_ex`](Context::query_gid_ex), [`Context::query_gid_table`], [`Context::query_pkey`] |
+//! | finding the RoCE v2 GID index by hand | [`Context::roce_v2_ipv4_gid_index`] |
+//! | `ibv_alloc_pd`, `ibv_dealloc_pd` | [`Pd::alloc`], drop or [`Pd::destroy`] |
+//! | `ibv_reg_mr`, `ibv_dereg_mr` | [`Mr::reg`], drop or [`Mr::destroy`] |
+//! | `ibv_create_comp_channel`, `ibv_destroy_comp_channel` | [`CompChannel::create`], drop |
+//! | `ibv_create_cq`, `ibv_resize_cq`, `ibv_destroy_cq` | [`Cq::create`], [`Cq::resize`], drop or [`Cq::destroy`] |
+//! | `ibv_req_notify_cq`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Cq::req_notify`], [`cq::get_cq_event`], [`Cq::ack_events`] |
+//! | `ibv_poll_cq` / `ibv_start_poll`… | [`Cq::poll`] / [`Cq::poll_with`] |
+//! | `ibv_create_qp`, `ibv_destroy_qp` | [`QueuePair::create`], drop or [`QueuePair::destroy`] |
+//! | `ibv_modify_qp` | [`into_init`](QueuePair::into_init), [`into_rtr`](QueuePair::into_rtr), [`into_rts`](QueuePair::into_rts), [`into_error`](QueuePair::into_error), [`into_reset`](QueuePair::into_reset); RC from two endpoints: [`connect`](QueuePair::connect) |
+//! | `ibv_query_qp` | [`QueuePair::query`] |
+//! | `ibv_post_send`, `ibv_post_recv` | [`QueuePair::post_send`], [`QueuePair::post_recv`] with [`SendWr`] / [`RecvWr`] |
+//! | `ibv_create_srq`, `ibv_modify_srq`, `ibv_post_srq_recv` | [`Srq::create`], [`Srq::modify`], [`Srq::post_recv`] |
+//! | `ibv_create_ah`, `ibv_create_ah_from_wc` | [`Ah::create`], [`Ah::create_from_wc`] |
+//! | `ibv_alloc_mw`, `ibv_bind_mw` | [`Mw::alloc`], [`SendOp::BindMw`](wr::SendOp::BindMw) |
+//! | `ibv_get_async_event`, `ibv_ack_async_event` | [`async_event`] |
+//! | `errno` | [`Error`]: the verb, an [`ErrorKind`], the errno and a detail |
+//!
 //! ## Layers
 //!
 //! Each layer calls only the layers below it:
@@ -91,6 +176,11 @@ pub mod xrc;
 pub mod discovery;
 #[cfg(feature = "std")]
 pub mod log;
+
+/// The README's code, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub use ah::{Ah, AhAttr, GlobalRoute};
 pub use async_event::{AsyncElement, AsyncEvent, EventType};

@@ -9,6 +9,7 @@ use crate::abi::ioctl_verbs::{GidEntry as AbiGidEntry, QueryPortRespEx};
 use crate::abi::uverbs::{ExQueryDeviceResp, QueryDeviceResp};
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
+use crate::qp::Mtu;
 
 /// `struct ibv_device_attr_ex`: the kernel's reply to the extended device
 /// query, plus the firmware version string the provider formats from it.
@@ -56,10 +57,10 @@ impl DeviceAttr {
 pub struct PortAttr {
     /// `enum ibv_port_state` (4 = ACTIVE).
     pub state: u8,
-    /// `enum ibv_mtu` (1 = 256 … 5 = 4096).
-    pub max_mtu: u8,
-    /// `enum ibv_mtu`.
-    pub active_mtu: u8,
+    /// The largest MTU the port supports.
+    pub max_mtu: Mtu,
+    /// The MTU the port runs at (on RoCE: derived from the netdev's MTU).
+    pub active_mtu: Mtu,
     /// Length of the GID table.
     pub gid_tbl_len: u32,
     /// `IBV_PORT_*` capability bits.
@@ -106,8 +107,8 @@ impl PortAttr {
         let l = r.legacy_resp;
         Self {
             state: l.state,
-            max_mtu: l.max_mtu,
-            active_mtu: l.active_mtu,
+            max_mtu: mtu_or_min(l.max_mtu),
+            active_mtu: mtu_or_min(l.active_mtu),
             gid_tbl_len: l.gid_tbl_len,
             port_cap_flags: l.port_cap_flags,
             max_msg_sz: l.max_msg_sz,
@@ -129,6 +130,12 @@ impl PortAttr {
             port_cap_flags2: r.port_cap_flags2,
         }
     }
+}
+
+/// The kernel's `enum ib_mtu` value as an [`Mtu`]; a value outside 1..=5,
+/// which no kernel sends, reads as the smallest MTU.
+fn mtu_or_min(raw: u8) -> Mtu {
+    Mtu::from_raw(raw).unwrap_or(Mtu::Mtu256)
 }
 
 /// `struct ibv_gid_entry`: a GID with its index, port, type and netdev.
@@ -161,6 +168,15 @@ impl GidEntry {
             ndev_ifindex: e.netdev_ifindex,
         }
     }
+}
+
+/// `IBV_GID_TYPE_ROCE_V2` in [`GidEntry::gid_type`].
+pub const GID_TYPE_ROCE_V2: u32 = 2;
+
+/// Whether `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), the
+/// form a RoCE GID of an IPv4 address takes.
+pub fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..10].iter().all(|&b| b == 0) && gid[10..12] == [0xff, 0xff]
 }
 
 /// Largest GID table read in one call by [`query_gid_table`].

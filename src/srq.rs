@@ -87,6 +87,9 @@ enum Ring {
     Rxe(RxeSrq),
     #[cfg(feature = "siw")]
     Siw(SiwSrq),
+    /// The ring could not be mapped again after a resize: every later
+    /// call fails with [`ErrorKind::Dead`].
+    Dead,
 }
 
 /// A shared receive queue (`struct ibv_srq`).
@@ -290,11 +293,22 @@ impl<'a> Srq<'a> {
                     .exec(VERB, &cmd, zerocopy::IntoBytes::as_bytes(&ucmd), &mut [])?;
                 let new_mi = *mi_out;
                 if change.max_wr.is_some() {
-                    ring.remap(VERB, ctx.channel(), new_mi)?;
+                    // The kernel already switched rings: if the new one
+                    // cannot be mapped the SRQ is dead (see `Ring::Dead`).
+                    let mapped = if crate::providers::rxe::remap_fails() {
+                        Err(Error::new(VERB, ErrorKind::OutOfResources).with_detail("injected remap failure"))
+                    } else {
+                        ring.remap(VERB, ctx.channel(), new_mi)
+                    };
+                    if let Err(e) = mapped {
+                        self.ring = Ring::Dead;
+                        return Err(e.with_detail("the new ring could not be mapped: the SRQ is now dead (every later call fails)"));
+                    }
                 }
             }
             #[cfg(feature = "siw")]
             Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut [])?,
+            Ring::Dead => return Err(crate::cq::dead(VERB)),
         }
         if change.max_wr.is_some() {
             // The granted size (the kernel may round up).
@@ -332,6 +346,7 @@ impl<'a> Srq<'a> {
             ),
             #[cfg(feature = "siw")]
             Ring::Siw(_) => Err(crate::wr::PostError::new(VERB, ErrorKind::Unsupported, 0)),
+            Ring::Dead => Err(crate::wr::PostError::new(VERB, ErrorKind::Dead, 0)),
         }
     }
 

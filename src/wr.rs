@@ -359,6 +359,46 @@ impl<'w> SendWr<'w> {
         Self::new(wr_id, SendOp::Send, sg_list)
     }
 
+    /// `IBV_WR_SEND_WITH_IMM` of `sg_list` with immediate data `imm`
+    /// (host order; the receiver reads it back with
+    /// [`Wc::imm_data`](crate::Wc::imm_data)).
+    pub const fn send_with_imm(wr_id: u64, sg_list: &'w [Sge], imm: u32) -> Self {
+        Self::new(wr_id, SendOp::SendWithImm { imm }, sg_list)
+    }
+
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM` of `sg_list` to `remote_addr`/`rkey`,
+    /// consuming a receive at the peer that completes with `imm`.
+    pub const fn rdma_write_with_imm(
+        wr_id: u64,
+        sg_list: &'w [Sge],
+        remote_addr: u64,
+        rkey: u32,
+        imm: u32,
+    ) -> Self {
+        Self::new(wr_id, SendOp::RdmaWriteWithImm { remote_addr, rkey, imm }, sg_list)
+    }
+
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote_addr`/`rkey`
+    /// (8-byte aligned): stores `swap` if they equal `compare`; the old
+    /// value lands in `result` (one 8-byte SGE).
+    pub const fn compare_swap(
+        wr_id: u64,
+        result: &'w [Sge],
+        remote_addr: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    ) -> Self {
+        Self::new(wr_id, SendOp::AtomicCmpSwp { remote_addr, rkey, compare, swap }, result)
+    }
+
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote_addr`/`rkey`
+    /// (8-byte aligned): adds `add`; the old value lands in `result` (one
+    /// 8-byte SGE).
+    pub const fn fetch_add(wr_id: u64, result: &'w [Sge], remote_addr: u64, rkey: u32, add: u64) -> Self {
+        Self::new(wr_id, SendOp::AtomicFetchAdd { remote_addr, rkey, add }, result)
+    }
+
     /// `IBV_WR_RDMA_WRITE` of `sg_list` to `remote_addr`/`rkey`.
     pub const fn rdma_write(wr_id: u64, sg_list: &'w [Sge], remote_addr: u64, rkey: u32) -> Self {
         Self::new(wr_id, SendOp::RdmaWrite { remote_addr, rkey }, sg_list)
@@ -367,6 +407,12 @@ impl<'w> SendWr<'w> {
     /// `IBV_WR_RDMA_READ` from `remote_addr`/`rkey` into `sg_list`.
     pub const fn rdma_read(wr_id: u64, sg_list: &'w [Sge], remote_addr: u64, rkey: u32) -> Self {
         Self::new(wr_id, SendOp::RdmaRead { remote_addr, rkey }, sg_list)
+    }
+
+    /// Adds `IBV_SEND_SIGNALED`: the request gets a completion.
+    pub const fn signaled(mut self) -> Self {
+        self.flags = self.flags.union(SendFlags::SIGNALED);
+        self
     }
 
     /// Replaces the flags.

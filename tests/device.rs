@@ -22,10 +22,15 @@ mod device {
     mod capi;
     mod checks;
     mod comp_channel;
+    mod connect;
     mod cq;
+    mod cq_shared;
+    #[cfg(feature = "internals")]
+    mod dead;
     mod datapath;
     mod devinfo;
     mod discovery;
+    mod examples;
     mod faults_access;
     mod faults_cq;
     mod faults_link;

@@ -103,8 +103,8 @@ fn port_attr(c: &CContext, port: u8) -> Result<IbvPortAttr, c_int> {
     let p = c.ctx.query_port(port).map_err(|e| errno_of(&e))?;
     Ok(IbvPortAttr {
         state: p.state.into(),
-        max_mtu: p.max_mtu.into(),
-        active_mtu: p.active_mtu.into(),
+        max_mtu: (p.max_mtu as u8).into(),
+        active_mtu: (p.active_mtu as u8).into(),
         gid_tbl_len: p.gid_tbl_len as c_int,
         port_cap_flags: p.port_cap_flags,
         max_msg_sz: p.max_msg_sz,

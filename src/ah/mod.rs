@@ -18,6 +18,9 @@ use crate::pd::{DestroyError, Pd};
 pub use from_wc::{init_ah_from_wc, GidKind, WcInfo, GRH_LEN};
 
 /// `struct ibv_global_route`: the GRH part of an address.
+///
+/// `Default` is all zero (what a non-global address carries); for a real
+/// route use [`GlobalRoute::to`].
 #[doc(alias = "ibv_global_route")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct GlobalRoute {
@@ -31,6 +34,15 @@ pub struct GlobalRoute {
     pub hop_limit: u8,
     /// Traffic class (IPv4 TOS for RoCE v2 over IPv4).
     pub traffic_class: u8,
+}
+
+impl GlobalRoute {
+    /// A route to `dgid` from the local GID at `sgid_index`, with the hop
+    /// limit rdma-core's pingpong examples use (1), flow label and traffic
+    /// class 0.
+    pub const fn to(dgid: [u8; 16], sgid_index: u8) -> Self {
+        Self { dgid, flow_label: 0, sgid_index, hop_limit: 1, traffic_class: 0 }
+    }
 }
 
 /// `struct ibv_ah_attr`: an address vector.

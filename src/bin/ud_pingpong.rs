@@ -125,7 +125,7 @@ fn pingpong(o: &Opts) -> Result<(), String> {
     let port = ctx
         .query_port(o.ib_port)
         .map_err(|_| format!("Unable to query port info for port {}", o.ib_port))?;
-    let mtu = 1i64 << (i64::from(port.active_mtu) + 7);
+    let mtu = i64::from(port.active_mtu.bytes());
     if o.size as i32 as i64 > mtu {
         return Err(format!("Requested size larger than port MTU ({mtu})"));
     }

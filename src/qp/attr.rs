@@ -76,6 +76,30 @@ impl Mtu {
             _ => return None,
         })
     }
+
+    /// The MTU in bytes (256 … 4096).
+    pub const fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The largest MTU of at most `bytes` bytes (`None` below 256).
+    pub const fn from_bytes(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            4096.. => Self::Mtu4096,
+            2048.. => Self::Mtu2048,
+            1024.. => Self::Mtu1024,
+            512.. => Self::Mtu512,
+            256.. => Self::Mtu256,
+            _ => return None,
+        })
+    }
+}
+
+impl Default for Mtu {
+    /// 1024, the path MTU rdma-core's `ibv_rc_pingpong` uses by default.
+    fn default() -> Self {
+        Self::Mtu1024
+    }
 }
 
 /// `qp_access_flags`: what the remote side may do — the same
@@ -176,6 +200,14 @@ pub struct ConnInitAttr {
     pub access: QpAccess,
 }
 
+impl Default for ConnInitAttr {
+    /// P_Key index 0, port 1, no remote access (`ibv_rc_pingpong`'s
+    /// values; add `REMOTE_WRITE` etc. for one-sided operations).
+    fn default() -> Self {
+        Self { pkey_index: 0, port_num: 1, access: QpAccess::empty() }
+    }
+}
+
 impl TransitionAttr for ConnInitAttr {
     fn apply(&self, cmd: &mut ModifyQp) -> u32 {
         cmd.pkey_index = self.pkey_index;
@@ -201,6 +233,16 @@ pub struct UdInitAttr {
     pub port_num: u8,
     /// Q_Key.
     pub qkey: u32,
+}
+
+/// The Q_Key rdma-core's `ibv_ud_pingpong` uses.
+pub const DEFAULT_QKEY: u32 = 0x1111_1111;
+
+impl Default for UdInitAttr {
+    /// P_Key index 0, port 1, Q_Key [`DEFAULT_QKEY`].
+    fn default() -> Self {
+        Self { pkey_index: 0, port_num: 1, qkey: DEFAULT_QKEY }
+    }
 }
 
 impl TransitionAttr for UdInitAttr {
@@ -232,6 +274,23 @@ pub struct RcRtrAttr {
     pub min_rnr_timer: u8,
     /// The path to the remote QP.
     pub ah_attr: AhAttr,
+}
+
+impl Default for RcRtrAttr {
+    /// `ibv_rc_pingpong`'s values: MTU 1024, `max_dest_rd_atomic` 1,
+    /// `min_rnr_timer` 12; destination QPN, PSN and address zero (fill in
+    /// `dest_qp_num`, `rq_psn` and `ah_attr`, or use
+    /// [`connect`](super::QueuePair::connect)).
+    fn default() -> Self {
+        Self {
+            path_mtu: Mtu::Mtu1024,
+            dest_qp_num: 0,
+            rq_psn: 0,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ah_attr: AhAttr::default(),
+        }
+    }
 }
 
 impl TransitionAttr for RcRtrAttr {
@@ -279,6 +338,13 @@ pub struct UcRtrAttr {
     pub ah_attr: AhAttr,
 }
 
+impl Default for UcRtrAttr {
+    /// MTU 1024; destination QPN, PSN and address zero.
+    fn default() -> Self {
+        Self { path_mtu: Mtu::Mtu1024, dest_qp_num: 0, rq_psn: 0, ah_attr: AhAttr::default() }
+    }
+}
+
 impl TransitionAttr for UcRtrAttr {
     fn apply(&self, cmd: &mut ModifyQp) -> u32 {
         cmd.path_mtu = self.path_mtu as u8;
@@ -319,6 +385,14 @@ pub struct RcRtsAttr {
     pub max_rd_atomic: u8,
 }
 
+impl Default for RcRtsAttr {
+    /// `ibv_rc_pingpong`'s values: timeout 14 (about 67 ms), 7 retries,
+    /// 7 RNR retries (infinite), one outstanding RDMA read/atomic, SQ PSN 0.
+    fn default() -> Self {
+        Self { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 }
+    }
+}
+
 impl TransitionAttr for RcRtsAttr {
     fn apply(&self, cmd: &mut ModifyQp) -> u32 {
         cmd.sq_psn = self.sq_psn;
@@ -349,7 +423,7 @@ impl RcRtsAttr {
 }
 
 /// RTR → RTS for UC and UD (mask: state, SQ PSN).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqPsnAttr {
     /// Starting send PSN (24 bits).
     pub sq_psn: u32,

@@ -38,6 +38,7 @@
 )]
 
 pub mod attr;
+pub mod connect;
 mod dynamic;
 pub mod state;
 mod transition;
@@ -65,6 +66,7 @@ pub use attr::{
     ConnInitAttr, Mtu, QpAccess, QpAttr, QpCap, RcRtrAttr, RcRtsAttr, SqPsnAttr, TransitionAttr,
     UcRtrAttr, UdInitAttr, UdRtrAttr,
 };
+pub use connect::{ConnectError, ConnectOpts, Endpoint};
 pub use dynamic::AnyQp;
 pub use state::{
     CanPostRecv, CanPostSend, Error, Init, QpState, QpStateKind, QpType, Rc, Reset, Rtr, Rts, Sqd,

@@ -271,14 +271,14 @@ fn port_section(
     let _ = writeln!(
         out,
         "\t\t\tmax_mtu:\t\t{} ({})",
-        mtu_str(p.max_mtu),
-        p.max_mtu
+        mtu_str(p.max_mtu as u8),
+        p.max_mtu as u8
     );
     let _ = writeln!(
         out,
         "\t\t\tactive_mtu:\t\t{} ({})",
-        mtu_str(p.active_mtu),
-        p.active_mtu
+        mtu_str(p.active_mtu as u8),
+        p.active_mtu as u8
     );
     let _ = writeln!(out, "\t\t\tsm_lid:\t\t\t{}", p.sm_lid);
     let _ = writeln!(out, "\t\t\tport_lid:\t\t{}", p.lid);

@@ -95,7 +95,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         Some(g) => ctx.query_gid(o.ib_port, g).map_err(s("ibv_query_gid"))?,
         None => [0; 16],
     };
-    let mtu_raw = oob.mtu(port.active_mtu)?;
+    let mtu_raw = oob.mtu(port.active_mtu as u8)?;
     let mtu = Mtu::from_raw(mtu_raw).ok_or_else(|| format!("port {} has no valid active MTU ({mtu_raw})", o.ib_port))?;
     let out_reads = match o.test.is_read_or_atomic() {
         false => 1,

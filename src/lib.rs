@@ -86,7 +86,7 @@
 //! | `ibv_post_send`, `ibv_post_recv` | [`QueuePair::post_send`], [`QueuePair::post_recv`] with [`SendWr`] / [`RecvWr`] |
 //! | `ibv_create_srq`, `ibv_modify_srq`, `ibv_post_srq_recv` | [`Srq::create`], [`Srq::modify`], [`Srq::post_recv`] |
 //! | `ibv_create_ah`, `ibv_create_ah_from_wc` | [`Ah::create`], [`Ah::create_from_wc`] |
-//! | `ibv_alloc_mw`, `ibv_bind_mw` | [`Mw::alloc`], [`SendOp::BindMw`](wr::SendOp::BindMw) |
+//! | `ibv_alloc_mw`, `ibv_bind_mw` | [`Mw::alloc`], [`SendOp::BindMw`] |
 //! | `ibv_get_async_event`, `ibv_ack_async_event` | [`async_event`] |
 //! | `errno` | [`Error`]: the verb, an [`ErrorKind`], the errno and a detail |
 //!

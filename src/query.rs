@@ -179,7 +179,7 @@ pub fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10].iter().all(|&b| b == 0) && gid[10..12] == [0xff, 0xff]
 }
 
-/// Largest GID table read in one call by [`query_gid_table`].
+/// Largest GID table read in one call by `query_gid_table`.
 pub const GID_TABLE_CHUNK: usize = 64;
 
 /// `ibv_query_gid_table` without allocation: reads through a fixed stack

@@ -14,7 +14,7 @@
 //!    unknown here: rxe is matched by its name prefix, siw cannot be.
 //! 3. Devices whose `/dev/infiniband/uverbsN` file is missing are left out
 //!    (as rdma-core does), with a [`Warning::NoDeviceFile`].
-//! 4. Each device is matched to a provider ([`crate::providers::match_device`]).
+//! 4. Each device is matched to a provider (`providers::match_device`).
 //!    Unlike rdma-core, devices without a provider stay in the list with
 //!    [`Device::provider`] `None` and a [`Warning::NoProvider`], so tools can
 //!    show them; opening one fails with [`ErrorKind::NoProvider`](crate::ErrorKind::NoProvider).

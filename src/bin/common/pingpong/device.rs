@@ -1,6 +1,6 @@
 //! The device-side steps the three pingpong programs share: finding and
 //! opening the device, refusing what this crate cannot do, the work
-//! buffer, the local address, posting receives and the [`Endpoint`] glue
+//! buffer, the local address, posting receives and the `Endpoint` glue
 //! between a CQ and the completion loop. Messages are the C programs'.
 
 use std::process::ExitCode;
@@ -231,7 +231,7 @@ impl<'q, 'a> Outgoing<'q, 'a> {
     }
 }
 
-/// The CQ side of an [`Endpoint`]: polling, events and their count.
+/// The CQ side of an `Endpoint`: polling, events and their count.
 pub(crate) struct CqSide<'q, 'a> {
     /// The one CQ of the program.
     pub(crate) cq: &'q Cq<'a>,

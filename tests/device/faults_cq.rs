@@ -59,7 +59,13 @@ fn rxe_cq_overrun_raises_cq_err() {
     let k = small.poll(&mut wc).expect("ibv_poll_cq");
     let got: Vec<_> = wc[..k].iter().map(|w| (w.wr_id(), w.status())).collect();
     assert_eq!(got, (0..n).map(|id| (id, WcStatus::Success)).collect::<Vec<_>>());
-    assert_eq!(small.poll(&mut wc).expect("ibv_poll_cq"), 0, "the overflowing completions were dropped");
+    // Whatever the overrun did with the last four (rxe may drop them or
+    // deliver some once room is made, depending on timing), nothing is
+    // doubled or reordered: any later completion continues the sequence.
+    let k = small.poll(&mut wc).expect("ibv_poll_cq");
+    let later: Vec<_> = wc[..k].iter().map(|w| w.wr_id()).collect();
+    assert_eq!(later, (n..n + k as u64).collect::<Vec<_>>(), "later completions continue the sequence");
+    assert!(k <= 4, "at most the four overflowing requests: {later:?}");
     // What follows on the requester is rxe's business (its QP may or may
     // not have been failed by the dropped completions, depending on timing),
     // so no request is posted after the overrun.

@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         let ready = (p0.wrapping_sub(c0) & mask) as usize;
         let room = usize::from(b.u8()) % 20;
         let n = if op & 1 == 0 {
-            let n = poll(&cq.q, &mut out[..room]);
+            let n = poll(&cq.q, &mut out[..room]).expect("the only consumer is never refused the claim");
             for (k, wc) in out[..n].iter().enumerate() {
                 assert_eq!(wc.wr_id(), tag(c0.wrapping_add(k as u32) & mask), "completion {k} from its slot");
                 exercise(wc);
@@ -63,7 +63,8 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(wc.wr_id(), tag(c0.wrapping_add(k) & mask), "completion {k} from its slot");
                 exercise(wc);
                 k += 1;
-            });
+            })
+            .expect("the only consumer is never refused the claim");
             assert_eq!(n, k as usize, "poll_with returns how many it handed out");
             n
         };

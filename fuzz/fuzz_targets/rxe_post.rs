@@ -101,7 +101,7 @@ fuzz_target!(|data: &[u8]| {
                         };
                         let mut wr = SendWr::new(i as u64, op, list).flags(SendFlags::from_bits_retain(flags & 0x7f));
                         if inl & 0x80 != 0 {
-                            wr = wr.inline(&payload[..usize::from(inl & 0x7f) * 5]);
+                            wr = wr.inline(&payload[..(usize::from(inl & 0x7f) * 5).min(payload.len())]);
                         }
                         wr
                     })

@@ -201,11 +201,8 @@ impl<'ctx> Cq<'ctx> {
                 // fails, the CQ is dead: the old ring is unmapped (the
                 // kernel no longer writes it) and every later call fails
                 // with `Dead` instead of polling a ring nobody fills.
-                let mapped = if crate::providers::rxe::remap_fails() {
-                    Err(Error::new(VERB, ErrorKind::OutOfResources).with_detail("injected remap failure"))
-                } else {
-                    RxeCq::map(VERB, self.ctx.channel(), &drv_out)
-                };
+                let mapped = crate::providers::rxe::injected_remap_failure(VERB)
+                    .and_then(|()| RxeCq::map(VERB, self.ctx.channel(), &drv_out));
                 match mapped {
                     Ok(new) => {
                         *ring = new;

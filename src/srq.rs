@@ -295,11 +295,8 @@ impl<'a> Srq<'a> {
                 if change.max_wr.is_some() {
                     // The kernel already switched rings: if the new one
                     // cannot be mapped the SRQ is dead (see `Ring::Dead`).
-                    let mapped = if crate::providers::rxe::remap_fails() {
-                        Err(Error::new(VERB, ErrorKind::OutOfResources).with_detail("injected remap failure"))
-                    } else {
-                        ring.remap(VERB, ctx.channel(), new_mi)
-                    };
+                    let mapped = crate::providers::rxe::injected_remap_failure(VERB)
+                        .and_then(|()| ring.remap(VERB, ctx.channel(), new_mi));
                     if let Err(e) = mapped {
                         self.ring = Ring::Dead;
                         return Err(e.with_detail("the new ring could not be mapped: the SRQ is now dead (every later call fails)"));

@@ -15,15 +15,16 @@ pub mod srq;
 #[cfg(feature = "internals")]
 pub static FAIL_NEXT_REMAP: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// Whether to fail this remap (consumes an injected failure).
+/// `Err` if a remap failure was injected (consumes it), else `Ok`: the
+/// one place the CQ and SRQ resize paths ask.
 #[inline]
-pub(crate) fn remap_fails() -> bool {
+pub(crate) fn injected_remap_failure(verb: &'static str) -> crate::error::Result<()> {
     #[cfg(feature = "internals")]
-    {
-        FAIL_NEXT_REMAP.swap(false, core::sync::atomic::Ordering::Relaxed)
+    if FAIL_NEXT_REMAP.swap(false, core::sync::atomic::Ordering::Relaxed) {
+        return Err(crate::error::Error::new(verb, crate::error::ErrorKind::OutOfResources)
+            .with_detail("injected remap failure"));
     }
     #[cfg(not(feature = "internals"))]
-    {
-        false
-    }
+    let _ = verb;
+    Ok(())
 }

@@ -436,7 +436,9 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
     /// only when a packet arrives or the QP is moved to ERROR: call
     /// [`QueuePair::into_error`] (legal from ERROR), after which every
     /// receive, posted before or after, completes with `WR_FLUSH_ERR`
-    /// (`tests/device/faults_access.rs`).
+    /// (`tests/device/faults_access.rs`). siw flushes its receive queue
+    /// only on the transition to ERROR, so on a QP typed ERROR it refuses
+    /// receives (`WrongState`, nothing written): they would never complete.
     ///
     /// The method exists only in the states that allow posting receives
     /// (INIT and later).

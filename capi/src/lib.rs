@@ -23,16 +23,24 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod abi;
+mod acks;
+mod ah;
 mod async_event;
 mod comp_channel;
 mod context;
+mod cq;
 mod device;
 mod errno;
 #[cfg(not(test))]
 mod exports;
 mod marshall;
 mod misc;
+mod mr;
 mod ops;
 mod pd;
+mod post;
+mod qp;
 mod query_device;
+mod registry;
+mod srq;
 mod stubs;

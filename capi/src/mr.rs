@@ -70,6 +70,14 @@ pub(crate) fn from_c<'a>(p: *mut IbvMr) -> Option<&'a CMr> {
     (c.magic == MAGIC).then_some(c)
 }
 
+impl CMr {
+    /// Runs `f` with the region (`None` once deregistered), under its lock.
+    pub(crate) fn with_mr<R>(&self, f: impl FnOnce(Option<&Mr<'static, RawMem>>) -> R) -> R {
+        let g = self.mr.lock().unwrap_or_else(|p| p.into_inner());
+        f(g.as_ref())
+    }
+}
+
 /// The access flags the Rust core takes: the optional bits dropped, as
 /// rdma-core drops those the provider does not support; others unknown
 /// are left for the core to refuse (`EINVAL`).

@@ -1,27 +1,9 @@
 //! `struct ibv_context_ops`: the table the `static inline` data-path verbs
 //! of verbs.h call through (`ibv_post_send`, `ibv_poll_cq`, …): CQs in
-//! `cq.rs`, posting in `post.rs`. Memory windows are not implemented yet:
-//! their entries refuse with `EOPNOTSUPP` rather than leaving a NULL
-//! pointer for C to jump to.
-
-use core::ffi::c_int;
+//! `cq.rs`, posting in `post.rs`, memory windows in `mw.rs`.
 
 use crate::abi::device::IbvContextOps;
-use crate::abi::objects::{IbvMw, IbvPd, IbvQp};
-use crate::abi::wr::IbvMwBind;
-use crate::errno::{fail_errno, fail_null};
 
-extern "C" fn alloc_mw(_pd: *mut IbvPd, _ty: c_int) -> *mut IbvMw {
-    fail_null(libc::EOPNOTSUPP)
-}
-
-extern "C" fn bind_mw(_qp: *mut IbvQp, _mw: *mut IbvMw, _bind: *mut IbvMwBind) -> c_int {
-    fail_errno(libc::EOPNOTSUPP)
-}
-
-extern "C" fn dealloc_mw(_mw: *mut IbvMw) -> c_int {
-    fail_errno(libc::EOPNOTSUPP)
-}
 
 /// The ops table every context gets.
 pub(crate) fn context_ops() -> IbvContextOps {
@@ -33,9 +15,9 @@ pub(crate) fn context_ops() -> IbvContextOps {
         _compat_reg_mr: None,
         _compat_rereg_mr: None,
         _compat_dereg_mr: None,
-        alloc_mw: Some(alloc_mw),
-        bind_mw: Some(bind_mw),
-        dealloc_mw: Some(dealloc_mw),
+        alloc_mw: Some(crate::mw::alloc_mw),
+        bind_mw: Some(crate::mw::bind_mw),
+        dealloc_mw: Some(crate::mw::dealloc_mw),
         _compat_create_cq: None,
         poll_cq: Some(crate::cq::poll_cq),
         req_notify_cq: Some(crate::cq::req_notify_cq),

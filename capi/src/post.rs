@@ -23,6 +23,7 @@
 #![allow(unsafe_code)]
 
 use core::ffi::c_int;
+use core::mem::MaybeUninit;
 
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
@@ -53,7 +54,18 @@ mod op {
     pub(super) const ATOMIC_CMP_AND_SWP: i32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: i32 = 6;
     pub(super) const LOCAL_INV: i32 = 7;
+    pub(super) const BIND_MW: i32 = 8;
     pub(super) const SEND_WITH_INV: i32 = 9;
+}
+
+/// `IBV_WR_BIND_MW`, for `mw.rs`.
+pub(crate) const WR_BIND_MW: c_int = op::BIND_MW;
+
+/// An all-zero `struct ibv_send_wr` (NULL pointers, zero fields).
+pub(crate) fn zeroed_send_wr() -> IbvSendWr {
+    // SAFETY: every field of ibv_send_wr is an integer, a raw pointer or a
+    // union of those: all-zero is a valid value (NULL, 0).
+    unsafe { core::mem::zeroed() }
 }
 
 /// The caller's SGE array as `verbs` SGEs.
@@ -133,6 +145,12 @@ unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, u
             SendOp::AtomicFetchAdd { remote_addr: atomic.remote_addr, rkey: atomic.rkey, add: atomic.compare_add }
         }
         op::LOCAL_INV => SendOp::LocalInv { rkey: w.imm_data },
+        op::BIND_MW => {
+            // SAFETY: plain data, as above; the opcode selects this member.
+            let b = unsafe { w.bind_mw.bind_mw };
+            let mw = crate::mw::from_c(b.mw)?.mw.as_ref()?;
+            SendOp::BindMw(crate::mw::bind(mw, &b.bind_info, b.rkey)?)
+        }
         _ => return None,
     };
     let ud = if qp_type == qp::QPT_UD {
@@ -192,10 +210,12 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     };
     let mut cur = wr;
     while !cur.is_null() {
-        let mut buf = [SendWr::send(0, &[]); BATCH];
+        // Uninitialised stack space (no per-call zeroing): only the
+        // entries and bytes written are read.
+        let mut buf = [const { MaybeUninit::<SendWr<'_>>::uninit() }; BATCH];
         let mut ptrs = [core::ptr::null_mut::<IbvSendWr>(); BATCH];
-        let mut scratch = [0u8; INLINE_BUF];
-        let mut inline = (scratch.as_mut_ptr(), INLINE_BUF);
+        let mut scratch = MaybeUninit::<[u8; INLINE_BUF]>::uninit();
+        let mut inline = (scratch.as_mut_ptr().cast::<u8>(), INLINE_BUF);
         let mut n = 0;
         let mut refused = false;
         while n < BATCH && !cur.is_null() {
@@ -204,7 +224,7 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
             // SAFETY: as above, for everything the request points to.
             match unsafe { send_wr(w, qp_type, &mut inline) } {
                 Some(s) => {
-                    buf[n] = s;
+                    buf[n].write(s);
                     ptrs[n] = cur;
                     n += 1;
                     cur = w.next;
@@ -215,7 +235,9 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
                 }
             }
         }
-        let wrs = &buf[..n];
+        // SAFETY: the first `n` entries were written above (MaybeUninit<T>
+        // has T's layout).
+        let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<SendWr<'_>>(), n) };
         if n > 0 {
             if let Err((i, e)) = each!(&mut *any, q => post_prefix(wrs, |l| q.post_send(l))) {
                 set_bad(ptrs[i]);
@@ -249,7 +271,7 @@ unsafe fn post_recv_list(
     };
     let mut cur = wr;
     while !cur.is_null() {
-        let mut buf = [RecvWr::new(0, &[]); BATCH];
+        let mut buf = [const { MaybeUninit::<RecvWr<'_>>::uninit() }; BATCH];
         let mut ptrs = [core::ptr::null_mut::<IbvRecvWr>(); BATCH];
         let mut n = 0;
         let mut refused = false;
@@ -259,7 +281,7 @@ unsafe fn post_recv_list(
             // SAFETY: and valid SGE arrays.
             match unsafe { sges(w.sg_list, w.num_sge) } {
                 Some(sg) => {
-                    buf[n] = RecvWr::new(w.wr_id, sg);
+                    buf[n].write(RecvWr::new(w.wr_id, sg));
                     ptrs[n] = cur;
                     n += 1;
                     cur = w.next;
@@ -270,8 +292,10 @@ unsafe fn post_recv_list(
                 }
             }
         }
+        // SAFETY: the first `n` entries were written above.
+        let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<RecvWr<'_>>(), n) };
         if n > 0 {
-            if let Err((i, e)) = post_prefix(&buf[..n], &mut post) {
+            if let Err((i, e)) = post_prefix(wrs, &mut post) {
                 set_bad(ptrs[i]);
                 return fail_errno(e);
             }

@@ -158,3 +158,19 @@ fn capi_mr_cq_c_program_is_identical() {
     same_on_both_except(exe.to_str().unwrap(), &[&siw_name()], Some("  rereg"));
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_qp_c_program_is_identical() {
+    // RC QPs connected to each other: transitions (and a forbidden one),
+    // query, receives and sends with a bad request last (bad_wr, what was
+    // posted before it), completions, RDMA write; SRQ, AH, MW; EBUSY of a
+    // CQ/SRQ in use.
+    let exe = compile_c("capi_qp");
+    let gid = super::common::gid_index().to_string();
+    let out = same_on_both(exe.to_str().unwrap(), &[&rxe_name(), &gid]);
+    assert!(out.contains("modify(rts) ok state 3") && out.contains("received 'hello'"), "{out}");
+    assert!(out.contains("post_send(3, third bad) Invalid argument bad 2"), "{out}");
+    assert!(out.contains("written 'hello'") && out.contains("completions 4 of 4"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

@@ -20,6 +20,7 @@ mod device {
     mod ah;
     mod async_event;
     mod capi;
+    mod capi_apps;
     mod checks;
     mod comp_channel;
     mod connect;

@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{async_event, comp_channel, context, device, marshall, misc, pd, query_device, stubs};
+use crate::{ah, async_event, comp_channel, context, cq, device, marshall, misc, mr, pd, qp, query_device, srq, stubs};
 
 macro_rules! exports {
     (
@@ -69,16 +69,16 @@ exports! {
         mult_to_ibv_rate = misc::mult_to_ibv_rate,
         // IBVERBS_1.1
         ibv_copy_ah_attr_from_kern = marshall::ibv_copy_ah_attr_from_kern,
-        ibv_create_ah_from_wc = stubs::ibv_create_ah_from_wc,
+        ibv_create_ah_from_wc = ah::ibv_create_ah_from_wc,
         ibv_dofork_range = stubs::ibv_dofork_range,
         ibv_dontfork_range = stubs::ibv_dontfork_range,
         ibv_event_type_str = misc::ibv_event_type_str,
         ibv_fork_init = misc::ibv_fork_init,
-        ibv_init_ah_from_wc = stubs::ibv_init_ah_from_wc,
+        ibv_init_ah_from_wc = ah::ibv_init_ah_from_wc,
         ibv_node_type_str = misc::ibv_node_type_str,
         ibv_port_state_str = misc::ibv_port_state_str,
         ibv_rate_to_mbps = misc::ibv_rate_to_mbps,
-        ibv_rereg_mr = stubs::ibv_rereg_mr,
+        ibv_rereg_mr = mr::ibv_rereg_mr,
         ibv_resolve_eth_l2_from_gid = stubs::ibv_resolve_eth_l2_from_gid,
         ibv_wc_status_str = misc::ibv_wc_status_str,
         mbps_to_ibv_rate = misc::mbps_to_ibv_rate,
@@ -87,9 +87,9 @@ exports! {
         // IBVERBS_1.6
         ibv_qp_to_qp_ex = stubs::ibv_qp_to_qp_ex,
         // IBVERBS_1.7
-        ibv_reg_mr_iova = stubs::ibv_reg_mr_iova,
+        ibv_reg_mr_iova = mr::ibv_reg_mr_iova,
         // IBVERBS_1.8
-        ibv_reg_mr_iova2 = stubs::ibv_reg_mr_iova2,
+        ibv_reg_mr_iova2 = mr::ibv_reg_mr_iova2,
         // IBVERBS_1.9
         ibv_get_device_index = device::ibv_get_device_index,
         // IBVERBS_1.10
@@ -185,38 +185,38 @@ exports! {
     }
     versioned {
         ibv_ack_async_event_v1_1 => ibv_ack_async_event "@@IBVERBS_1.1" = async_event::ibv_ack_async_event,
-        ibv_ack_cq_events_v1_1 => ibv_ack_cq_events "@@IBVERBS_1.1" = stubs::ibv_ack_cq_events,
+        ibv_ack_cq_events_v1_1 => ibv_ack_cq_events "@@IBVERBS_1.1" = cq::ibv_ack_cq_events,
         ibv_alloc_pd_v1_1 => ibv_alloc_pd "@@IBVERBS_1.1" = pd::ibv_alloc_pd,
         ibv_attach_mcast_v1_1 => ibv_attach_mcast "@@IBVERBS_1.1" = stubs::ibv_attach_mcast,
         ibv_close_device_v1_1 => ibv_close_device "@@IBVERBS_1.1" = context::ibv_close_device,
-        ibv_create_ah_v1_1 => ibv_create_ah "@@IBVERBS_1.1" = stubs::ibv_create_ah,
-        ibv_create_cq_v1_1 => ibv_create_cq "@@IBVERBS_1.1" = stubs::ibv_create_cq,
-        ibv_create_qp_v1_1 => ibv_create_qp "@@IBVERBS_1.1" = stubs::ibv_create_qp,
-        ibv_create_srq_v1_1 => ibv_create_srq "@@IBVERBS_1.1" = stubs::ibv_create_srq,
+        ibv_create_ah_v1_1 => ibv_create_ah "@@IBVERBS_1.1" = ah::ibv_create_ah,
+        ibv_create_cq_v1_1 => ibv_create_cq "@@IBVERBS_1.1" = cq::ibv_create_cq,
+        ibv_create_qp_v1_1 => ibv_create_qp "@@IBVERBS_1.1" = qp::ibv_create_qp,
+        ibv_create_srq_v1_1 => ibv_create_srq "@@IBVERBS_1.1" = srq::ibv_create_srq,
         ibv_dealloc_pd_v1_1 => ibv_dealloc_pd "@@IBVERBS_1.1" = pd::ibv_dealloc_pd,
-        ibv_dereg_mr_v1_1 => ibv_dereg_mr "@@IBVERBS_1.1" = stubs::ibv_dereg_mr,
-        ibv_destroy_ah_v1_1 => ibv_destroy_ah "@@IBVERBS_1.1" = stubs::ibv_destroy_ah,
-        ibv_destroy_cq_v1_1 => ibv_destroy_cq "@@IBVERBS_1.1" = stubs::ibv_destroy_cq,
-        ibv_destroy_qp_v1_1 => ibv_destroy_qp "@@IBVERBS_1.1" = stubs::ibv_destroy_qp,
-        ibv_destroy_srq_v1_1 => ibv_destroy_srq "@@IBVERBS_1.1" = stubs::ibv_destroy_srq,
+        ibv_dereg_mr_v1_1 => ibv_dereg_mr "@@IBVERBS_1.1" = mr::ibv_dereg_mr,
+        ibv_destroy_ah_v1_1 => ibv_destroy_ah "@@IBVERBS_1.1" = ah::ibv_destroy_ah,
+        ibv_destroy_cq_v1_1 => ibv_destroy_cq "@@IBVERBS_1.1" = cq::ibv_destroy_cq,
+        ibv_destroy_qp_v1_1 => ibv_destroy_qp "@@IBVERBS_1.1" = qp::ibv_destroy_qp,
+        ibv_destroy_srq_v1_1 => ibv_destroy_srq "@@IBVERBS_1.1" = srq::ibv_destroy_srq,
         ibv_detach_mcast_v1_1 => ibv_detach_mcast "@@IBVERBS_1.1" = stubs::ibv_detach_mcast,
         ibv_free_device_list_v1_1 => ibv_free_device_list "@@IBVERBS_1.1" = device::ibv_free_device_list,
         ibv_get_async_event_v1_1 => ibv_get_async_event "@@IBVERBS_1.1" = async_event::ibv_get_async_event,
-        ibv_get_cq_event_v1_1 => ibv_get_cq_event "@@IBVERBS_1.1" = stubs::ibv_get_cq_event,
+        ibv_get_cq_event_v1_1 => ibv_get_cq_event "@@IBVERBS_1.1" = cq::ibv_get_cq_event,
         ibv_get_device_guid_v1_1 => ibv_get_device_guid "@@IBVERBS_1.1" = device::ibv_get_device_guid,
         ibv_get_device_list_v1_1 => ibv_get_device_list "@@IBVERBS_1.1" = device::ibv_get_device_list,
         ibv_get_device_name_v1_1 => ibv_get_device_name "@@IBVERBS_1.1" = device::ibv_get_device_name,
-        ibv_modify_qp_v1_1 => ibv_modify_qp "@@IBVERBS_1.1" = stubs::ibv_modify_qp,
-        ibv_modify_srq_v1_1 => ibv_modify_srq "@@IBVERBS_1.1" = stubs::ibv_modify_srq,
+        ibv_modify_qp_v1_1 => ibv_modify_qp "@@IBVERBS_1.1" = qp::ibv_modify_qp,
+        ibv_modify_srq_v1_1 => ibv_modify_srq "@@IBVERBS_1.1" = srq::ibv_modify_srq,
         ibv_open_device_v1_1 => ibv_open_device "@@IBVERBS_1.1" = context::ibv_open_device,
         ibv_query_device_v1_1 => ibv_query_device "@@IBVERBS_1.1" = query_device::ibv_query_device,
         ibv_query_gid_v1_1 => ibv_query_gid "@@IBVERBS_1.1" = context::ibv_query_gid,
         ibv_query_pkey_v1_1 => ibv_query_pkey "@@IBVERBS_1.1" = context::ibv_query_pkey,
         ibv_query_port_v1_1 => ibv_query_port "@@IBVERBS_1.1" = context::ibv_query_port,
-        ibv_query_qp_v1_1 => ibv_query_qp "@@IBVERBS_1.1" = stubs::ibv_query_qp,
-        ibv_query_srq_v1_1 => ibv_query_srq "@@IBVERBS_1.1" = stubs::ibv_query_srq,
-        ibv_reg_mr_v1_1 => ibv_reg_mr "@@IBVERBS_1.1" = stubs::ibv_reg_mr,
-        ibv_resize_cq_v1_1 => ibv_resize_cq "@@IBVERBS_1.1" = stubs::ibv_resize_cq,
+        ibv_query_qp_v1_1 => ibv_query_qp "@@IBVERBS_1.1" = qp::ibv_query_qp,
+        ibv_query_srq_v1_1 => ibv_query_srq "@@IBVERBS_1.1" = srq::ibv_query_srq,
+        ibv_reg_mr_v1_1 => ibv_reg_mr "@@IBVERBS_1.1" = mr::ibv_reg_mr,
+        ibv_resize_cq_v1_1 => ibv_resize_cq "@@IBVERBS_1.1" = cq::ibv_resize_cq,
         ibv_ack_async_event_v1_0 => ibv_ack_async_event "@IBVERBS_1.0" = stubs::v1_0::ibv_ack_async_event,
         ibv_ack_cq_events_v1_0 => ibv_ack_cq_events "@IBVERBS_1.0" = stubs::v1_0::ibv_ack_cq_events,
         ibv_alloc_pd_v1_0 => ibv_alloc_pd "@IBVERBS_1.0" = stubs::v1_0::ibv_alloc_pd,

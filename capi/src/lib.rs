@@ -7,11 +7,14 @@
 //! built against rdma-core runs on it by `LD_LIBRARY_PATH`, unmodified.
 //!
 //! Layers: [`exports`] binds the C names (and their versions) to the Rust
-//! functions of [`device`], [`context`], [`pd`], [`comp_channel`], [`misc`];
-//! these call only the `verbs` crate's safe API. What is not implemented yet
-//! is in [`stubs`]: it sets `errno` to `EOPNOTSUPP` (`ENOSYS` for the
-//! IBVERBS_1.0 compatibility versions) and returns what C returns on
-//! failure (NULL, -1 or the errno value).
+//! functions of [`device`], [`context`], [`pd`], [`comp_channel`], [`mr`],
+//! [`cq`], [`qp`], [`srq`], [`ah`], [`mw`], [`misc`]; the data path of
+//! `ibv_context_ops` ([`ops`]) is in [`cq`] (poll, notify) and [`post`].
+//! These call only the `verbs` crate's API (its `internals` for the
+//! device file and the `MODIFY_QP`/`QUERY_QP` commands of C's attribute
+//! masks). What is not implemented yet is in [`stubs`]: it sets `errno`
+//! to `EOPNOTSUPP` (`ENOSYS` for the IBVERBS_1.0 compatibility versions)
+//! and returns what C returns on failure (NULL, -1 or the errno value).
 //!
 //! Objects are heap-allocated Rust structs whose first field is the C
 //! struct, so `struct ibv_pd *` and the Rust wrapper share an address;
@@ -23,16 +26,25 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod abi;
+mod acks;
+mod ah;
 mod async_event;
 mod comp_channel;
 mod context;
+mod cq;
 mod device;
 mod errno;
 #[cfg(not(test))]
 mod exports;
 mod marshall;
 mod misc;
+mod mr;
+mod mw;
 mod ops;
 mod pd;
+mod post;
+mod qp;
 mod query_device;
+mod registry;
+mod srq;
 mod stubs;

@@ -11,6 +11,7 @@
 #![allow(unsafe_code)]
 
 use core::ffi::c_int;
+use core::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use verbs::{Context, Pd};
@@ -29,12 +30,13 @@ pub(crate) struct CPd {
     magic: u64,
     /// `None` only transiently inside `ibv_dealloc_pd`.
     pd: Option<Pd<'static>>,
+    /// Objects borrowing `pd` (see the module docs).
+    pub(crate) users: AtomicU32,
     /// Keeps the context `pd` borrows alive; dropped after `pd`.
     _ctx: Arc<Context>,
 }
 
 /// The [`CPd`] behind a C `struct ibv_pd *`, if it is a live one of ours.
-#[allow(dead_code)] // used by the MR/QP verbs to come
 pub(crate) fn from_c<'a>(p: *mut IbvPd) -> Option<&'a mut CPd> {
     if p.is_null() {
         return None;
@@ -43,6 +45,38 @@ pub(crate) fn from_c<'a>(p: *mut IbvPd) -> Option<&'a mut CPd> {
     // CPd (repr(C)); the magic check rejects freed ones still mapped.
     let c = unsafe { &mut *p.cast::<CPd>() };
     (c.magic == MAGIC).then_some(c)
+}
+
+impl CPd {
+    /// The `struct ibv_pd *` C sees.
+    pub(crate) fn as_c(&self) -> *mut IbvPd {
+        &self.ibv as *const IbvPd as *mut IbvPd
+    }
+
+    /// The Rust PD, borrowed for as long as the caller keeps a count in
+    /// [`CPd::users`] (taken by [`CPd::hold`]).
+    pub(crate) fn pd(&self) -> Option<&'static Pd<'static>> {
+        let p: *const Pd<'static> = self.pd.as_ref()?;
+        // SAFETY: the Pd lives in this leaked box and is neither moved nor
+        // dropped while `users` is not 0 (ibv_dealloc_pd checks it first);
+        // callers take a count (hold) before keeping the borrow.
+        Some(unsafe { &*p })
+    }
+
+    /// Counts one more object borrowing the PD.
+    pub(crate) fn hold(&self) {
+        self.users.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The object counted by [`CPd::hold`] is gone.
+    pub(crate) fn release(&self) {
+        self.users.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The context the PD belongs to.
+    pub(crate) fn context(&self) -> *mut IbvContext {
+        self.ibv.context
+    }
 }
 
 /// `ibv_alloc_pd`: a new protection domain, or NULL with errno.
@@ -57,7 +91,7 @@ pub(crate) extern "C" fn ibv_alloc_pd(context: *mut IbvContext) -> *mut IbvPd {
         Err(e) => return fail_null(errno_of(&e)),
     };
     let ibv = IbvPd { context: c.as_c(), handle: pd.handle() };
-    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, pd: Some(pd), _ctx: arc }));
+    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, pd: Some(pd), users: AtomicU32::new(0), _ctx: arc }));
     b.cast::<IbvPd>()
 }
 
@@ -65,6 +99,9 @@ pub(crate) extern "C" fn ibv_alloc_pd(context: *mut IbvContext) -> *mut IbvPd {
 /// PD, which then stays valid).
 pub(crate) extern "C" fn ibv_dealloc_pd(pd: *mut IbvPd) -> c_int {
     let Some(c) = from_c(pd) else { return fail_errno(libc::EINVAL) };
+    if c.users.load(Ordering::Acquire) != 0 {
+        return fail_errno(libc::EBUSY);
+    }
     let Some(inner) = c.pd.take() else { return fail_errno(libc::EINVAL) };
     if let Err(e) = inner.destroy() {
         c.pd = Some(e.object);

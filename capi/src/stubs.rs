@@ -51,16 +51,14 @@ macro_rules! void_stubs {
 const E: c_int = libc::EOPNOTSUPP;
 
 null_stubs!(E =>
-    ibv_create_ah, ibv_create_ah_from_wc, ibv_create_cq, ibv_create_qp, ibv_create_srq,
-    ibv_reg_mr, ibv_qp_to_qp_ex, ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_import_device,
+    ibv_qp_to_qp_ex, ibv_import_device,
     ibv_import_mr, ibv_import_pd, ibv_reg_dmabuf_mr, ibv_import_dm,
     _verbs_init_and_alloc_context, verbs_open_device,
 );
 
 errno_stubs!(E =>
-    ibv_attach_mcast, ibv_detach_mcast, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq,
-    ibv_destroy_qp, ibv_destroy_srq, ibv_modify_qp, ibv_modify_srq, ibv_query_qp, ibv_query_srq,
-    ibv_resize_cq, ibv_init_ah_from_wc, ibv_query_ece, ibv_set_ece, execute_ioctl,
+    ibv_attach_mcast, ibv_detach_mcast,
+    ibv_query_ece, ibv_set_ece, execute_ioctl,
     ibv_cmd_advise_mr, ibv_cmd_alloc_dm, ibv_cmd_alloc_mw, ibv_cmd_alloc_pd, ibv_cmd_attach_mcast,
     ibv_cmd_close_xrcd, ibv_cmd_create_ah, ibv_cmd_create_counters, ibv_cmd_create_cq,
     ibv_cmd_create_cq_ex, ibv_cmd_create_flow, ibv_cmd_create_flow_action_esp, ibv_cmd_create_qp,
@@ -79,13 +77,13 @@ errno_stubs!(E =>
 );
 
 neg1_stubs!(E =>
-    ibv_get_cq_event, ibv_resolve_eth_l2_from_gid,
-    ibv_rereg_mr, ibv_dontfork_range, ibv_dofork_range, ibv_read_ibdev_sysfs_file,
+    ibv_resolve_eth_l2_from_gid,
+    ibv_dontfork_range, ibv_dofork_range, ibv_read_ibdev_sysfs_file,
     __ioctl_final_num_attrs,
 );
 
 void_stubs!(
-    ibv_ack_cq_events, ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
+    ibv_unimport_mr, ibv_unimport_pd, ibv_unimport_dm, verbs_register_driver_34, verbs_set_ops,
     verbs_init_cq, verbs_uninit_context, __verbs_log,
 );
 

@@ -112,3 +112,84 @@ fn wrap<'a, T: Transport, Q: Into<AnyQp<'a, T>>>(
         qp: e.qp.into(),
     }
 }
+
+/// For the C library (feature `internals`): C's `ibv_modify_qp` names the
+/// target state at run time and any attribute mask, and posts without
+/// knowing the state; these methods do what the typed API does, with the
+/// state checked at run time.
+#[cfg(feature = "internals")]
+impl<'a, T: Transport> AnyQp<'a, T> {
+    /// `ibv_modify_qp` to state `to` with `attr`'s fields and mask (any
+    /// pair of states: the kernel refuses the transitions the IB spec
+    /// forbids, `EINVAL`, and the QP comes back unchanged).
+    #[doc(alias = "ibv_modify_qp")]
+    pub fn modify(
+        self,
+        to: QpStateKind,
+        attr: &impl super::TransitionAttr,
+    ) -> core::result::Result<Self, TransitionError<Self>> {
+        fn go<'a, T: Transport, S: super::QpState, A: super::TransitionAttr>(
+            qp: QueuePair<'a, T, S>,
+            to: QpStateKind,
+            attr: &A,
+        ) -> core::result::Result<AnyQp<'a, T>, TransitionError<QueuePair<'a, T, S>>> {
+            match to {
+                QpStateKind::Reset => qp.modify_to::<Reset, A>(attr).map(AnyQp::from),
+                QpStateKind::Init => qp.modify_to::<Init, A>(attr).map(AnyQp::from),
+                QpStateKind::Rtr => qp.modify_to::<Rtr, A>(attr).map(AnyQp::from),
+                QpStateKind::Rts => qp.modify_to::<Rts, A>(attr).map(AnyQp::from),
+                QpStateKind::Sqd => qp.modify_to::<Sqd, A>(attr).map(AnyQp::from),
+                QpStateKind::Error => qp.modify_to::<Error, A>(attr).map(AnyQp::from),
+                // SQE is entered only by the device.
+                QpStateKind::Sqe => Err(TransitionError {
+                    error: crate::Error::new("ibv_modify_qp", crate::ErrorKind::InvalidArgument),
+                    qp,
+                }),
+            }
+        }
+        each!(self, qp => go(qp, to, attr).map_err(wrap))
+    }
+
+    /// `ibv_post_send` in RTS or SQD; in any other state an
+    /// `InvalidArgument` error for the first request (what the kernel
+    /// answers a doorbell on a QP not ready to send).
+    #[doc(alias = "ibv_post_send")]
+    #[inline]
+    pub fn post_send(&mut self, wrs: &[crate::wr::SendWr<'_>]) -> core::result::Result<(), crate::wr::PostError> {
+        match self {
+            AnyQp::Rts(qp) => qp.post_send(wrs),
+            AnyQp::Sqd(qp) => qp.post_send(wrs),
+            _ => Err(crate::wr::PostError::new("ibv_post_send", crate::ErrorKind::InvalidArgument, 0)),
+        }
+    }
+
+    /// `ibv_post_recv` in INIT or later; in RESET an `InvalidArgument`
+    /// error for the first request.
+    #[doc(alias = "ibv_post_recv")]
+    #[inline]
+    pub fn post_recv(&mut self, wrs: &[crate::wr::RecvWr<'_>]) -> core::result::Result<(), crate::wr::PostError> {
+        match self {
+            AnyQp::Init(qp) => qp.post_recv(wrs),
+            AnyQp::Rtr(qp) => qp.post_recv(wrs),
+            AnyQp::Rts(qp) => qp.post_recv(wrs),
+            AnyQp::Sqd(qp) => qp.post_recv(wrs),
+            AnyQp::Error(qp) => qp.post_recv(wrs),
+            AnyQp::Reset(_) => Err(crate::wr::PostError::new("ibv_post_recv", crate::ErrorKind::InvalidArgument, 0)),
+        }
+    }
+
+    /// The kernel's handle for this QP.
+    pub fn handle(&self) -> u32 {
+        each!(self, qp => qp.handle())
+    }
+
+    /// The value the kernel reports in this QP's async events.
+    pub fn user_handle(&self) -> u64 {
+        each!(self, qp => qp.user_handle())
+    }
+
+    /// The capacities granted at creation.
+    pub fn cap(&self) -> super::QpCap {
+        each!(self, qp => qp.cap())
+    }
+}

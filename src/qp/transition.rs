@@ -28,7 +28,7 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
     /// Sends `MODIFY_QP` to state `N` with `attr`'s fields and mask. The
     /// kernel applies all of it or nothing, so on error the QP is still in
     /// `S` and is returned as such.
-    fn modify_to<N: QpState, A: TransitionAttr>(self, attr: &A) -> Transition<'a, T, S, N> {
+    pub(super) fn modify_to<N: QpState, A: TransitionAttr>(self, attr: &A) -> Transition<'a, T, S, N> {
         if let Err(error) = attr.check(self.ctx()) {
             return Err(TransitionError { error, qp: self });
         }

@@ -27,6 +27,12 @@ macro_rules! table {
 
 fn rust_rows() -> Vec<Row> {
     table! {
+        "ibv_cq_ex" => IbvCqEx {
+            context, channel, cq_context, handle, cqe, mutex, cond, comp_events_completed,
+            async_events_completed, comp_mask, status, wr_id, start_poll, next_poll, end_poll,
+            read_opcode, read_vendor_err, read_byte_len, read_imm_data, read_qp_num, read_src_qp,
+            read_wc_flags, read_slid, read_sl, read_dlid_path_bits, read_completion_ts,
+            read_cvlan, read_flow_tag, read_tm_info, read_completion_wallclock_ns }
         "ibv_device" => IbvDevice { _ops, node_type, transport_type, name, dev_name, dev_path, ibdev_path }
         "ibv_context_ops" => IbvContextOps {
             _compat_query_device, _compat_query_port, _compat_alloc_pd, _compat_dealloc_pd,

@@ -4,7 +4,7 @@
 
 use core::ffi::{c_int, c_uint, c_void};
 
-use super::device::{IbvContext, IbvGid};
+use super::device::{AnyFn, IbvContext, IbvGid};
 
 /// `struct ibv_pd`.
 #[repr(C)]
@@ -57,6 +57,43 @@ pub(crate) struct IbvCq {
     pub(crate) cond: libc::pthread_cond_t,
     pub(crate) comp_events_completed: u32,
     pub(crate) async_events_completed: u32,
+}
+
+/// `struct ibv_cq_ex`: `struct ibv_cq`'s fields, then the extended
+/// polling API (filled by `ibv_create_cq_ex`; a plain CQ leaves them NULL).
+#[repr(C)]
+pub(crate) struct IbvCqEx {
+    pub(crate) context: *mut IbvContext,
+    pub(crate) channel: *mut IbvCompChannel,
+    pub(crate) cq_context: *mut c_void,
+    pub(crate) handle: u32,
+    pub(crate) cqe: c_int,
+    pub(crate) mutex: libc::pthread_mutex_t,
+    pub(crate) cond: libc::pthread_cond_t,
+    pub(crate) comp_events_completed: u32,
+    pub(crate) async_events_completed: u32,
+    pub(crate) comp_mask: u32,
+    /// `enum ibv_wc_status`
+    pub(crate) status: c_int,
+    pub(crate) wr_id: u64,
+    pub(crate) start_poll: AnyFn,
+    pub(crate) next_poll: AnyFn,
+    pub(crate) end_poll: AnyFn,
+    pub(crate) read_opcode: AnyFn,
+    pub(crate) read_vendor_err: AnyFn,
+    pub(crate) read_byte_len: AnyFn,
+    pub(crate) read_imm_data: AnyFn,
+    pub(crate) read_qp_num: AnyFn,
+    pub(crate) read_src_qp: AnyFn,
+    pub(crate) read_wc_flags: AnyFn,
+    pub(crate) read_slid: AnyFn,
+    pub(crate) read_sl: AnyFn,
+    pub(crate) read_dlid_path_bits: AnyFn,
+    pub(crate) read_completion_ts: AnyFn,
+    pub(crate) read_cvlan: AnyFn,
+    pub(crate) read_flow_tag: AnyFn,
+    pub(crate) read_tm_info: AnyFn,
+    pub(crate) read_completion_wallclock_ns: AnyFn,
 }
 
 /// `struct ibv_srq`.

@@ -1,0 +1,375 @@
+//! # Safety
+//!
+//! Completion queues: `ibv_create_cq`, `ibv_resize_cq`, `ibv_destroy_cq`,
+//! `ibv_get_cq_event`, `ibv_ack_cq_events`, and the ops-table entries
+//! `poll_cq` and `req_notify_cq`.
+//!
+//! A CQ is a boxed [`CCq`] whose first field is the C view, a
+//! `struct ibv_cq_ex` (which begins with every field of `struct ibv_cq`,
+//! so the same box serves `ibv_create_cq_ex`), in an `UnsafeCell`
+//! because C writes it (`cq_context`) and the pthread mutex/condition in it
+//! are used through raw pointers only. The `Cq<'static>` borrows the
+//! `Context` of the `Arc` in the same box (dropped after it) and the
+//! channel of a [`CCompChannel`] that counts it in `refcnt` (so the
+//! channel cannot be destroyed under it). QPs and SRQs borrow the `Cq`
+//! (`&'static Cq`, [`CCq::hold`]) only while counted in [`CCq::users`];
+//! resize and destroy take the write lock and refuse (`EBUSY`) while the
+//! count is not 0, so no `&mut Cq` ever coexists with those borrows.
+//!
+//! `ibv_destroy_cq` waits, as rdma-core does, until `ibv_ack_cq_events`
+//! and `ibv_ack_async_event` acknowledged as many events as the kernel
+//! reports having delivered for the CQ; the counters and the wait use the
+//! C struct's own mutex and condition (all-zero = glibc's initializers).
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use verbs::{Context, Cq, ErrorKind};
+
+use crate::abi::device::IbvContext;
+use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx};
+use crate::abi::wr::IbvWc;
+use crate::acks::Counters;
+use crate::comp_channel::{self, CCompChannel};
+use crate::context;
+use crate::errno::{errno_of, fail_errno, fail_neg1, fail_null};
+use crate::registry::{self, Kind};
+
+const MAGIC: u64 = u64::from_be_bytes(*b"verbsCQ\0");
+
+/// A completion queue: the C view first, then the Rust one.
+#[repr(C)]
+pub(crate) struct CCq {
+    ibv: UnsafeCell<IbvCqEx>,
+    magic: AtomicU64,
+    /// `None` once destroyed (the box then lives on until the wait ends).
+    cq: RwLock<Option<Cq<'static>>>,
+    /// QPs and SRQs borrowing `cq` (see the module docs).
+    users: AtomicU32,
+    channel: Option<&'static CCompChannel>,
+    user_handle: u64,
+    /// Keeps the context `cq` borrows alive; dropped after `cq`.
+    _ctx: Arc<Context>,
+}
+
+// SAFETY: the C view is only touched through raw pointers under its own
+// pthread mutex (counters) or by C; everything else is Sync.
+unsafe impl Sync for CCq {}
+// SAFETY: as above; the box is freed on whichever thread destroys it.
+unsafe impl Send for CCq {}
+
+/// The [`CCq`] behind a C `struct ibv_cq *`, if it is a live one of ours.
+#[inline]
+pub(crate) fn from_c<'a>(p: *mut IbvCq) -> Option<&'a CCq> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: every ibv_cq we hand out is the first field of a live boxed
+    // CCq (repr(C)); the magic check rejects destroyed ones still mapped.
+    let c = unsafe { &*p.cast::<CCq>() };
+    (c.magic.load(Ordering::Relaxed) == MAGIC).then_some(c)
+}
+
+impl CCq {
+    /// The `struct ibv_cq *` C sees.
+    pub(crate) fn as_c(&self) -> *mut IbvCq {
+        self.ibv.get().cast()
+    }
+
+    /// The Rust CQ, counted in `users` until [`CCq::release`]; `None`
+    /// once destroyed.
+    pub(crate) fn hold(&self) -> Option<&'static Cq<'static>> {
+        let g = self.cq.read().unwrap_or_else(|p| p.into_inner());
+        let cq: *const Cq<'static> = g.as_ref()?;
+        self.users.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: counted in `users` under the read lock: resize and
+        // destroy (write lock) refuse while the count is not 0, so the Cq
+        // is neither changed nor moved nor dropped while this borrow lives.
+        Some(unsafe { &*cq })
+    }
+
+    /// Ends a borrow taken by [`CCq::hold`].
+    pub(crate) fn release(&self) {
+        self.users.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn counters(&self) -> Counters {
+        use core::mem::offset_of;
+        Counters::of(
+            self.ibv.get(),
+            offset_of!(IbvCqEx, mutex),
+            offset_of!(IbvCqEx, cond),
+            offset_of!(IbvCqEx, comp_events_completed),
+            offset_of!(IbvCqEx, async_events_completed),
+        )
+    }
+
+    /// Counts acknowledged events (completion, async) and wakes a waiting
+    /// `ibv_destroy_cq`.
+    pub(crate) fn ack(&self, comp: u32, async_: u32) {
+        self.counters().add([comp, async_]);
+    }
+
+    /// Waits until `comp`/`async_` events were acknowledged.
+    fn wait_acks(&self, comp: u32, async_: u32) {
+        self.counters().wait([comp, async_]);
+    }
+
+    /// `cq_context` as C last set it.
+    pub(crate) fn cq_context(&self) -> *mut c_void {
+        // SAFETY: a plain read of a pointer field C may write; C gives no
+        // more ordering than rdma-core does for the same field.
+        unsafe { (*self.ibv.get()).cq_context }
+    }
+}
+
+/// `ibv_create_cq`: a CQ of at least `cqe` entries, reporting completion
+/// events on `channel` (may be NULL); NULL with errno on failure.
+pub(crate) extern "C" fn ibv_create_cq(
+    context: *mut IbvContext,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut IbvCompChannel,
+    comp_vector: c_int,
+) -> *mut IbvCq {
+    let Some(c) = context::from_c(context) else { return fail_null(libc::EINVAL) };
+    let ch: Option<&'static CCompChannel> = if channel.is_null() {
+        None
+    } else {
+        match comp_channel::from_c(channel) {
+            Some(ch) => Some(ch),
+            None => return fail_null(libc::EINVAL),
+        }
+    };
+    let (Ok(cqe), Ok(vector)) = (u32::try_from(cqe), u32::try_from(comp_vector)) else {
+        return fail_null(libc::EINVAL);
+    };
+    let arc = Arc::clone(&c.ctx);
+    // SAFETY: the Context lives in `arc`'s allocation, which the box built
+    // below keeps (field `_ctx`, dropped after `cq`) for as long as `cq`.
+    let ctx: &'static Context = unsafe { &*Arc::as_ptr(&arc) };
+    if let Some(ch) = ch {
+        ch.hold();
+    }
+    let cq = match Cq::create(ctx, cqe, ch.map(|ch| &ch.ch), vector) {
+        Ok(cq) => cq,
+        Err(e) => {
+            if let Some(ch) = ch {
+                ch.release();
+            }
+            return fail_null(errno_of(&e));
+        }
+    };
+    // SAFETY: IbvCqEx is plain C data (pointers, integers, Option fn
+    // pointers, pthread objects) for which all-zero is valid: NULL, 0,
+    // None and glibc's PTHREAD_{MUTEX,COND}_INITIALIZER.
+    let mut ibv: IbvCqEx = unsafe { core::mem::zeroed() };
+    ibv.context = c.as_c();
+    ibv.channel = channel;
+    ibv.cq_context = cq_context;
+    ibv.handle = cq.handle();
+    ibv.cqe = cq.cqe() as c_int;
+    let user_handle = cq.user_handle();
+    let b = Box::new(CCq {
+        ibv: UnsafeCell::new(ibv),
+        magic: AtomicU64::new(MAGIC),
+        cq: RwLock::new(Some(cq)),
+        users: AtomicU32::new(0),
+        channel: ch,
+        user_handle,
+        _ctx: arc,
+    });
+    let p = Box::into_raw(b);
+    registry::insert(user_handle, Kind::Cq, p as usize);
+    p.cast()
+}
+
+/// `ibv_resize_cq`: 0 or the errno value. `EBUSY` while QPs or SRQs use
+/// the CQ (their borrows forbid changing it); siw has no resize.
+pub(crate) extern "C" fn ibv_resize_cq(cq: *mut IbvCq, cqe: c_int) -> c_int {
+    let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    let Ok(cqe) = u32::try_from(cqe) else { return fail_errno(libc::EINVAL) };
+    let mut g = c.cq.write().unwrap_or_else(|p| p.into_inner());
+    if c.users.load(Ordering::Acquire) != 0 {
+        return fail_errno(libc::EBUSY);
+    }
+    let Some(inner) = g.as_mut() else { return fail_errno(libc::EINVAL) };
+    match inner.resize(cqe) {
+        Ok(()) => {
+            // SAFETY: `cqe` is written under the write lock (held); C reads
+            // it as it would rdma-core's update.
+            unsafe { (*c.ibv.get()).cqe = inner.cqe() as c_int };
+            0
+        }
+        Err(e) => fail_errno(errno_of(&e)),
+    }
+}
+
+/// `ibv_destroy_cq`: 0 or the errno value (`EBUSY` while QPs or SRQs use
+/// it: the CQ stays valid). Waits for the acknowledgement of every event
+/// the kernel delivered for it, as rdma-core does.
+pub(crate) extern "C" fn ibv_destroy_cq(cq: *mut IbvCq) -> c_int {
+    let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    let mut g = c.cq.write().unwrap_or_else(|p| p.into_inner());
+    if c.users.load(Ordering::Acquire) != 0 {
+        return fail_errno(libc::EBUSY);
+    }
+    let Some(inner) = g.take() else { return fail_errno(libc::EINVAL) };
+    let done = match inner.destroy() {
+        Ok(d) => d,
+        Err(e) => {
+            *g = Some(e.object);
+            return fail_errno(errno_of(&e.error));
+        }
+    };
+    drop(g);
+    if let Some(ch) = c.channel {
+        ch.release();
+    }
+    registry::remove(c.user_handle);
+    c.wait_acks(done.comp_events_reported, done.async_events_reported);
+    c.magic.store(0, Ordering::Relaxed);
+    // SAFETY: `cq` is the pointer Box::into_raw gave C for this live box
+    // (from_c checked); the magic is cleared and the registry entry gone,
+    // so nothing reaches it after; freed once.
+    drop(unsafe { Box::from_raw(cq.cast::<CCq>()) });
+    0
+}
+
+/// `ibv_get_cq_event`: waits for (or, on a non-blocking channel, takes)
+/// the next completion event; sets `*cq` and `*cq_context`. 0, or -1 with
+/// errno (`EAGAIN` when a non-blocking channel is empty).
+///
+/// # Safety
+///
+/// `cq` and `cq_context` are NULL or point to writable pointers.
+pub(crate) unsafe extern "C" fn ibv_get_cq_event(
+    channel: *mut IbvCompChannel,
+    cq: *mut *mut IbvCq,
+    cq_context: *mut *mut c_void,
+) -> c_int {
+    let Some(ch) = comp_channel::from_c(channel) else { return fail_neg1(libc::EINVAL) };
+    if cq.is_null() || cq_context.is_null() {
+        return fail_neg1(libc::EINVAL);
+    }
+    let handle = match ch.ch.read_event() {
+        Ok(h) => h,
+        Err(e) => return fail_neg1(errno_of(&e)),
+    };
+    let found = registry::with(handle, Kind::Cq, |addr| {
+        if addr == 0 {
+            return None;
+        }
+        // SAFETY: registry entries are live CCq boxes while the lock is held.
+        let c = unsafe { &*(addr as *const CCq) };
+        Some((c.as_c(), c.cq_context()))
+    });
+    let Some((p, ctx)) = found else { return fail_neg1(libc::EINVAL) };
+    // SAFETY: non-NULL, the caller promises writable pointers.
+    unsafe { cq.write(p) };
+    // SAFETY: as above.
+    unsafe { cq_context.write(ctx) };
+    0
+}
+
+/// `ibv_ack_cq_events`: acknowledges `nevents` completion events of `cq`.
+pub(crate) extern "C" fn ibv_ack_cq_events(cq: *mut IbvCq, nevents: u32) {
+    if let Some(c) = from_c(cq) {
+        c.ack(nevents, 0);
+    }
+}
+
+/// The C completion for a Rust one (same fields; `imm_data` stays in
+/// network order, as C has it).
+#[inline(always)]
+fn c_wc(w: &verbs::Wc) -> IbvWc {
+    let a = w.as_abi();
+    IbvWc {
+        wr_id: a.wr_id,
+        status: a.status as c_int,
+        opcode: a.opcode as c_int,
+        vendor_err: a.vendor_err,
+        byte_len: a.byte_len,
+        imm_data: a.ex,
+        qp_num: a.qp_num,
+        src_qp: a.src_qp,
+        wc_flags: a.wc_flags,
+        pkey_index: a.pkey_index,
+        slid: a.slid,
+        sl: a.sl,
+        dlid_path_bits: a.dlid_path_bits,
+    }
+}
+
+/// `ibv_context_ops.poll_cq` (behind the `ibv_poll_cq` inline): up to
+/// `num_entries` completions into `wc`; their number, or -1 with errno.
+/// Pollers of one CQ on several threads wait for each other (rdma-core
+/// takes a spinlock): a `Busy` claim is retried, never reported.
+///
+/// # Safety
+///
+/// `wc` points to `num_entries` writable `struct ibv_wc` (when > 0).
+pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: *mut IbvWc) -> c_int {
+    let Some(c) = from_c(cq) else { return fail_neg1(libc::EINVAL) };
+    if num_entries <= 0 {
+        return 0;
+    }
+    if wc.is_null() {
+        return fail_neg1(libc::EINVAL);
+    }
+    let g = c.cq.read().unwrap_or_else(|p| p.into_inner());
+    let Some(inner) = g.as_ref() else { return fail_neg1(libc::EINVAL) };
+    loop {
+        let mut i = 0usize;
+        let r = inner.poll_with(num_entries as usize, |w| {
+            // poll_with hands at most num_entries completions, so
+            // i < num_entries: inside the caller's array.
+            let slot = wc.wrapping_add(i);
+            // SAFETY: see above; the caller promises num_entries writable entries.
+            unsafe { slot.write(c_wc(w)) };
+            i += 1;
+        });
+        match r {
+            Ok(n) => return n as c_int,
+            Err(e) if e.kind() == ErrorKind::Busy => core::hint::spin_loop(),
+            Err(e) => return fail_neg1(errno_of(&e)),
+        }
+    }
+}
+
+/// `ibv_context_ops.req_notify_cq` (behind `ibv_req_notify_cq`): 0 or the
+/// errno value.
+pub(crate) extern "C" fn req_notify_cq(cq: *mut IbvCq, solicited_only: c_int) -> c_int {
+    let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    let g = c.cq.read().unwrap_or_else(|p| p.into_inner());
+    let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
+    match inner.req_notify(solicited_only != 0) {
+        Ok(()) => 0,
+        Err(e) => fail_errno(errno_of(&e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::ptr::null_mut;
+
+    #[test]
+    fn null_handles_are_refused() {
+        assert!(ibv_create_cq(null_mut(), 1, null_mut(), null_mut(), 0).is_null());
+        assert_eq!(ibv_destroy_cq(null_mut()), libc::EINVAL);
+        assert_eq!(ibv_resize_cq(null_mut(), 4), libc::EINVAL);
+        assert_eq!(req_notify_cq(null_mut(), 0), libc::EINVAL);
+        ibv_ack_cq_events(null_mut(), 1);
+        let mut wc = IbvWc::default();
+        // SAFETY: NULL CQ: refused before `wc` is used.
+        assert_eq!(unsafe { poll_cq(null_mut(), 1, &mut wc) }, -1);
+        let (mut cq, mut ctx) = (null_mut(), null_mut());
+        // SAFETY: NULL channel: refused first.
+        assert_eq!(unsafe { ibv_get_cq_event(null_mut(), &mut cq, &mut ctx) }, -1);
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EINVAL));
+    }
+}

@@ -1,0 +1,348 @@
+//! # Safety
+//!
+//! The data path of `ibv_context_ops`: `post_send`, `post_recv`,
+//! `post_srq_recv` (behind the `static inline` verbs of verbs.h).
+//!
+//! C's linked lists become `verbs` work requests in batches of [`BATCH`]
+//! on the stack (no heap allocation per call). Their scatter/gather lists
+//! are the caller's `struct ibv_sge` arrays themselves (same layout as
+//! `verbs::Sge`, checked below), borrowed for the call; inline payloads
+//! are the caller's bytes, borrowed for the call (one SGE) or copied into
+//! a stack buffer (several). The C contract of the post verbs makes those
+//! pointers valid and unchanged for the duration of the call.
+//!
+//! # `bad_wr` semantics
+//!
+//! rdma-core posts the requests before the first bad one, sets `*bad_wr`
+//! to that one and returns its error (the man page: "`bad_wr` is set to
+//! the first WR that failed"). The `verbs` core posts a list
+//! all-or-nothing and names the refused request; this layer then posts
+//! the requests before it (which passed every check, room included) so
+//! that C callers get rdma-core's behaviour. Errors are returned as the
+//! errno value (also stored in `errno`), as rdma-core's providers do.
+#![allow(unsafe_code)]
+
+use core::ffi::c_int;
+use core::mem::MaybeUninit;
+
+use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
+
+use crate::abi::objects::{IbvQp, IbvSrq};
+use crate::abi::wr::{IbvRecvWr, IbvSendWr, IbvSge};
+use crate::errno::{errno_of, fail_errno};
+use crate::qp::{self, each, Any};
+
+/// Work requests converted and posted at a time.
+const BATCH: usize = 16;
+/// Bytes of the stack buffer for inline payloads gathered from several SGEs.
+const INLINE_BUF: usize = 1024;
+
+const _: () = assert!(core::mem::size_of::<IbvSge>() == core::mem::size_of::<Sge>());
+const _: () = assert!(core::mem::offset_of!(IbvSge, length) == core::mem::offset_of!(Sge, length));
+const _: () = assert!(core::mem::offset_of!(IbvSge, lkey) == core::mem::offset_of!(Sge, lkey));
+
+/// `IBV_SEND_INLINE`.
+const SEND_INLINE: u32 = 1 << 3;
+
+/// `enum ibv_wr_opcode`.
+mod op {
+    pub(super) const RDMA_WRITE: i32 = 0;
+    pub(super) const RDMA_WRITE_WITH_IMM: i32 = 1;
+    pub(super) const SEND: i32 = 2;
+    pub(super) const SEND_WITH_IMM: i32 = 3;
+    pub(super) const RDMA_READ: i32 = 4;
+    pub(super) const ATOMIC_CMP_AND_SWP: i32 = 5;
+    pub(super) const ATOMIC_FETCH_AND_ADD: i32 = 6;
+    pub(super) const LOCAL_INV: i32 = 7;
+    pub(super) const BIND_MW: i32 = 8;
+    pub(super) const SEND_WITH_INV: i32 = 9;
+}
+
+/// `IBV_WR_BIND_MW`, for `mw.rs`.
+pub(crate) const WR_BIND_MW: c_int = op::BIND_MW;
+
+/// An all-zero `struct ibv_send_wr` (NULL pointers, zero fields).
+pub(crate) fn zeroed_send_wr() -> IbvSendWr {
+    // SAFETY: every field of ibv_send_wr is an integer, a raw pointer or a
+    // union of those: all-zero is a valid value (NULL, 0).
+    unsafe { core::mem::zeroed() }
+}
+
+/// The caller's SGE array as `verbs` SGEs.
+///
+/// # Safety
+///
+/// `sg` points to `n` readable SGEs (or `n` is 0), unchanged for `'a`.
+#[inline(always)]
+unsafe fn sges<'a>(sg: *mut IbvSge, n: c_int) -> Option<&'a [Sge]> {
+    match n {
+        0 => Some(&[]),
+        n if n < 0 || sg.is_null() => None,
+        // SAFETY: the caller's promise; same layout (asserted above).
+        n => Some(unsafe { core::slice::from_raw_parts(sg.cast::<Sge>(), n as usize) }),
+    }
+}
+
+/// One C send request as a `verbs` one; `None` if it cannot be expressed
+/// (`EINVAL` for it). `inline` is the rest of the stack buffer for
+/// gathered inline data (advanced past what this request used).
+///
+/// # Safety
+///
+/// `w` and everything it points to is valid and unchanged for `'a`.
+#[inline(always)]
+unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, usize)) -> Option<SendWr<'a>> {
+    // SAFETY: forwarded contract.
+    let sg = unsafe { sges(w.sg_list, w.num_sge) }?;
+    let payload = if w.send_flags & SEND_INLINE != 0 {
+        match sg {
+            [] => Payload::Inline(&[]),
+            // SAFETY: the C contract: the bytes of an inline SGE are
+            // readable and unchanged during the call.
+            [one] => Payload::Inline(unsafe { core::slice::from_raw_parts(one.addr as usize as *const u8, one.length as usize) }),
+            many => {
+                let total: usize = many.iter().map(|s| s.length as usize).sum();
+                if total > inline.1 {
+                    return None;
+                }
+                let start = inline.0;
+                for s in many {
+                    // SAFETY: source: the caller's readable bytes; the
+                    // destination is inside the stack buffer (total fits).
+                    unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, inline.0, s.length as usize) };
+                    inline.0 = inline.0.wrapping_add(s.length as usize);
+                }
+                inline.1 -= total;
+                // SAFETY: `total` bytes just written, not written again
+                // while the batch lives (later requests use what follows).
+                Payload::Inline(unsafe { core::slice::from_raw_parts(start, total) })
+            }
+        }
+    } else {
+        Payload::Sges(sg)
+    };
+    // SAFETY: the union's members are plain data (integers, a pointer);
+    // which one is meaningful the opcode says below.
+    let rdma = unsafe { w.wr.rdma };
+    // SAFETY: as above.
+    let atomic = unsafe { w.wr.atomic };
+    let op = match w.opcode {
+        op::RDMA_WRITE => SendOp::RdmaWrite { remote_addr: rdma.remote_addr, rkey: rdma.rkey },
+        op::RDMA_WRITE_WITH_IMM => {
+            SendOp::RdmaWriteWithImm { remote_addr: rdma.remote_addr, rkey: rdma.rkey, imm: u32::from_be(w.imm_data) }
+        }
+        op::SEND => SendOp::Send,
+        op::SEND_WITH_IMM => SendOp::SendWithImm { imm: u32::from_be(w.imm_data) },
+        op::SEND_WITH_INV => SendOp::SendWithInv { invalidate_rkey: w.imm_data },
+        op::RDMA_READ => SendOp::RdmaRead { remote_addr: rdma.remote_addr, rkey: rdma.rkey },
+        op::ATOMIC_CMP_AND_SWP => SendOp::AtomicCmpSwp {
+            remote_addr: atomic.remote_addr,
+            rkey: atomic.rkey,
+            compare: atomic.compare_add,
+            swap: atomic.swap,
+        },
+        op::ATOMIC_FETCH_AND_ADD => {
+            SendOp::AtomicFetchAdd { remote_addr: atomic.remote_addr, rkey: atomic.rkey, add: atomic.compare_add }
+        }
+        op::LOCAL_INV => SendOp::LocalInv { rkey: w.imm_data },
+        op::BIND_MW => {
+            // SAFETY: plain data, as above; the opcode selects this member.
+            let b = unsafe { w.bind_mw.bind_mw };
+            let mw = crate::mw::from_c(b.mw)?.mw.as_ref()?;
+            SendOp::BindMw(crate::mw::bind(mw, &b.bind_info, b.rkey)?)
+        }
+        _ => return None,
+    };
+    let ud = if qp_type == qp::QPT_UD {
+        // SAFETY: the UD member, for a UD QP.
+        let u = unsafe { w.wr.ud };
+        let ah = crate::ah::from_c(u.ah)?.ah.as_ref()?;
+        Some(UdDest { ah, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey })
+    } else {
+        None
+    };
+    let flags = SendFlags::from_bits_retain(w.send_flags & !SEND_INLINE);
+    Some(SendWr { wr_id: w.wr_id, payload, op, flags, ud })
+}
+
+/// Posts `wrs` with C's semantics: on a refusal of request `i`, requests
+/// before it are posted and `Err((i, errno))` returned.
+#[inline(always)]
+fn post_prefix<W>(wrs: &[W], mut post: impl FnMut(&[W]) -> Result<(), PostError>) -> Result<(), (usize, c_int)> {
+    match post(wrs) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let i = e.index.min(wrs.len().saturating_sub(1));
+            if e.index > 0 && e.index < wrs.len() {
+                // The prefix passed every check (room included).
+                if let Err(e2) = post(&wrs[..e.index]) {
+                    return Err((e2.index.min(i), errno_of(&e2.error)));
+                }
+            }
+            Err((i, errno_of(&e.error)))
+        }
+    }
+}
+
+/// `ibv_context_ops.post_send`: 0, or the errno value with `*bad_wr` set
+/// to the first request not posted (those before it are posted).
+///
+/// # Safety
+///
+/// `wr` is NULL or a valid list of valid requests (SGEs, inline bytes, AHs
+/// for UD); `bad_wr` is NULL or writable.
+pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    let set_bad = |p: *mut IbvSendWr| {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller passes NULL or a writable slot.
+            unsafe { *bad_wr = p };
+        }
+    };
+    let Some(c) = qp::from_c(qp) else {
+        set_bad(wr);
+        return fail_errno(libc::EINVAL);
+    };
+    let qp_type = c.qp_type();
+    let mut g = c.lock();
+    let Some(any) = g.as_mut() else {
+        set_bad(wr);
+        return fail_errno(libc::EINVAL);
+    };
+    let mut cur = wr;
+    while !cur.is_null() {
+        // Uninitialised stack space (no per-call zeroing): only the
+        // entries and bytes written are read.
+        let mut buf = [const { MaybeUninit::<SendWr<'_>>::uninit() }; BATCH];
+        let mut ptrs = [core::ptr::null_mut::<IbvSendWr>(); BATCH];
+        let mut scratch = MaybeUninit::<[u8; INLINE_BUF]>::uninit();
+        let mut inline = (scratch.as_mut_ptr().cast::<u8>(), INLINE_BUF);
+        let mut n = 0;
+        let mut refused = false;
+        while n < BATCH && !cur.is_null() {
+            // SAFETY: the caller promises a valid list.
+            let w = unsafe { &*cur };
+            // SAFETY: as above, for everything the request points to.
+            match unsafe { send_wr(w, qp_type, &mut inline) } {
+                Some(s) => {
+                    buf[n].write(s);
+                    ptrs[n] = cur;
+                    n += 1;
+                    cur = w.next;
+                }
+                None => {
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        // SAFETY: the first `n` entries were written above (MaybeUninit<T>
+        // has T's layout).
+        let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<SendWr<'_>>(), n) };
+        if n > 0 {
+            if let Err((i, e)) = each!(&mut *any, q => post_prefix(wrs, |l| q.post_send(l))) {
+                set_bad(ptrs[i]);
+                return fail_errno(e);
+            }
+        }
+        if refused {
+            set_bad(cur);
+            return fail_errno(libc::EINVAL);
+        }
+    }
+    0
+}
+
+/// Posts a C receive list through `post` in batches (C's semantics).
+///
+/// # Safety
+///
+/// `wr` is NULL or a valid list of valid requests; `bad_wr` NULL or writable.
+#[inline(always)]
+unsafe fn post_recv_list(
+    wr: *mut IbvRecvWr,
+    bad_wr: *mut *mut IbvRecvWr,
+    mut post: impl FnMut(&[RecvWr<'_>]) -> Result<(), PostError>,
+) -> c_int {
+    let set_bad = |p: *mut IbvRecvWr| {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller passes NULL or a writable slot.
+            unsafe { *bad_wr = p };
+        }
+    };
+    let mut cur = wr;
+    while !cur.is_null() {
+        let mut buf = [const { MaybeUninit::<RecvWr<'_>>::uninit() }; BATCH];
+        let mut ptrs = [core::ptr::null_mut::<IbvRecvWr>(); BATCH];
+        let mut n = 0;
+        let mut refused = false;
+        while n < BATCH && !cur.is_null() {
+            // SAFETY: the caller promises a valid list.
+            let w = unsafe { &*cur };
+            // SAFETY: and valid SGE arrays.
+            match unsafe { sges(w.sg_list, w.num_sge) } {
+                Some(sg) => {
+                    buf[n].write(RecvWr::new(w.wr_id, sg));
+                    ptrs[n] = cur;
+                    n += 1;
+                    cur = w.next;
+                }
+                None => {
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        // SAFETY: the first `n` entries were written above.
+        let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<RecvWr<'_>>(), n) };
+        if n > 0 {
+            if let Err((i, e)) = post_prefix(wrs, &mut post) {
+                set_bad(ptrs[i]);
+                return fail_errno(e);
+            }
+        }
+        if refused {
+            set_bad(cur);
+            return fail_errno(libc::EINVAL);
+        }
+    }
+    0
+}
+
+/// `ibv_context_ops.post_recv`: as [`post_send`], for receives.
+///
+/// # Safety
+///
+/// As [`post_recv_list`].
+pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+    let Some(c) = qp::from_c(qp) else {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller passes NULL or a writable slot.
+            unsafe { *bad_wr = wr };
+        }
+        return fail_errno(libc::EINVAL);
+    };
+    let mut g = c.lock();
+    let Some(any) = g.as_mut() else { return fail_errno(libc::EINVAL) };
+    let any: &mut Any = any;
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_list(wr, bad_wr, |l| each!(&mut *any, q => q.post_recv(l))) }
+}
+
+/// `ibv_context_ops.post_srq_recv`: as [`post_recv`], on an SRQ.
+///
+/// # Safety
+///
+/// As [`post_recv_list`].
+pub(crate) unsafe extern "C" fn post_srq_recv(srq: *mut IbvSrq, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+    let Some(c) = crate::srq::from_c(srq) else {
+        if !bad_wr.is_null() {
+            // SAFETY: the caller passes NULL or a writable slot.
+            unsafe { *bad_wr = wr };
+        }
+        return fail_errno(libc::EINVAL);
+    };
+    let g = c.srq.read().unwrap_or_else(|p| p.into_inner());
+    let Some(s) = g.as_ref() else { return fail_errno(libc::EINVAL) };
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_list(wr, bad_wr, |l| s.post_recv(l)) }
+}

@@ -1,0 +1,488 @@
+//! # Safety
+//!
+//! Queue pairs: `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp`,
+//! `ibv_destroy_qp` (RC, UC, UD). The data path is in `post.rs`.
+//!
+//! A QP is a boxed [`CQp`] whose first field is the C `struct ibv_qp` in
+//! an `UnsafeCell` (C writes `qp_context`; `state` is updated under the
+//! `qp` lock; the pthread mutex/condition are used through raw pointers
+//! only). The Rust QP is a typestate `QueuePair`, kept as a run-time
+//! state wrapper ([`Any`] over `verbs::qp::AnyQp`) in a `Mutex`, which
+//! every verb and post takes. It borrows the `Pd` of a [`CPd`], the `Cq`s
+//! of [`CCq`]s and the `Srq` of a [`CSrq`] as `&'static`: each is
+//! counted in its owner's `users` for as long as the QP exists (taken
+//! with `hold`, given back after the kernel destroyed the QP), and the
+//! owners refuse to change, move or free them while counted.
+//!
+//! `ibv_destroy_qp` waits, as rdma-core does, until `ibv_ack_async_event`
+//! acknowledged as many events as the kernel reports for the QP.
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
+use zerocopy::FromZeros;
+use verbs::qp::{AnyQp, QpCap, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
+
+use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpInitAttr};
+use crate::cq::{self, CCq};
+use crate::acks::Counters;
+use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::pd::{self, CPd};
+use crate::registry::{self, Kind};
+use crate::srq::{self, CSrq};
+
+const MAGIC: u64 = u64::from_be_bytes(*b"verbsQP\0");
+
+/// `enum ibv_qp_type` values this library creates.
+pub(crate) const QPT_RC: c_int = 2;
+pub(crate) const QPT_UC: c_int = 3;
+pub(crate) const QPT_UD: c_int = 4;
+
+/// `IBV_QP_STATE` and `IBV_QP_CUR_STATE` of `enum ibv_qp_attr_mask`.
+const ATTR_STATE: c_int = 1;
+const ATTR_CUR_STATE: c_int = 1 << 1;
+
+/// A QP of any transport in any state.
+pub(crate) enum Any {
+    Rc(AnyQp<'static, Rc>),
+    Uc(AnyQp<'static, Uc>),
+    Ud(AnyQp<'static, Ud>),
+}
+
+macro_rules! each {
+    ($e:expr, $q:ident => $body:expr) => {
+        match $e {
+            Any::Rc($q) => $body,
+            Any::Uc($q) => $body,
+            Any::Ud($q) => $body,
+        }
+    };
+}
+pub(crate) use each;
+
+/// A queue pair: the C view first, then the Rust one.
+#[repr(C)]
+pub(crate) struct CQp {
+    ibv: UnsafeCell<IbvQp>,
+    magic: AtomicU64,
+    /// `None` once destroyed.
+    pub(crate) qp: Mutex<Option<Any>>,
+    pd: &'static CPd,
+    send_cq: &'static CCq,
+    recv_cq: &'static CCq,
+    srq: Option<&'static CSrq>,
+    user_handle: u64,
+}
+
+// SAFETY: the C view is touched only by C, under `qp`'s lock, or through
+// raw pointers to its pthread objects; the rest is Sync.
+unsafe impl Sync for CQp {}
+// SAFETY: as above.
+unsafe impl Send for CQp {}
+
+/// The [`CQp`] behind a C `struct ibv_qp *`, if it is a live one of ours.
+#[inline]
+pub(crate) fn from_c<'a>(p: *mut IbvQp) -> Option<&'a CQp> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: every ibv_qp we hand out is the first field of a live boxed
+    // CQp (repr(C)); the magic check rejects destroyed ones still mapped.
+    let c = unsafe { &*p.cast::<CQp>() };
+    (c.magic.load(Ordering::Relaxed) == MAGIC).then_some(c)
+}
+
+impl CQp {
+    /// The QP, locked (a poisoned lock is taken over: the QP itself is
+    /// consistent, every change is one kernel command).
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Any>> {
+        self.qp.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `ibv_qp.qp_type`.
+    pub(crate) fn qp_type(&self) -> c_int {
+        let p = self.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_type)).cast::<c_int>();
+        // SAFETY: set at creation, never written after.
+        unsafe { p.read() }
+    }
+
+    fn counters(&self) -> Counters {
+        use core::mem::offset_of;
+        let c = offset_of!(IbvQp, events_completed);
+        Counters::of(self.ibv.get(), offset_of!(IbvQp, mutex), offset_of!(IbvQp, cond), c, c)
+    }
+
+    /// Counts `n` acknowledged async events and wakes `ibv_destroy_qp`.
+    pub(crate) fn ack(&self, n: u32) {
+        self.counters().add([n, 0]);
+    }
+
+    fn wait_acks(&self, n: u32) {
+        // Both slots name the same counter.
+        self.counters().wait([n, n]);
+    }
+
+    /// `qp_context` as C last set it.
+    fn qp_context(&self) -> *mut core::ffi::c_void {
+        let p = self.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_context)).cast::<*mut core::ffi::c_void>();
+        // SAFETY: a plain read of a pointer field C may write (C gives no
+        // more ordering than rdma-core does for the same field).
+        unsafe { p.read() }
+    }
+
+    /// The `struct ibv_qp *` C sees.
+    pub(crate) fn as_c(&self) -> *mut IbvQp {
+        self.ibv.get()
+    }
+}
+
+/// Gives back the borrows a QP took (after it is gone or was never made).
+fn release(pd: &CPd, send: &CCq, recv: &CCq, srq: Option<&CSrq>) {
+    pd.release();
+    send.release();
+    recv.release();
+    if let Some(s) = srq {
+        s.release();
+    }
+}
+
+/// `ibv_create_qp`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
+/// to the granted capacities. NULL with errno on failure.
+///
+/// # Safety
+///
+/// `init_attr` is NULL or points to a readable and writable
+/// `struct ibv_qp_init_attr`.
+pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
+    let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
+    let cpd: &'static CPd = cpd;
+    if init_attr.is_null() {
+        return fail_null(libc::EINVAL);
+    }
+    // SAFETY: non-NULL, the caller promises a valid init attr.
+    let ia = unsafe { &mut *init_attr };
+    let (Some(scq), Some(rcq)) = (cq::from_c(ia.send_cq), cq::from_c(ia.recv_cq)) else {
+        return fail_null(libc::EINVAL);
+    };
+    let (scq, rcq): (&'static CCq, &'static CCq) = (scq, rcq);
+    let csrq: Option<&'static CSrq> = if ia.srq.is_null() {
+        None
+    } else {
+        match srq::from_c(ia.srq) {
+            Some(s) => Some(s),
+            None => return fail_null(libc::EINVAL),
+        }
+    };
+    if !matches!(ia.qp_type, QPT_RC | QPT_UC | QPT_UD) {
+        return fail_null(libc::EOPNOTSUPP);
+    }
+    let Some(rpd) = cpd.pd() else { return fail_null(libc::EINVAL) };
+    // Take every borrow first; give them back if anything fails.
+    cpd.hold();
+    let held = (scq.hold(), rcq.hold(), csrq.map(|s| s.hold()));
+    let (Some(send_cq), Some(recv_cq)) = (held.0, held.1) else {
+        release(cpd, scq, rcq, csrq);
+        return fail_null(libc::EINVAL);
+    };
+    let srq_ref = match held.2 {
+        None => None,
+        Some(Some(s)) => Some(s),
+        Some(None) => {
+            release(cpd, scq, rcq, csrq);
+            return fail_null(libc::EINVAL);
+        }
+    };
+    let c = ia.cap;
+    let init = QpInitAttr {
+        send_cq,
+        recv_cq,
+        srq: srq_ref,
+        cap: QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        },
+        sq_sig_all: ia.sq_sig_all != 0,
+    };
+    let made = match ia.qp_type {
+        QPT_RC => QueuePair::<Rc, _>::create(rpd, init).map(|q| Any::Rc(q.into())),
+        QPT_UC => QueuePair::<Uc, _>::create(rpd, init).map(|q| Any::Uc(q.into())),
+        _ => QueuePair::<Ud, _>::create(rpd, init).map(|q| Any::Ud(q.into())),
+    };
+    let qp = match made {
+        Ok(q) => q,
+        Err(e) => {
+            release(cpd, scq, rcq, csrq);
+            return fail_null(errno_of(&e));
+        }
+    };
+    let (handle, qp_num, user_handle, cap) = each!(&qp, q => (q.handle(), q.qp_num(), q.user_handle(), q.cap()));
+    ia.cap = IbvQpCap {
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
+    };
+    // SAFETY: IbvQp is plain C data for which all-zero is valid (NULL, 0,
+    // glibc's PTHREAD_{MUTEX,COND}_INITIALIZER).
+    let mut ibv: IbvQp = unsafe { core::mem::zeroed() };
+    ibv.context = cpd.context();
+    ibv.qp_context = ia.qp_context;
+    ibv.pd = pd;
+    ibv.send_cq = ia.send_cq;
+    ibv.recv_cq = ia.recv_cq;
+    ibv.srq = ia.srq;
+    ibv.handle = handle;
+    ibv.qp_num = qp_num;
+    ibv.state = QpStateKind::Reset as c_int;
+    ibv.qp_type = ia.qp_type;
+    let b = Box::new(CQp {
+        ibv: UnsafeCell::new(ibv),
+        magic: AtomicU64::new(MAGIC),
+        qp: Mutex::new(Some(qp)),
+        pd: cpd,
+        send_cq: scq,
+        recv_cq: rcq,
+        srq: csrq,
+        user_handle,
+    });
+    let p = Box::into_raw(b);
+    registry::insert(user_handle, Kind::Qp, p as usize);
+    p.cast()
+}
+
+/// C's attributes and mask as a `MODIFY_QP` command.
+struct CModify<'a> {
+    attr: &'a IbvQpAttr,
+    mask: c_int,
+}
+
+fn dest_of(a: &IbvAhAttr) -> QpDest {
+    let mut d = QpDest::new_zeroed();
+    d.dgid = a.grh.dgid.raw;
+    d.flow_label = a.grh.flow_label;
+    d.sgid_index = a.grh.sgid_index;
+    d.hop_limit = a.grh.hop_limit;
+    d.traffic_class = a.grh.traffic_class;
+    d.dlid = a.dlid;
+    d.sl = a.sl;
+    d.src_path_bits = a.src_path_bits;
+    d.static_rate = a.static_rate;
+    d.is_global = a.is_global;
+    d.port_num = a.port_num;
+    d
+}
+
+fn ah_of(d: &QpDest) -> IbvAhAttr {
+    IbvAhAttr {
+        grh: IbvGlobalRoute {
+            dgid: crate::abi::device::IbvGid { raw: d.dgid },
+            flow_label: d.flow_label,
+            sgid_index: d.sgid_index,
+            hop_limit: d.hop_limit,
+            traffic_class: d.traffic_class,
+        },
+        dlid: d.dlid,
+        sl: d.sl,
+        src_path_bits: d.src_path_bits,
+        static_rate: d.static_rate,
+        is_global: d.is_global,
+        port_num: d.port_num,
+    }
+}
+
+impl TransitionAttr for CModify<'_> {
+    fn apply(&self, cmd: &mut ModifyQp) -> u32 {
+        let a = self.attr;
+        cmd.cur_qp_state = a.cur_qp_state as u8;
+        cmd.path_mtu = a.path_mtu as u8;
+        cmd.path_mig_state = a.path_mig_state as u8;
+        cmd.qkey = a.qkey;
+        cmd.rq_psn = a.rq_psn;
+        cmd.sq_psn = a.sq_psn;
+        cmd.dest_qp_num = a.dest_qp_num;
+        cmd.qp_access_flags = a.qp_access_flags;
+        cmd.pkey_index = a.pkey_index;
+        cmd.alt_pkey_index = a.alt_pkey_index;
+        cmd.en_sqd_async_notify = a.en_sqd_async_notify;
+        cmd.max_rd_atomic = a.max_rd_atomic;
+        cmd.max_dest_rd_atomic = a.max_dest_rd_atomic;
+        cmd.min_rnr_timer = a.min_rnr_timer;
+        cmd.port_num = a.port_num;
+        cmd.timeout = a.timeout;
+        cmd.retry_cnt = a.retry_cnt;
+        cmd.rnr_retry = a.rnr_retry;
+        cmd.alt_port_num = a.alt_port_num;
+        cmd.alt_timeout = a.alt_timeout;
+        cmd.dest = dest_of(&a.ah_attr);
+        cmd.alt_dest = dest_of(&a.alt_ah_attr);
+        // The kernel reads only the fields the mask names.
+        (self.mask & !ATTR_STATE) as u32
+    }
+}
+
+fn state_of(v: c_int) -> Option<QpStateKind> {
+    u8::try_from(v).ok().and_then(QpStateKind::from_raw)
+}
+
+/// `ibv_modify_qp`: 0 or the errno value; transitions the IB spec forbids
+/// get the kernel's `EINVAL` and leave the QP as it was.
+///
+/// # Safety
+///
+/// `attr` is NULL or points to a readable `struct ibv_qp_attr`.
+pub(crate) unsafe extern "C" fn ibv_modify_qp(qp: *mut IbvQp, attr: *mut IbvQpAttr, attr_mask: c_int) -> c_int {
+    let Some(c) = from_c(qp) else { return fail_errno(libc::EINVAL) };
+    if attr.is_null() {
+        return fail_errno(libc::EINVAL);
+    }
+    // SAFETY: non-NULL, the caller promises a readable attr.
+    let a = unsafe { &*attr };
+    let mut g = c.lock();
+    let Some(any) = g.take() else { return fail_errno(libc::EINVAL) };
+    let cur = each!(&any, q => q.state());
+    let to = if attr_mask & ATTR_STATE != 0 { state_of(a.qp_state) } else { Some(cur) };
+    if attr_mask & ATTR_CUR_STATE != 0 && state_of(a.cur_qp_state).is_none() {
+        *g = Some(any);
+        return fail_errno(libc::EINVAL);
+    }
+    let Some(to) = to else {
+        *g = Some(any);
+        return fail_errno(libc::EINVAL);
+    };
+    let m = CModify { attr: a, mask: attr_mask };
+    let r = match any {
+        Any::Rc(q) => q.modify(to, &m).map(Any::Rc).map_err(|e| (e.error, Any::Rc(e.qp))),
+        Any::Uc(q) => q.modify(to, &m).map(Any::Uc).map_err(|e| (e.error, Any::Uc(e.qp))),
+        Any::Ud(q) => q.modify(to, &m).map(Any::Ud).map_err(|e| (e.error, Any::Ud(e.qp))),
+    };
+    match r {
+        Ok(q) => {
+            *g = Some(q);
+            if attr_mask & ATTR_STATE != 0 {
+                // SAFETY: `state` is written only under the lock (held).
+                unsafe { (*c.ibv.get()).state = to as c_int };
+            }
+            0
+        }
+        Err((e, q)) => {
+            *g = Some(q);
+            fail_errno(errno_of(&e))
+        }
+    }
+}
+
+/// `ibv_query_qp`: fills `attr` and `init_attr` (0 or the errno value).
+///
+/// # Safety
+///
+/// `attr` and `init_attr` are NULL or point to writable structs.
+pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAttr, attr_mask: c_int, init_attr: *mut IbvQpInitAttr) -> c_int {
+    let Some(c) = from_c(qp) else { return fail_errno(libc::EINVAL) };
+    if attr.is_null() || init_attr.is_null() {
+        return fail_errno(libc::EINVAL);
+    }
+    let g = c.lock();
+    let Some(any) = g.as_ref() else { return fail_errno(libc::EINVAL) };
+    let mut cmd = QueryQp::new_zeroed();
+    cmd.qp_handle = each!(any, q => q.handle());
+    cmd.attr_mask = attr_mask as u32;
+    let ctx = c.pd.pd().map(|p| p.context());
+    let Some(ctx) = ctx else { return fail_errno(libc::EINVAL) };
+    let r = match ctx.channel().exec("ibv_query_qp", &cmd, &[], &mut []) {
+        Ok(r) => r,
+        Err(e) => return fail_errno(errno_of(&e)),
+    };
+    let cap = IbvQpCap {
+        max_send_wr: r.max_send_wr,
+        max_recv_wr: r.max_recv_wr,
+        max_send_sge: r.max_send_sge,
+        max_recv_sge: r.max_recv_sge,
+        max_inline_data: r.max_inline_data,
+    };
+    let out = IbvQpAttr {
+        qp_state: c_int::from(r.qp_state),
+        cur_qp_state: c_int::from(r.cur_qp_state),
+        path_mtu: c_int::from(r.path_mtu),
+        path_mig_state: c_int::from(r.path_mig_state),
+        qkey: r.qkey,
+        rq_psn: r.rq_psn,
+        sq_psn: r.sq_psn,
+        dest_qp_num: r.dest_qp_num,
+        qp_access_flags: r.qp_access_flags,
+        cap,
+        ah_attr: ah_of(&r.dest),
+        alt_ah_attr: ah_of(&r.alt_dest),
+        pkey_index: r.pkey_index,
+        alt_pkey_index: r.alt_pkey_index,
+        en_sqd_async_notify: 0,
+        sq_draining: r.sq_draining,
+        max_rd_atomic: r.max_rd_atomic,
+        max_dest_rd_atomic: r.max_dest_rd_atomic,
+        min_rnr_timer: r.min_rnr_timer,
+        port_num: r.port_num,
+        timeout: r.timeout,
+        retry_cnt: r.retry_cnt,
+        rnr_retry: r.rnr_retry,
+        alt_port_num: r.alt_port_num,
+        alt_timeout: r.alt_timeout,
+        rate_limit: 0,
+    };
+    // SAFETY: non-NULL, the caller promises a writable struct.
+    unsafe { attr.write(out) };
+    let init = IbvQpInitAttr {
+        qp_context: c.qp_context(),
+        send_cq: c.send_cq.as_c(),
+        recv_cq: c.recv_cq.as_c(),
+        srq: c.srq.map_or(core::ptr::null_mut(), |s| s.as_c()),
+        cap,
+        qp_type: c.qp_type(),
+        sq_sig_all: c_int::from(r.sq_sig_all != 0),
+    };
+    // SAFETY: as above.
+    unsafe { init_attr.write(init) };
+    if attr_mask & ATTR_STATE != 0 {
+        let state = c.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, state)).cast::<c_int>();
+        // SAFETY: `state` is written only under the lock (held), as
+        // rdma-core updates it after a query.
+        unsafe { state.write(c_int::from(r.qp_state)) };
+    }
+    0
+}
+
+/// `ibv_destroy_qp`: 0 or the errno value. Waits for the acknowledgement
+/// of the async events the kernel delivered for the QP, as rdma-core does.
+pub(crate) extern "C" fn ibv_destroy_qp(qp: *mut IbvQp) -> c_int {
+    let Some(c) = from_c(qp) else { return fail_errno(libc::EINVAL) };
+    let mut g = c.lock();
+    let Some(any) = g.take() else { return fail_errno(libc::EINVAL) };
+    let r = match any {
+        Any::Rc(q) => q.destroy().map_err(|e| (e.error, Any::Rc(e.object))),
+        Any::Uc(q) => q.destroy().map_err(|e| (e.error, Any::Uc(e.object))),
+        Any::Ud(q) => q.destroy().map_err(|e| (e.error, Any::Ud(e.object))),
+    };
+    let events = match r {
+        Ok(n) => n,
+        Err((e, q)) => {
+            *g = Some(q);
+            return fail_errno(errno_of(&e));
+        }
+    };
+    drop(g);
+    release(c.pd, c.send_cq, c.recv_cq, c.srq);
+    registry::remove(c.user_handle);
+    c.wait_acks(events);
+    c.magic.store(0, Ordering::Relaxed);
+    // SAFETY: `qp` is the pointer Box::into_raw gave C for this live box
+    // (from_c checked); magic cleared and registry entry gone; freed once.
+    drop(unsafe { Box::from_raw(qp.cast::<CQp>()) });
+    0
+}

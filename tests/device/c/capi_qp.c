@@ -1,0 +1,253 @@
+/* Queue pairs, SRQs, AHs, memory windows and the data path through the C
+ * ABI, run by tests/device/capi.rs on rdma-core's libibverbs and on ours:
+ * the outputs must be identical. Two RC QPs on one device are connected
+ * to each other (RoCE v2 GID index from argv). Prints values and errno
+ * names, never addresses, keys or QP numbers.
+ * Usage: capi_qp DEVICE GID_INDEX */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#define E(rc) ((rc) ? strerror(rc) : "ok")
+#define P(p) ((p) ? "ok" : strerror(errno))
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static int gid_index;
+static union ibv_gid gid;
+
+static struct ibv_qp *rc_qp(struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	printf("  create_qp(rc%s) %s", srq ? ", srq" : "", P(qp));
+	if (qp)
+		printf(" state %d type %d pd %s srq %s cap %u %u %u %u\n", qp->state, qp->qp_type,
+		       qp->pd == pd ? "same" : "other", qp->srq == srq ? "same" : "other",
+		       ia.cap.max_send_wr >= 8, ia.cap.max_recv_wr >= (srq ? 0 : 8),
+		       ia.cap.max_send_sge >= 2, ia.cap.max_recv_sge >= (srq ? 0 : 1));
+	else
+		printf("\n");
+	return qp;
+}
+
+static int modify(struct ibv_qp *qp, const char *what, struct ibv_qp_attr *a, int mask)
+{
+	int rc = ibv_modify_qp(qp, a, mask);
+
+	printf("  modify(%s) %s state %d\n", what, E(rc), qp->state);
+	return rc;
+}
+
+static void up(struct ibv_qp *qp, uint32_t remote)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	modify(qp, "init", &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	modify(qp, "init->rts", &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = remote;
+	a.rq_psn = 7;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	modify(qp, "rtr", &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 7;
+	a.max_rd_atomic = 1;
+	modify(qp, "rts", &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+	       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void drain(int want)
+{
+	struct ibv_wc wc[8];
+	time_t end = time(NULL) + 60;
+	int got = 0, n, i;
+
+	while (got < want && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 8, wc);
+		if (n < 0) {
+			printf("  poll_cq %d\n", n);
+			return;
+		}
+		for (i = 0; i < n; i++)
+			printf("  wc id %llu status %s opcode %d len %u flags %u imm %x\n",
+			       (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status),
+			       wc[i].opcode, wc[i].status ? 0 : wc[i].byte_len,
+			       wc[i].wc_flags, wc[i].wc_flags & IBV_WC_WITH_IMM ? be32toh(wc[i].imm_data) : 0);
+		got += n;
+	}
+	printf("  completions %d of %d\n", got, want);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	struct ibv_qp *a, *b, *s;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr sa;
+	struct ibv_srq *srq;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+	struct ibv_mw *mw1, *mw2;
+	struct ibv_mr *mr;
+	struct ibv_sge sge[2];
+	struct ibv_send_wr sw[3], *bad;
+	struct ibv_recv_wr rw[3], *rbad;
+	char *buf;
+	int n, i, rc;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (argc > 2 && !strcmp(ibv_get_device_name(list[i]), argv[1]))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		printf("usage: capi_qp DEVICE GID_INDEX\n");
+		return 1;
+	}
+	gid_index = atoi(argv[2]);
+	ibv_query_gid(ctx, 1, gid_index, &gid);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	buf = aligned_alloc(4096, 8192);
+	memset(buf, 0, 8192);
+	strcpy(buf, "hello");
+	mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	printf("%s pd %s cq %s mr %s\n", argv[1], P(pd), P(cq), P(mr));
+
+	a = rc_qp(NULL);
+	b = rc_qp(NULL);
+	if (!a || !b)
+		return 1;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_RTR;
+	modify(a, "reset->rtr", &qa, IBV_QP_STATE);
+	up(a, b->qp_num);
+	up(b, a->qp_num);
+	rc = ibv_query_qp(b, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_PORT, &qia);
+	printf("  query_qp %s state %d mtu %d port %u dest %s rq_psn %u timeout %u type %d sig_all %d "
+	       "cq %s\n", E(rc), qa.qp_state, qa.path_mtu, qa.port_num,
+	       qa.dest_qp_num == a->qp_num ? "a" : "other", qa.rq_psn, qa.timeout, qia.qp_type,
+	       qia.sq_sig_all, qia.send_cq == cq ? "same" : "other");
+
+	/* receives: two good, then one with too many SGEs */
+	for (i = 0; i < 3; i++) {
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)buf + 4096 + i * 64, .length = 64, .lkey = mr->lkey };
+		rw[i] = (struct ibv_recv_wr){ .wr_id = 100 + i, .sg_list = sge, .num_sge = 1,
+					      .next = i < 2 ? &rw[i + 1] : NULL };
+	}
+	rw[2].num_sge = 5;
+	rbad = NULL;
+	rc = ibv_post_recv(b, rw, &rbad);
+	printf("  post_recv(3, third bad) %s bad %ld\n", E(rc), rbad ? (long)(rbad - rw) : -1L);
+	/* sends: send, send with imm, then one with too many SGEs */
+	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 6, .lkey = mr->lkey };
+	for (i = 0; i < 3; i++)
+		sw[i] = (struct ibv_send_wr){ .wr_id = 1 + i, .sg_list = &sge[1], .num_sge = 1,
+					      .opcode = i ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0xabc),
+					      .next = i < 2 ? &sw[i + 1] : NULL };
+	sw[2].num_sge = 5;
+	bad = NULL;
+	rc = ibv_post_send(a, sw, &bad);
+	printf("  post_send(3, third bad) %s bad %ld\n", E(rc), bad ? (long)(bad - sw) : -1L);
+	drain(4);
+	printf("  received '%s'\n", buf + 4096 + 128);
+	/* RDMA write and read */
+	memset(buf + 6000, 0, 16);
+	sw[0] = (struct ibv_send_wr){ .wr_id = 9, .sg_list = &sge[1], .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				      .wr.rdma = { .remote_addr = (uintptr_t)buf + 6000, .rkey = mr->rkey } };
+	rc = ibv_post_send(a, sw, &bad);
+	printf("  post_send(write) %s\n", E(rc));
+	drain(1);
+	printf("  written '%s'\n", buf + 6000);
+
+	errno = 0;
+	rc = ibv_destroy_cq(cq);
+	printf("  destroy_cq(in use) %s\n", E(rc));
+
+	srq = ibv_create_srq(pd, &sia);
+	printf("  create_srq %s max_wr>=16 %d max_sge %u\n", P(srq), sia.attr.max_wr >= 16, sia.attr.max_sge);
+	rc = srq ? ibv_query_srq(srq, &sa) : -1;
+	printf("  query_srq %s max_wr>=16 %d limit %u\n", E(rc), sa.max_wr >= 16, sa.srq_limit);
+	sa.srq_limit = 4;
+	rc = srq ? ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) : -1;
+	printf("  modify_srq(limit) %s\n", E(rc));
+	s = srq ? rc_qp(srq) : NULL;
+	rc = srq ? ibv_destroy_srq(srq) : -1;
+	printf("  destroy_srq(in use) %s\n", E(rc));
+	if (s)
+		printf("  destroy_qp %s\n", E(ibv_destroy_qp(s)));
+	if (srq)
+		printf("  destroy_srq %s\n", E(ibv_destroy_srq(srq)));
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = gid_index;
+	aa.grh.hop_limit = 1;
+	aa.port_num = 1;
+	ah = ibv_create_ah(pd, &aa);
+	printf("  create_ah %s\n", P(ah));
+	if (ah)
+		printf("  destroy_ah %s\n", E(ibv_destroy_ah(ah)));
+	aa.is_global = 0;
+	errno = 0;
+	ah = ibv_create_ah(pd, &aa);
+	printf("  create_ah(no grh on RoCE) %s\n", P(ah));
+
+	mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	printf("  alloc_mw %s %s type %d %d\n", P(mw1), P(mw2), mw1 ? (int)mw1->type : -1,
+	       mw2 ? (int)mw2->type : -1);
+	if (mw1)
+		printf("  dealloc_mw %s\n", E(ibv_dealloc_mw(mw1)));
+	if (mw2)
+		printf("  dealloc_mw %s\n", E(ibv_dealloc_mw(mw2)));
+
+	rc = ibv_destroy_qp(a);
+	printf("  destroy_qp %s\n", E(rc));
+	rc = ibv_destroy_qp(b);
+	printf("  destroy_qp %s\n", E(rc));
+	rc = ibv_dereg_mr(mr);
+	printf("  dereg_mr %s\n", E(rc));
+	rc = ibv_destroy_cq(cq);
+	printf("  destroy_cq %s\n", E(rc));
+	rc = ibv_dealloc_pd(pd);
+	printf("  dealloc_pd %s\n", E(rc));
+	rc = ibv_close_device(ctx);
+	printf("  close %s\n", E(rc));
+	ibv_free_device_list(list);
+	free(buf);
+	return 0;
+}

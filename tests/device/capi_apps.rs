@@ -1,0 +1,219 @@
+//! rdma-core's and perftest's programs, unmodified, on our
+//! `libibverbs.so.1` (issue 14): each pairing runs one side with
+//! `LD_LIBRARY_PATH` pointing at our library and the other on rdma-core's,
+//! then the other way round, on rxe0 (loopback over TCP 127.0.0.1).
+//! Each run asserts both processes exit 0, that the side on our library
+//! really loaded it (the loader's trace), and what the program prints on
+//! success: the pingpongs' `iters` and `bytes` lines (and `-c` finds no
+//! invalid page), perftest's result row for the requested size and
+//! iteration count. Iterations are few: the VM runs under TCG.
+
+use super::capi::library_dir;
+use super::common::{gid_index, rxe_name};
+use core::time::Duration;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+/// Per pairing: the VM runs under TCG, 50-100x slower than the host.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Side {
+    name: String,
+    child: Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+struct Done {
+    name: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl core::fmt::Display for Done {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} exit {:?}\n--- stdout\n{}--- stderr\n{}", self.name, self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Starts `prog args`, on our library if `lib` is given.
+fn start(prog: &str, args: &[String], lib: Option<&Path>) -> Side {
+    let mut c = Command::new(prog);
+    c.args(args).env_remove("LD_LIBRARY_PATH").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(d) = lib {
+        c.env("LD_LIBRARY_PATH", d);
+    }
+    let mut child = c.spawn().unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let on = if lib.is_some() { "[our libibverbs]" } else { "[rdma-core]" };
+    Side { name: format!("{on} {prog} {}", args.join(" ")), child, out, err }
+}
+
+impl Side {
+    fn finish(mut self, since: Instant) -> Done {
+        let code = loop {
+            match self.child.try_wait().expect("try_wait") {
+                Some(status) => break status.code(),
+                None if since.elapsed() > TIMEOUT => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+                None => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        Done { name: self.name, code, stdout: self.out.join().unwrap(), stderr: self.err.join().unwrap() }
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+fn listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3
+                && cols[3] == "0A"
+                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+        })
+    })
+}
+
+/// Asserts `prog` resolves libibverbs.so.1 to our library in `dir`.
+fn loads_ours(prog: &str, dir: &Path) {
+    let trace = Command::new(prog)
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .env("LD_LIBRARY_PATH", dir)
+        .output()
+        .expect("loader trace");
+    let trace = String::from_utf8_lossy(&trace.stdout);
+    assert!(
+        trace.lines().any(|l| l.contains("libibverbs.so.1 =>") && l.contains(dir.to_str().unwrap())),
+        "{prog} did not load our library:\n{trace}"
+    );
+}
+
+/// Server (on ours if `ours_server`) and client with the same `args`;
+/// returns (server, client) once both exited 0.
+fn pair(prog: &str, args: &[String], port: u16, ours_server: bool) -> (Done, Done) {
+    let dir = library_dir();
+    loads_ours(prog, &dir);
+    let (sl, cl) = if ours_server { (Some(dir.as_path()), None) } else { (None, Some(dir.as_path())) };
+    let since = Instant::now();
+    let mut srv = start(prog, args, sl);
+    while !listening(port) {
+        if srv.exited() || since.elapsed() > TIMEOUT {
+            panic!("server never listened on {port}:\n{}", srv.finish(since));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut cargs = args.to_vec();
+    cargs.push("127.0.0.1".to_owned());
+    let c = start(prog, &cargs, cl).finish(since);
+    let s = srv.finish(since);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{s}\n{c}");
+    (s, c)
+}
+
+const PP_ITERS: u32 = 20;
+
+/// One pingpong both ways: ours as server, then ours as client.
+fn pingpong(prog: &str, port: u16, extra: &[&str]) {
+    let mut args: Vec<String> =
+        ["-d", &rxe_name(), "-g", &gid_index().to_string(), "-n", &PP_ITERS.to_string()].iter().map(|s| s.to_string()).collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    for (i, ours_server) in [true, false].into_iter().enumerate() {
+        let p = port + i as u16;
+        let mut a = args.clone();
+        a.extend(["-p".to_owned(), p.to_string()]);
+        let (s, c) = pair(prog, &a, p, ours_server);
+        for side in [&s, &c] {
+            let both = format!("{s}\n{c}");
+            assert_eq!(side.stdout.lines().filter(|l| l.starts_with(&format!("{PP_ITERS} iters in "))).count(), 1, "{both}");
+            assert_eq!(side.stdout.lines().filter(|l| l.contains(" bytes in ")).count(), 1, "{both}");
+            assert!(!side.stdout.contains("invalid data"), "{both}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and rdma-core's ibverbs-utils (run in the VM)"]
+fn capi_ibv_rc_pingpong_both_ways() {
+    pingpong("ibv_rc_pingpong", 18800, &["-c"]);
+    // completion events: ibv_req_notify_cq, ibv_get_cq_event, ibv_ack_cq_events
+    pingpong("ibv_rc_pingpong", 18802, &["-e", "-c"]);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and rdma-core's ibverbs-utils (run in the VM)"]
+fn capi_ibv_ud_pingpong_both_ways() {
+    // messages must fit the port's MTU (rxe: 1024)
+    pingpong("ibv_ud_pingpong", 18804, &["-s", "512", "-c"]);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and rdma-core's ibverbs-utils (run in the VM)"]
+fn capi_ibv_srq_pingpong_both_ways() {
+    pingpong("ibv_srq_pingpong", 18806, &["-q", "4", "-r", "16", "-s", "1024", "-c"]);
+}
+
+/// perftest's result row: `#bytes #iterations` then numbers.
+fn result_rows(out: &str, size: u32, iters: u32) -> usize {
+    out.lines()
+        .filter(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            t.len() >= 5 && t[0] == size.to_string() && t[1] == iters.to_string() && t[2..].iter().all(|x| x.parse::<f64>().is_ok())
+        })
+        .count()
+}
+
+/// One perftest program both ways; `server_reports`: whether the server
+/// prints a result row too (the read/atomic latency servers do not).
+fn perftest(prog: &str, port: u16, extra: &[&str], size: u32, iters: u32, server_reports: bool) {
+    let mut args: Vec<String> = ["-d", &rxe_name(), "-x", &gid_index().to_string(), "-n", &iters.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    for (i, ours_server) in [true, false].into_iter().enumerate() {
+        let p = port + i as u16;
+        let mut a = args.clone();
+        a.extend(["-p".to_owned(), p.to_string()]);
+        let (s, c) = pair(prog, &a, p, ours_server);
+        let both = format!("{s}\n{c}");
+        assert_eq!(result_rows(&c.stdout, size, iters), 1, "{both}");
+        if server_reports {
+            assert_eq!(result_rows(&s.stdout, size, iters), 1, "{both}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn capi_perftest_lat_both_ways() {
+    perftest("ib_send_lat", 18810, &["-s", "64"], 64, 50, true);
+    perftest("ib_write_lat", 18812, &["-s", "32"], 32, 50, true);
+    perftest("ib_read_lat", 18814, &["-s", "16"], 16, 50, false);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn capi_perftest_bw_both_ways() {
+    perftest("ib_send_bw", 18816, &["-s", "4096"], 4096, 50, true);
+    perftest("ib_write_bw", 18818, &["-s", "8192"], 8192, 50, true);
+    perftest("ib_atomic_bw", 18820, &[], 8, 50, true);
+}

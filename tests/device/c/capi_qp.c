@@ -15,6 +15,33 @@
 #define E(rc) ((rc) ? strerror(rc) : "ok")
 #define P(p) ((p) ? "ok" : strerror(errno))
 
+/* Allocation counting: this program's malloc family wraps glibc's, and
+ * both libraries' allocations resolve to it (symbol interposition), so
+ * the data path's heap use is visible. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static int counting;
+static long allocs;
+
+void *malloc(size_t n)
+{
+	allocs += counting;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	allocs += counting;
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	allocs += counting;
+	return __libc_realloc(p, n);
+}
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
@@ -192,6 +219,32 @@ int main(int argc, char **argv)
 	drain(1);
 	printf("  written '%s'\n", buf + 6000);
 
+	/* the data path allocates nothing: 50 rounds of post_recv, post_send,
+	 * poll_cq until both completed */
+	{
+		struct ibv_wc wc[4];
+		time_t end = time(NULL) + 60;
+		int round, got, bad_status = 0;
+
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)buf + 4096, .length = 64, .lkey = mr->lkey };
+		rw[0] = (struct ibv_recv_wr){ .wr_id = 200, .sg_list = sge, .num_sge = 1 };
+		sw[0] = (struct ibv_send_wr){ .wr_id = 201, .sg_list = &sge[1], .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		counting = 1;
+		for (round = 0; round < 50 && time(NULL) < end; round++) {
+			if (ibv_post_recv(b, rw, &rbad) || ibv_post_send(a, sw, &bad))
+				break;
+			for (got = 0; got < 2 && time(NULL) < end;) {
+				n = ibv_poll_cq(cq, 4, wc);
+				for (i = 0; i < n; i++)
+					bad_status += wc[i].status != IBV_WC_SUCCESS;
+				got += n > 0 ? n : 0;
+			}
+		}
+		counting = 0;
+		printf("  data path: %d rounds, %d bad completions, %ld allocations\n", round, bad_status,
+		       allocs);
+	}
 	errno = 0;
 	rc = ibv_destroy_cq(cq);
 	printf("  destroy_cq(in use) %s\n", E(rc));
@@ -204,6 +257,11 @@ int main(int argc, char **argv)
 	rc = srq ? ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) : -1;
 	printf("  modify_srq(limit) %s\n", E(rc));
 	s = srq ? rc_qp(srq) : NULL;
+	sa.srq_limit = 2;
+	rc = s ? ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) : -1;
+	printf("  modify_srq(limit, in use) %s\n", E(rc));
+	rc = srq ? ibv_query_srq(srq, &sa) : -1;
+	printf("  query_srq %s limit %u\n", E(rc), sa.srq_limit);
 	rc = srq ? ibv_destroy_srq(srq) : -1;
 	printf("  destroy_srq(in use) %s\n", E(rc));
 	if (s)
@@ -230,6 +288,42 @@ int main(int argc, char **argv)
 	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
 	printf("  alloc_mw %s %s type %d %d\n", P(mw1), P(mw2), mw1 ? (int)mw1->type : -1,
 	       mw2 ? (int)mw2->type : -1);
+	/* memory windows bound to the region: type 1 with ibv_bind_mw, type 2
+	 * with a bind request; then an RDMA write from b through each key */
+	if (mw1 && mw2) {
+		struct ibv_mw_bind mb = { .wr_id = 31, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = mr, .addr = (uintptr_t)buf + 7000, .length = 64,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } };
+		uint32_t old1 = mw1->rkey;
+
+		rc = ibv_bind_mw(a, mw1, &mb);
+		printf("  bind_mw(type 1) %s rkey %s\n", E(rc), mw1->rkey != old1 ? "changed" : "same");
+		drain(1);
+		memset(&sw[0], 0, sizeof(sw[0]));
+		sw[0].wr_id = 32;
+		sw[0].opcode = IBV_WR_BIND_MW;
+		sw[0].send_flags = IBV_SEND_SIGNALED;
+		sw[0].bind_mw.mw = mw2;
+		sw[0].bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+		sw[0].bind_mw.bind_info = mb.bind_info;
+		sw[0].bind_mw.bind_info.addr = (uintptr_t)buf + 7100;
+		rc = ibv_post_send(a, sw, &bad);
+		printf("  post_send(bind type 2) %s\n", E(rc));
+		drain(1);
+		memset(buf + 7000, 0, 200);
+		sw[0] = (struct ibv_send_wr){ .wr_id = 33, .sg_list = &sge[1], .num_sge = 1,
+					      .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					      .wr.rdma = { .remote_addr = (uintptr_t)buf + 7000, .rkey = mw1->rkey } };
+		sw[1] = sw[0];
+		sw[1].wr_id = 34;
+		sw[1].wr.rdma.remote_addr = (uintptr_t)buf + 7100;
+		sw[1].wr.rdma.rkey = ibv_inc_rkey(mw2->rkey);
+		sw[0].next = &sw[1];
+		rc = ibv_post_send(b, sw, &bad);
+		printf("  post_send(write through windows) %s\n", E(rc));
+		drain(2);
+		printf("  through windows '%s' '%s'\n", buf + 7000, buf + 7100);
+	}
 	if (mw1)
 		printf("  dealloc_mw %s\n", E(ibv_dealloc_mw(mw1)));
 	if (mw2)

@@ -4,6 +4,8 @@
 //! the device's kernel driver id (learned over RDMA netlink), then by device
 //! name, and finally checked against the per-device uverbs ABI version.
 
+#[cfg(any(feature = "rxe", feature = "siw"))]
+pub mod claim;
 #[cfg(feature = "rxe")]
 pub mod rxe;
 #[cfg(feature = "siw")]

@@ -262,13 +262,12 @@ impl<'ctx> Cq<'ctx> {
     /// taking the flag.
     #[doc(alias = "ibv_poll_cq")]
     #[inline]
-    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
         match self.ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
             #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Siw(ref ring) => crate::providers::siw::poll::poll(ring.ring(), wc).map_err(busy),
             Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
@@ -295,13 +294,12 @@ impl<'ctx> Cq<'ctx> {
     /// ```
     #[doc(alias = "ibv_start_poll", alias = "ibv_next_poll", alias = "ibv_end_poll")]
     #[inline]
-    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
         match self.ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
             #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(Error::new("ibv_poll_cq", ErrorKind::Unsupported)),
+            Ring::Siw(ref ring) => crate::providers::siw::poll::poll_with(ring.ring(), max, f).map_err(busy),
             Ring::Dead => Err(dead("ibv_poll_cq")),
         }
     }
@@ -425,11 +423,11 @@ pub fn get_cq_event<'c, 'ctx>(
 }
 
 /// The error of a poll that found the CQ held by another caller.
-#[cfg(feature = "rxe")]
+#[cfg(any(feature = "rxe", feature = "siw"))]
 #[cold]
 #[inline(never)]
-fn busy(claim: crate::providers::rxe::queue::Claim) -> Error {
-    use crate::providers::rxe::queue::Claim;
+fn busy(claim: crate::providers::claim::Claim) -> Error {
+    use crate::providers::claim::Claim;
     let e = Error::new("ibv_poll_cq", ErrorKind::Busy);
     match claim {
         Claim::Lent => e.with_detail("the CQ is being polled from inside a poll_with closure (here or on another thread)"),

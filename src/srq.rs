@@ -372,7 +372,12 @@ impl<'a> Srq<'a> {
                 wrs,
             ),
             #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(crate::wr::PostError::new(VERB, ErrorKind::Unsupported, 0)),
+            Ring::Siw(ref r) => crate::providers::siw::post::post_recv(
+                VERB,
+                r.ring().producer_shared(),
+                self.max_sge,
+                wrs,
+            ),
             Ring::Dead => Err(crate::wr::PostError::new(VERB, ErrorKind::Dead, 0)),
         }
     }

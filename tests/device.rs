@@ -52,6 +52,7 @@ mod device {
     #[allow(dead_code)]
     mod rig;
     mod ring_reuse;
+    mod siw_flush;
     mod srq;
     mod syscalls;
     mod ud_events;

@@ -121,19 +121,7 @@ pub struct Queue<const MIN: usize = 0> {
     claim: AtomicU8,
 }
 
-/// The states of a queue's claim flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Claim {
-    /// Nobody holds it.
-    Free = 0,
-    /// Held by library code (a producer, or a consumer copying
-    /// completions), which runs no caller code and cannot block.
-    Held = 1,
-    /// Held by a consumer while caller code runs (a `poll_with` closure),
-    /// which may take any time, or poll the same queue.
-    Lent = 2,
-}
+pub use crate::providers::claim::Claim;
 
 // SAFETY: `base` is a copy of the pointer `map` owns; a `Queue` is as
 // thread-safe as its `Mapping` (which is `Send` and `Sync`, see

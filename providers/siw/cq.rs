@@ -4,78 +4,44 @@
 //! (the kernel reads it when it adds a CQE), not a system call.
 
 use core::mem::size_of;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use rustix::fd::AsFd;
-use static_assertions::const_assert_eq;
 use zerocopy::FromBytes;
 
-use crate::abi::abi_struct;
+use super::abi::{SiwCqCtrl, SiwUrespCreateCq};
+use super::ring::CqRing;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mmap::Mapping;
 
-abi_struct! {
-    /// `struct siw_uresp_create_cq`.
-    #[repr(C)]
-    pub struct CreateCqResp {
-        /// siw's CQ id.
-        pub cq_id: u32,
-        /// Number of CQEs in the mapped array.
-        pub num_cqe: u32,
-        /// The `mmap` offset of the array.
-        pub cq_key: u64,
-    }
-}
-const_assert_eq!(size_of::<CreateCqResp>(), 16);
+pub use super::abi::{SIW_INVAL_UOBJ_KEY, SIW_NOTIFY_NEXT_COMPLETION, SIW_NOTIFY_NOT, SIW_NOTIFY_SOLICITED};
 
-/// `SIW_UOBJ_MAX_KEY + 1`: the key siw returns when it could not prepare
-/// a mapping.
-pub const SIW_INVAL_UOBJ_KEY: u64 = 0x08FFFF + 1;
+/// `struct siw_uresp_create_cq`.
+pub type CreateCqResp = SiwUrespCreateCq;
 /// `sizeof(struct siw_cqe)`.
-pub const CQE_SIZE: usize = 32;
+pub const CQE_SIZE: usize = size_of::<super::abi::SiwCqe>();
 /// `sizeof(struct siw_cq_ctrl)`.
-pub const CQ_CTRL_SIZE: usize = 8;
-
-/// `SIW_NOTIFY_NOT`.
-pub const SIW_NOTIFY_NOT: u32 = 0;
-/// `SIW_NOTIFY_SOLICITED`.
-pub const SIW_NOTIFY_SOLICITED: u32 = 1 << 0;
-/// `SIW_NOTIFY_NEXT_COMPLETION`.
-pub const SIW_NOTIFY_NEXT_COMPLETION: u32 = 1 << 1;
+pub const CQ_CTRL_SIZE: usize = size_of::<SiwCqCtrl>();
 
 /// The user-space side of a siw CQ.
 #[derive(Debug)]
 pub struct SiwCq {
-    map: Mapping,
+    ring: CqRing,
     id: u32,
-    num_cqe: u32,
 }
 
 impl SiwCq {
     /// Maps `num_cqe * sizeof(siw_cqe) + sizeof(siw_cq_ctrl)` bytes at
     /// `cq_key` (from the driver response `drv_out`) and disarms the CQ.
     pub fn map<Fd: AsFd>(verb: &'static str, fd: Fd, drv_out: &[u8]) -> Result<Self> {
-        let bad = || Error::new(verb, ErrorKind::Malformed);
-        let resp = CreateCqResp::read_from_bytes(drv_out).map_err(|_| bad())?;
-        if resp.cq_key == SIW_INVAL_UOBJ_KEY || resp.num_cqe == 0 {
-            return Err(bad());
-        }
-        let len = (resp.num_cqe as usize)
-            .checked_mul(CQE_SIZE)
-            .and_then(|n| n.checked_add(CQ_CTRL_SIZE))
-            .ok_or_else(bad)?;
-        let map = Mapping::new(verb, fd, resp.cq_key, len)?;
-        let cq = Self {
-            map,
-            id: resp.cq_id,
-            num_cqe: resp.num_cqe,
-        };
+        let resp = CreateCqResp::read_from_bytes(drv_out).map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
+        let ring = CqRing::map(verb, fd, resp.cq_key, resp.num_cqe, CQ_CTRL_SIZE)?;
+        let cq = Self { ring, id: resp.cq_id };
         cq.ctrl_flags().store(SIW_NOTIFY_NOT, Ordering::SeqCst);
         Ok(cq)
     }
 
-    fn ctrl_flags(&self) -> &core::sync::atomic::AtomicU32 {
-        match self.map.atomic_u32(self.num_cqe as usize * CQE_SIZE) {
+    fn ctrl_flags(&self) -> &AtomicU32 {
+        match self.ring.mapping().atomic_u32(self.ring.len() as usize * CQE_SIZE) {
             Some(a) => a,
             // `map` sized the mapping to hold the control word right there.
             None => unreachable!("siw CQ mapping holds its control word"),
@@ -83,7 +49,9 @@ impl SiwCq {
     }
 
     /// `ibv_req_notify_cq` on siw: stores `SIW_NOTIFY_SOLICITED`, or
-    /// `SOLICITED | NEXT_COMPLETION`, into `siw_cq_ctrl.flags`.
+    /// `SOLICITED | NEXT_COMPLETION`, into `siw_cq_ctrl.flags` (as
+    /// rdma-core: a sequentially consistent store, so that it is ordered
+    /// before any later look at the CQ).
     pub fn arm(&self, solicited_only: bool) {
         let flags = if solicited_only {
             SIW_NOTIFY_SOLICITED
@@ -106,6 +74,12 @@ impl SiwCq {
 
     /// Number of CQEs in the mapped array.
     pub fn num_cqe(&self) -> u32 {
-        self.num_cqe
+        self.ring.len()
+    }
+
+    /// The CQE array.
+    #[inline(always)]
+    pub fn ring(&self) -> &CqRing {
+        &self.ring
     }
 }

@@ -1,8 +1,13 @@
-//! placeholder: filled in by the ABI transcription
 //! The siw provider.
 
 pub mod abi;
 pub mod cq;
 pub mod mr;
+pub mod poll;
+pub mod post;
 pub mod qp;
+pub mod ring;
 pub mod srq;
+
+#[cfg(all(test, feature = "std"))]
+mod tests;

@@ -1,74 +1,68 @@
-//! siw queue pairs: the driver response of create QP and the mapped SQE
-//! and RQE arrays (the RQ only without an SRQ).
+//! siw queue pairs: the driver response of create QP, the mapped SQE and
+//! RQE arrays (the RQ only without an SRQ), and the send doorbell.
 
-use core::mem::size_of;
-
-use rustix::fd::AsFd;
-use static_assertions::const_assert_eq;
+use rustix::fd::{AsFd, BorrowedFd};
 use zerocopy::FromBytes;
 
-use super::srq::{map_array, RQE_SIZE};
-use crate::abi::abi_struct;
+use super::abi::SiwUrespCreateQp;
+use super::post::{self, SendLimits};
+use super::ring::{RecvRing, SendRing};
+use crate::cmd::channel::Doorbell;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mmap::Mapping;
+use crate::wr::{PostError, SendWr};
 
-abi_struct! {
-    /// `struct siw_uresp_create_qp`.
-    #[repr(C)]
-    pub struct CreateQpResp {
-        /// siw's QP id.
-        pub qp_id: u32,
-        /// SQEs in the mapped send array.
-        pub num_sqe: u32,
-        /// RQEs in the mapped receive array.
-        pub num_rqe: u32,
-        /// Padding.
-        pub pad: u32,
-        /// `mmap` offset of the send array.
-        pub sq_key: u64,
-        /// `mmap` offset of the receive array.
-        pub rq_key: u64,
-    }
-}
-const_assert_eq!(size_of::<CreateQpResp>(), 32);
+/// `struct siw_uresp_create_qp`.
+pub type CreateQpResp = SiwUrespCreateQp;
 
-/// `sizeof(struct siw_sqe)`: id, flags, num_sge, opcode, rkey, raddr, 6 SGEs.
-pub const SQE_SIZE: usize = 120;
+/// `sizeof(struct siw_sqe)`.
+pub const SQE_SIZE: usize = core::mem::size_of::<super::abi::SiwSqe>();
 
 /// The user-space side of a siw QP.
 #[derive(Debug)]
 pub struct SiwQp {
-    sq: Mapping,
-    rq: Option<Mapping>,
+    sq: SendRing,
+    rq: Option<RecvRing>,
     id: u32,
-    num_sqe: u32,
-    num_rqe: u32,
+    lim: SendLimits,
+    doorbell: Doorbell,
+    /// The last doorbell failed: the kernel may not be working through
+    /// the send queue although its elements are valid, so the next post
+    /// rings whatever it finds.
+    must_ring: bool,
 }
 
 impl SiwQp {
     /// Maps `num_sqe * sizeof(siw_sqe)` at `sq_key` and, unless `has_srq`,
-    /// `num_rqe * sizeof(siw_rqe)` at `rq_key`.
+    /// `num_rqe * sizeof(siw_rqe)` at `rq_key`. `handle` is the QP's
+    /// handle (for the doorbell), `lim` its granted send capacities.
     pub fn map<Fd: AsFd>(
         verb: &'static str,
         fd: Fd,
         drv_out: &[u8],
         has_srq: bool,
+        handle: u32,
+        lim: SendLimits,
     ) -> Result<Self> {
-        let resp = CreateQpResp::read_from_bytes(drv_out)
-            .map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
-        let sq = map_array(verb, fd.as_fd(), resp.sq_key, resp.num_sqe, SQE_SIZE)?;
-        let rq = if has_srq {
-            None
-        } else {
-            Some(map_array(verb, fd, resp.rq_key, resp.num_rqe, RQE_SIZE)?)
-        };
-        Ok(Self {
-            sq,
-            rq,
-            id: resp.qp_id,
-            num_sqe: resp.num_sqe,
-            num_rqe: resp.num_rqe,
-        })
+        let resp = CreateQpResp::read_from_bytes(drv_out).map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
+        let sq = SendRing::map(verb, fd.as_fd(), resp.sq_key, resp.num_sqe, 0)?;
+        let rq = if has_srq { None } else { Some(RecvRing::map(verb, fd, resp.rq_key, resp.num_rqe, 0)?) };
+        Ok(Self { sq, rq, id: resp.qp_id, lim, doorbell: Doorbell::new(handle), must_ring: false })
+    }
+
+    /// `ibv_post_send` on a siw QP: writes and hands over the requests
+    /// (all or none, see [`post::post_send`]), then rings the doorbell
+    /// through `dev` unless the kernel is still working through the
+    /// queue. A doorbell that fails is reported at index `wrs.len()`: the
+    /// requests are posted, the kernel was not told.
+    #[inline]
+    pub fn post_send(&mut self, dev: BorrowedFd<'_>, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        let ring = post::post_send(&mut self.sq, &self.lim, wrs)?;
+        if !(ring || self.must_ring && !wrs.is_empty()) {
+            return Ok(());
+        }
+        let r = self.doorbell.ring(dev, "ibv_post_send");
+        self.must_ring = r.is_err();
+        r.map_err(|error| PostError { error, index: wrs.len() })
     }
 
     /// siw's QP id.
@@ -78,21 +72,26 @@ impl SiwQp {
 
     /// SQEs in the send array.
     pub fn num_sqe(&self) -> u32 {
-        self.num_sqe
+        self.sq.len()
     }
 
-    /// RQEs in the receive array (0-sized use with an SRQ).
+    /// RQEs in the receive array (0 with an SRQ).
     pub fn num_rqe(&self) -> u32 {
-        self.num_rqe
+        self.rq.as_ref().map_or(0, RecvRing::len)
     }
 
-    /// The mapped send array.
-    pub fn sq(&self) -> &Mapping {
+    /// The send array.
+    pub fn sq(&self) -> &SendRing {
         &self.sq
     }
 
-    /// The mapped receive array (`None` with an SRQ).
-    pub fn rq(&self) -> Option<&Mapping> {
+    /// The receive array (`None` with an SRQ).
+    pub fn rq(&self) -> Option<&RecvRing> {
         self.rq.as_ref()
+    }
+
+    /// The receive array, for the producer (`None` with an SRQ).
+    pub fn rq_mut(&mut self) -> Option<&mut RecvRing> {
+        self.rq.as_mut()
     }
 }

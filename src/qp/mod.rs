@@ -242,7 +242,14 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
                 RxeQp::map(VERB, ctx.channel(), &drv_out, has_srq, resp.qp_handle, lim).map(Ring::Rxe)
             }
             #[cfg(feature = "siw")]
-            ProviderKind::Siw => SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq).map(Ring::Siw),
+            ProviderKind::Siw => {
+                let lim = crate::providers::siw::post::SendLimits::new(
+                    resp.max_send_sge,
+                    resp.max_inline_data,
+                    init.sq_sig_all,
+                );
+                SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq, resp.qp_handle, lim).map(Ring::Siw)
+            }
         };
         let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.qp_handle))?;
         let cap = QpCap {
@@ -429,13 +436,18 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
     /// only when a packet arrives or the QP is moved to ERROR: call
     /// [`QueuePair::into_error`] (legal from ERROR), after which every
     /// receive, posted before or after, completes with `WR_FLUSH_ERR`
-    /// (`tests/device/faults_access.rs`).
+    /// (`tests/device/faults_access.rs`). siw flushes its receive queue
+    /// only on the transition to ERROR, so on a QP typed ERROR it refuses
+    /// receives (`WrongState`, nothing written): they would never complete.
     ///
     /// The method exists only in the states that allow posting receives
     /// (INIT and later).
     #[doc(alias = "ibv_post_recv")]
     #[inline]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        if S::KIND == QpStateKind::Error {
+            self.inner.can_flush_late_recv(wrs)?;
+        }
         self.inner.post_recv(wrs)?;
         if S::KIND == QpStateKind::Error {
             // Receives posted in ERROR must complete with a flush error;
@@ -448,6 +460,28 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
 }
 
 impl QpInner<'_> {
+    /// Refuses receives posted to a QP in ERROR where they could never
+    /// complete: siw flushes its receive queue only on the transition to
+    /// ERROR (`siw_rq_flush`), never again (ERROR to ERROR does nothing),
+    /// and user space cannot add the flush completions itself (the kernel
+    /// owns the CQ's producer side).
+    #[cold]
+    #[cfg_attr(not(feature = "siw"), allow(unused_variables))]
+    fn can_flush_late_recv(&self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        match self.ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) if !wrs.is_empty() => Err(PostError::refused(
+                "ibv_post_recv",
+                crate::wr::Refusal(
+                    ErrorKind::WrongState,
+                    "siw never completes a receive posted after the QP entered ERROR (it flushes only on the transition)",
+                ),
+                0,
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Makes the provider flush receives posted while the QP is in ERROR.
     /// rxe looks at a receive queue only when a packet arrives or the QP
     /// is (re)moved to ERROR, and refuses a zero-WR `POST_RECV`
@@ -465,14 +499,11 @@ impl QpInner<'_> {
     #[inline(always)]
     #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     fn post_send(&mut self, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        const VERB: &str = "ibv_post_send";
         match self.ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref mut r) => r.post_send(self.dev, qp_type, wrs),
-            // siw QPs are connected through rdma_cm, which this crate does
-            // not have yet; its data path comes with it.
             #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(PostError::new(VERB, ErrorKind::Unsupported, 0)),
+            Ring::Siw(ref mut r) => r.post_send(self.dev, wrs),
         }
     }
 
@@ -494,7 +525,15 @@ impl QpInner<'_> {
                 None => Err(PostError::new(VERB, ErrorKind::InvalidArgument, 0)),
             },
             #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(PostError::new(VERB, ErrorKind::Unsupported, 0)),
+            Ring::Siw(ref mut r) => match r.rq_mut() {
+                Some(rq) => crate::providers::siw::post::post_recv(
+                    VERB,
+                    rq.producer_mut(),
+                    self.cap.max_recv_sge,
+                    wrs,
+                ),
+                None => Err(PostError::new(VERB, ErrorKind::InvalidArgument, 0)),
+            },
         }
     }
 }

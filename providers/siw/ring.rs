@@ -1,0 +1,410 @@
+//! siw's mapped queues (`<rdma/siw-abi.h>`): plain arrays of fixed-size
+//! elements in kernel memory (`vmalloc_user`), mapped into the process:
+//! `struct siw_sqe` (120 bytes) for a send queue, `struct siw_rqe` (112)
+//! for a receive queue or SRQ, `struct siw_cqe` (32) for a CQ, whose array
+//! is followed by the `struct siw_cq_ctrl` arming word.
+//!
+//! Unlike rxe's rings there are no shared indices: each side keeps its own
+//! position (user space: `sq_put`, `rq_put`, `cq_get`; the kernel: the
+//! opposite ones) and an element changes hands through its `flags` word
+//! (byte 8; `u16` in work queue elements, `u8` in CQEs):
+//!
+//! * work queues: user space writes an element whose flags lack
+//!   `SIW_WQE_VALID`, then stores its flags with `VALID` set (release). The
+//!   kernel (`sq_get_next` / `siw_rqe_get`) copies the element out and
+//!   clears the flags (`smp_store_mb`), handing it back.
+//! * CQ: the kernel writes a CQE into an element whose flags are 0, then
+//!   sets `VALID`; user space reads it and stores 0 (release), handing it
+//!   back. A CQE whose flags are still set when the kernel comes round
+//!   again is a CQ overrun (the kernel drops the completion and raises
+//!   `IBV_EVENT_CQ_ERR`).
+//!
+//! # Safety
+//!
+//! * **S1 — bounds.** [`Ring::map`] maps `n * ELEM + tail` bytes (checked
+//!   arithmetic) with `n >= 1`; an element index is always taken modulo
+//!   `n` (the positions stay in `0..n`), so element `i` occupies
+//!   `base + i * ELEM .. + ELEM`, inside the mapping. Accesses within an
+//!   element are checked against `ELEM`: at compile time for
+//!   [`SlotMut::put`] and [`Consumer::take`], at run time for
+//!   [`SlotMut::put_all`] / [`SlotMut::put_bytes`]. The mapping is page
+//!   aligned and `ELEM` is a multiple of 8, so the flags word at byte 8 of
+//!   every element is aligned for `u16`.
+//! * **S2 — ownership by the flags word.** User space touches the bytes of
+//!   an element other than its flags only while the flags say the element
+//!   is its own (work queues: `VALID` clear, CQ: `VALID` set, as loaded
+//!   with acquire), and gives it away with a release store of the flags
+//!   after its last access. The kernel's side of that (it does not read a
+//!   work element before `VALID`, nor write a CQE while `VALID`) is the
+//!   kernel's contract; a kernel that broke it would change the values
+//!   read (every type read is `FromBytes`), never the addresses touched.
+//!   The flags words themselves are only ever accessed as atomics: element
+//!   stores never cover bytes 8..10 ([`SlotMut`] checks it).
+//! * **S3 — one accessor in the process.** Elements are written only
+//!   through a [`Producer`] and read only through a [`Consumer`]; a
+//!   producer is a borrow of `&mut Ring` (a QP's own queues) or holds the
+//!   ring's claim flag (an SRQ), a consumer always holds the claim flag (a
+//!   CQ), taken by an acquire compare-exchange and released by a release
+//!   store in `Drop` (also while unwinding). Consumers never wait for it
+//!   ([`Ring::try_consumer`]), so a poll run from inside a `poll_with`
+//!   closure gets `Busy`, not a deadlock.
+#![allow(unsafe_code)]
+
+use core::marker::PhantomData;
+use core::mem::size_of;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU8, Ordering};
+
+use rustix::fd::AsFd;
+use zerocopy::{Immutable, IntoBytes};
+
+use super::abi::{SiwCqe, SiwRqe, SiwSqe, SIW_INVAL_UOBJ_KEY, SIW_WQE_VALID};
+use crate::error::{Error, ErrorKind, Result};
+use crate::mmap::Mapping;
+use crate::providers::claim::Claim;
+
+/// Byte offset of the flags word in every siw queue element.
+pub const FLAGS: usize = 8;
+/// End of a work queue element's (`u16`) flags word.
+const FLAGS_END: usize = FLAGS + 2;
+
+/// A send queue: an array of `struct siw_sqe`.
+pub type SendRing = Ring<{ size_of::<SiwSqe>() }>;
+/// A receive queue or SRQ: an array of `struct siw_rqe`.
+pub type RecvRing = Ring<{ size_of::<SiwRqe>() }>;
+/// A completion queue: an array of `struct siw_cqe`.
+pub type CqRing = Ring<{ size_of::<SiwCqe>() }>;
+
+/// A mapped array of `n` siw queue elements of `ELEM` bytes each.
+#[derive(Debug)]
+pub struct Ring<const ELEM: usize> {
+    /// The memory, kept for its `Drop` (the unmap); every element access
+    /// goes through `base`.
+    map: Mapping,
+    /// Start of the mapping (page aligned; valid while `map` lives).
+    base: NonNull<u8>,
+    /// Elements in the array.
+    n: u32,
+    /// User space's position: the next element to fill (work queues) or
+    /// to read (CQ), always in `0..n`. Moved only by the one producer or
+    /// consumer (S3), so relaxed accesses suffice.
+    next: AtomicU32,
+    /// [`Claim`] states: held by the producer of a shared ring (SRQ) or by
+    /// the consumer (CQ).
+    claim: AtomicU8,
+}
+
+// SAFETY: `base` is a copy of the pointer `map` owns; through `&Ring` only
+// atomics are touched, and element bytes only by the one producer or
+// consumer (S3), so the ring is as thread-safe as its `Mapping`.
+unsafe impl<const ELEM: usize> Send for Ring<ELEM> {}
+// SAFETY: as above.
+unsafe impl<const ELEM: usize> Sync for Ring<ELEM> {}
+
+impl<const ELEM: usize> Ring<ELEM> {
+    /// Maps the array of `n` elements at mmap key `key` from the device
+    /// file, plus `tail` bytes after it (the CQ's control word). siw's
+    /// invalid key and an empty array are refused (`Malformed`).
+    pub fn map<Fd: AsFd>(verb: &'static str, fd: Fd, key: u64, n: u32, tail: usize) -> Result<Self> {
+        const { assert!(ELEM.is_multiple_of(8) && ELEM >= 16, "siw elements are 8-byte multiples with flags at byte 8") };
+        let bad = || Error::new(verb, ErrorKind::Malformed);
+        if key == u64::from(SIW_INVAL_UOBJ_KEY) || n == 0 {
+            return Err(bad());
+        }
+        let len = (n as usize).checked_mul(ELEM).and_then(|l| l.checked_add(tail)).ok_or_else(bad)?;
+        let map = Mapping::new(verb, fd, key, len)?;
+        Ok(Self {
+            base: NonNull::new(map.as_ptr()).ok_or_else(bad)?,
+            map,
+            n,
+            next: AtomicU32::new(0),
+            claim: AtomicU8::new(Claim::Free as u8),
+        })
+    }
+
+    /// Elements in the array.
+    pub fn len(&self) -> u32 {
+        self.n
+    }
+
+    /// Always `false`: an empty array is refused by [`Ring::map`].
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// User space's position (`0..len()`).
+    pub fn next(&self) -> u32 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// The mapping (for the CQ's control word after the array).
+    pub fn mapping(&self) -> &Mapping {
+        &self.map
+    }
+
+    /// `i + k` wrapped into `0..n`.
+    #[inline(always)]
+    pub fn wrap(&self, i: u32, k: u32) -> u32 {
+        let s = u64::from(i) + u64::from(k);
+        (s % u64::from(self.n)) as u32
+    }
+
+    /// Address of element `i % n` (in bounds by S1).
+    #[inline(always)]
+    fn elem_ptr(&self, i: u32) -> *mut u8 {
+        self.base.as_ptr().wrapping_add((i % self.n) as usize * ELEM)
+    }
+
+    /// The `u16` flags word of work queue element `i` (`% n`).
+    #[inline(always)]
+    pub fn flags16(&self, i: u32) -> &AtomicU16 {
+        const { assert!(ELEM >= FLAGS_END) };
+        // SAFETY: element `i % n` lies inside the live mapping and its byte
+        // 8 is 2-aligned (S1); the borrow is bounded by `&self`, which
+        // keeps the mapping alive. The flags word is only ever accessed as
+        // an atomic (S2), the sanctioned way to share it with the kernel.
+        unsafe { &*self.elem_ptr(i).wrapping_add(FLAGS).cast::<AtomicU16>() }
+    }
+
+    /// The `u8` flags byte of CQE `i` (`% n`).
+    #[inline(always)]
+    pub fn flags8(&self, i: u32) -> &AtomicU8 {
+        // SAFETY: as in `flags16`, for one byte.
+        unsafe { &*self.elem_ptr(i).wrapping_add(FLAGS).cast::<AtomicU8>() }
+    }
+
+    /// Exclusive producer access (a QP's own send or receive queue,
+    /// posted to through `&mut QueuePair`).
+    #[inline(always)]
+    pub fn producer_mut(&mut self) -> Producer<'_, ELEM> {
+        Producer::new(self, false)
+    }
+
+    /// Shared producer access (an SRQ, posted to through `&Srq`): waits
+    /// for the claim flag (its holders run no caller code, so they let go
+    /// after a bounded number of steps); released when the producer is
+    /// dropped, also during a panic.
+    #[inline]
+    pub fn producer_shared(&self) -> Producer<'_, ELEM> {
+        while self
+            .claim
+            .compare_exchange_weak(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        Producer::new(self, true)
+    }
+
+    /// The only consumer (a CQ shared by QPs and threads), or, without
+    /// waiting, `Err` with the state of the claim if another holds it.
+    #[inline]
+    pub fn try_consumer(&self) -> core::result::Result<Consumer<'_, ELEM>, Claim> {
+        match self.claim.compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => Ok(Consumer { q: self }),
+            Err(v) if v == Claim::Lent as u8 => Err(Claim::Lent),
+            Err(_) => Err(Claim::Held),
+        }
+    }
+}
+
+/// The right to fill a work queue's free elements and hand them to the
+/// kernel (S3). It reads user space's position once, when it is made.
+pub struct Producer<'q, const ELEM: usize> {
+    q: &'q Ring<ELEM>,
+    claimed: bool,
+    /// The position when this producer was made.
+    head: u32,
+    /// Elements from `head` on found free by [`Producer::reserve`].
+    ready: u32,
+}
+
+impl<'q, const ELEM: usize> Producer<'q, ELEM> {
+    #[inline(always)]
+    fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
+        Self { q, claimed, head: q.next.load(Ordering::Relaxed), ready: 0 }
+    }
+
+    /// How many of the `want` elements from the position on are free
+    /// (flags without `VALID`, loaded with acquire: the kernel's last
+    /// reads of them happened before), stopping at the first that is
+    /// not; at most the array's length. Those become writable
+    /// ([`Producer::slot`]).
+    #[inline(always)]
+    pub fn reserve(&mut self, want: u32) -> u32 {
+        let want = want.min(self.q.n);
+        let mut k = 0;
+        while k < want && self.q.flags16(self.q.wrap(self.head, k)).load(Ordering::Acquire) & SIW_WQE_VALID == 0 {
+            k += 1;
+        }
+        self.ready = k;
+        k
+    }
+
+    /// The `k`-th element from the position, if [`Producer::reserve`]
+    /// found it free; `None` otherwise.
+    #[inline(always)]
+    pub fn slot(&mut self, k: u32) -> Option<SlotMut<'_, ELEM>> {
+        if k >= self.ready {
+            return None;
+        }
+        Some(SlotMut { ptr: self.q.elem_ptr(self.q.wrap(self.head, k)), _p: PhantomData })
+    }
+
+    /// Hands the `k`-th reserved element to the kernel: a release store
+    /// of `flags` (which should contain `SIW_WQE_VALID`), after every
+    /// store into it. `false` (nothing stored) if `k` was not reserved.
+    #[inline(always)]
+    pub fn give(&mut self, k: u32, flags: u16) -> bool {
+        if k >= self.ready {
+            return false;
+        }
+        self.q.flags16(self.q.wrap(self.head, k)).store(flags, Ordering::Release);
+        true
+    }
+
+    /// Moves the position past the first `n` reserved elements (capped at
+    /// what was reserved). Consumes the producer.
+    #[inline(always)]
+    pub fn advance(self, n: u32) {
+        let n = n.min(self.ready);
+        self.q.next.store(self.q.wrap(self.head, n), Ordering::Relaxed);
+    }
+
+    /// Whether the element just before the position (the last one handed
+    /// over before this producer) is still the kernel's: loaded after a
+    /// sequentially consistent fence, so that with the kernel's
+    /// `smp_store_mb` when it takes an element, either the kernel sees
+    /// the elements just given or this sees it has not yet taken the one
+    /// before (then it will go on to them: it takes elements in order).
+    #[inline(always)]
+    pub fn previous_pending(&self) -> bool {
+        core::sync::atomic::fence(Ordering::SeqCst);
+        let prev = self.q.wrap(self.head, self.q.n - 1);
+        self.q.flags16(prev).load(Ordering::SeqCst) & SIW_WQE_VALID != 0
+    }
+
+    /// Elements in the array.
+    #[inline(always)]
+    pub fn capacity(&self) -> u32 {
+        self.q.n
+    }
+}
+
+impl<const ELEM: usize> Drop for Producer<'_, ELEM> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.claimed {
+            self.q.claim.store(Claim::Free as u8, Ordering::Release);
+        }
+    }
+}
+
+/// One free work queue element, borrowed from the [`Producer`]. Its
+/// stores are plain (S2: the kernel does not read it before its flags
+/// are given) and never cover the flags word.
+pub struct SlotMut<'p, const ELEM: usize> {
+    /// Start of the element: `ELEM` bytes inside the mapping (S1).
+    ptr: *mut u8,
+    _p: PhantomData<&'p mut ()>,
+}
+
+impl<const ELEM: usize> SlotMut<'_, ELEM> {
+    /// Stores `v` at byte `AT`: inside the element and clear of the flags
+    /// word, checked at compile time.
+    #[inline(always)]
+    pub fn put<const AT: usize, T: IntoBytes + Immutable>(&mut self, v: T) {
+        const {
+            assert!(AT + size_of::<T>() <= ELEM, "store past the element");
+            assert!(AT + size_of::<T>() <= FLAGS || AT >= FLAGS_END, "store over the flags word");
+        };
+        // SAFETY: `AT..AT + size_of::<T>()` is inside the element (compile
+        // time above), which is inside the live mapping (S1); the element
+        // is the producer's (S2, S3) and the bytes are not the flags word,
+        // so a plain unaligned store races with nothing.
+        unsafe { self.ptr.wrapping_add(AT).cast::<T>().write_unaligned(v) }
+    }
+
+    /// Stores the elements of `src` back to back from byte `at`; `false`,
+    /// nothing written, if they would reach past the element or `at` is
+    /// not past the flags word.
+    #[inline(always)]
+    pub fn put_all<T: IntoBytes + Immutable + Copy>(&mut self, at: usize, src: &[T]) -> bool {
+        if at < FLAGS_END || at > ELEM || (ELEM - at) / size_of::<T>().max(1) < src.len() {
+            return false;
+        }
+        let mut p = self.ptr.wrapping_add(at);
+        for v in src {
+            // SAFETY: as in `put`: the check above puts all
+            // `src.len() * size_of::<T>()` bytes from `at` (past the flags
+            // word) inside the element; `p` steps through them.
+            unsafe { p.cast::<T>().write_unaligned(*v) };
+            p = p.wrapping_add(size_of::<T>());
+        }
+        true
+    }
+
+    /// Copies `src` to byte `at`; `false`, nothing written, if it would
+    /// reach past the element or `at` is not past the flags word.
+    #[inline]
+    pub fn put_bytes(&mut self, at: usize, src: &[u8]) -> bool {
+        if at < FLAGS_END || at > ELEM || ELEM - at < src.len() {
+            return false;
+        }
+        // SAFETY: in bounds as in `put_all`; `src` is ordinary memory, not
+        // the mapping (no reference into a ring exists, S2).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };
+        true
+    }
+}
+
+/// The right to read a CQ's completions and hand their elements back:
+/// holds the claim flag (S3), released on drop (also while unwinding).
+pub struct Consumer<'q, const ELEM: usize> {
+    q: &'q Ring<ELEM>,
+}
+
+impl<const ELEM: usize> Consumer<'_, ELEM> {
+    /// The completion at the position, if its flags say it is valid
+    /// (acquire), copied out; its element is then handed back to the
+    /// kernel (release store of 0 after the copy) and the position moves
+    /// on. `None`, nothing changed, if the CQ is empty.
+    #[inline(always)]
+    pub fn take(&self) -> Option<SiwCqe> {
+        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        let i = self.q.next.load(Ordering::Relaxed);
+        let flags = self.q.flags8(i);
+        if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
+            return None;
+        }
+        // SAFETY: element `i` is inside the mapping (S1) and holds a
+        // `SiwCqe` (compile time above; `FromBytes`, any bytes valid, read
+        // unaligned-tolerant). Its flags say it is user space's (S2): the
+        // kernel does not write it until the store below, and this
+        // consumer is the process's only reader (S3).
+        let cqe = unsafe { self.q.elem_ptr(i).cast::<SiwCqe>().read_unaligned() };
+        flags.store(0, Ordering::Release);
+        self.q.next.store(self.q.wrap(i, 1), Ordering::Relaxed);
+        Some(cqe)
+    }
+
+    /// Whether a completion is ready at the position (acquire).
+    #[inline(always)]
+    pub fn ready(&self) -> bool {
+        self.q.flags8(self.q.next.load(Ordering::Relaxed)).load(Ordering::Acquire) & (SIW_WQE_VALID as u8) != 0
+    }
+
+    /// Marks the claim as lent to caller code until this consumer is
+    /// dropped: a consumer that comes meanwhile is told [`Claim::Lent`].
+    #[inline(always)]
+    pub fn lend(&self) {
+        self.q.claim.store(Claim::Lent as u8, Ordering::Relaxed);
+    }
+}
+
+impl<const ELEM: usize> Drop for Consumer<'_, ELEM> {
+    #[inline]
+    fn drop(&mut self) {
+        self.q.claim.store(Claim::Free as u8, Ordering::Release);
+    }
+}

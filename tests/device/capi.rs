@@ -166,7 +166,8 @@ fn capi_qp_c_program_is_identical() {
     // query, receives and sends with a bad request last (bad_wr, what was
     // posted before it), completions, RDMA write, 50 post/poll rounds
     // counting heap allocations (the program's malloc interposes both
-    // libraries'); SRQ, AH, MW binds (type 1 and 2) and writes through
+    // libraries'); UD datagrams and the AH back to the sender
+    // (init_ah_from_wc, create_ah_from_wc); SRQ, AH, MW binds (type 1 and 2) and writes through
     // them; EBUSY of a CQ/SRQ in use.
     let exe = compile_c("capi_qp");
     let gid = super::common::gid_index().to_string();
@@ -177,5 +178,6 @@ fn capi_qp_c_program_is_identical() {
     assert!(out.contains("through windows 'hello' 'hello'"), "{out}");
     // no heap allocation per post/poll, on either library
     assert!(out.contains("data path: 50 rounds, 0 bad completions, 0 allocations"), "{out}");
+    assert!(out.contains("ud payload 'hello'") && out.contains("create_ah_from_wc ok"), "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }

@@ -133,6 +133,91 @@ static void drain(int want)
 	printf("  completions %d of %d\n", got, want);
 }
 
+/* UD: two QPs on one port, a datagram from u1 to u2, then the address
+ * handle answering its sender from the completion (init_ah_from_wc,
+ * create_ah_from_wc) and a reply through it. */
+static struct ibv_qp *ud_qp(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	printf("  create_qp(ud) %s\n", P(qp));
+	if (!qp)
+		return NULL;
+	modify(qp, "ud init", &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	a.qp_state = IBV_QPS_RTR;
+	modify(qp, "ud rtr", &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 3;
+	modify(qp, "ud rts", &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return qp;
+}
+
+static void ud_part(struct ibv_mr *mr, char *buf)
+{
+	struct ibv_qp *u1 = ud_qp(), *u2 = ud_qp();
+	struct ibv_ah_attr aa, back;
+	struct ibv_ah *ah, *ah2;
+	struct ibv_sge rs = { .addr = (uintptr_t)buf + 2048, .length = 40 + 64, .lkey = mr->lkey };
+	struct ibv_sge ss = { .addr = (uintptr_t)buf, .length = 6, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 50, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr sw = { .wr_id = 51, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[4], rwc;
+	time_t end = time(NULL) + 60;
+	int got = 0, have = 0, n, i, rc;
+
+	if (!u1 || !u2)
+		return;
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = gid_index;
+	aa.grh.hop_limit = 1;
+	aa.port_num = 1;
+	ah = ibv_create_ah(pd, &aa);
+	memset(buf + 2048, 0, 200);
+	rc = ibv_post_recv(u2, &rw, &rbad);
+	sw.wr.ud.ah = ah;
+	sw.wr.ud.remote_qpn = u2->qp_num;
+	sw.wr.ud.remote_qkey = 0x11111111;
+	rc |= ibv_post_send(u1, &sw, &bad);
+	printf("  ud post %s\n", E(rc));
+	while (got < 2 && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 4, wc);
+		for (i = 0; i < n; i++) {
+			printf("  ud wc id %llu status %s opcode %d len %u grh %d src_qp %s\n",
+			       (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status),
+			       wc[i].opcode, wc[i].byte_len, !!(wc[i].wc_flags & IBV_WC_GRH),
+			       wc[i].src_qp == u1->qp_num ? "u1" : "other");
+			if (wc[i].wr_id == 50) {
+				rwc = wc[i];
+				have = 1;
+			}
+		}
+		got += n > 0 ? n : 0;
+	}
+	printf("  ud payload '%s'\n", buf + 2048 + 40);
+	if (have) {
+		memset(&back, 0, sizeof(back));
+		rc = ibv_init_ah_from_wc(ctx, 1, &rwc, (struct ibv_grh *)(buf + 2048), &back);
+		printf("  init_ah_from_wc %d global %u dgid %s sgid_index %u hop_limit %u port %u sl %u\n",
+		       rc, back.is_global, !memcmp(&back.grh.dgid, &gid, 16) ? "own" : "other",
+		       back.grh.sgid_index, back.grh.hop_limit, back.port_num, back.sl);
+		ah2 = ibv_create_ah_from_wc(pd, &rwc, (struct ibv_grh *)(buf + 2048), 1);
+		printf("  create_ah_from_wc %s\n", P(ah2));
+		if (ah2)
+			printf("  destroy_ah %s\n", E(ibv_destroy_ah(ah2)));
+	}
+	if (ah)
+		printf("  destroy_ah %s\n", E(ibv_destroy_ah(ah)));
+	printf("  destroy_qp(ud) %s %s\n", E(ibv_destroy_qp(u1)), E(ibv_destroy_qp(u2)));
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -245,6 +330,7 @@ int main(int argc, char **argv)
 		printf("  data path: %d rounds, %d bad completions, %ld allocations\n", round, bad_status,
 		       allocs);
 	}
+	ud_part(mr, buf);
 	errno = 0;
 	rc = ibv_destroy_cq(cq);
 	printf("  destroy_cq(in use) %s\n", E(rc));

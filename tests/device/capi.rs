@@ -179,5 +179,6 @@ fn capi_qp_c_program_is_identical() {
     // no heap allocation per post/poll, on either library
     assert!(out.contains("data path: 50 rounds, 0 bad completions, 0 allocations"), "{out}");
     assert!(out.contains("ud payload 'hello'") && out.contains("create_ah_from_wc ok"), "{out}");
+    assert!(out.contains("async event ok SRQ limit reached element the srq"), "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }

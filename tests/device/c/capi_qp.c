@@ -5,6 +5,8 @@
  * names, never addresses, keys or QP numbers.
  * Usage: capi_qp DEVICE GID_INDEX */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +220,51 @@ static void ud_part(struct ibv_mr *mr, char *buf)
 	printf("  destroy_qp(ud) %s %s\n", E(ibv_destroy_qp(u1)), E(ibv_destroy_qp(u2)));
 }
 
+/* The SRQ limit event: s (on the SRQ, limit armed at 2) connected to a
+ * new QP t; three receives posted, two consumed: the event names the SRQ
+ * (its element pointer), is acknowledged, and destroying the SRQ after
+ * that does not wait. */
+static void srq_limit_event(struct ibv_srq *srq, struct ibv_qp *s, struct ibv_mr *mr, char *buf)
+{
+	struct ibv_qp *t = rc_qp(NULL);
+	struct ibv_sge rs[3], ss = { .addr = (uintptr_t)buf, .length = 6, .lkey = mr->lkey };
+	struct ibv_recv_wr rw[3], *rbad;
+	struct ibv_send_wr sw[2], *bad;
+	struct ibv_async_event ev;
+	time_t end;
+	int i, rc;
+
+	if (!t)
+		return;
+	up(s, t->qp_num);
+	up(t, s->qp_num);
+	for (i = 0; i < 3; i++) {
+		rs[i] = (struct ibv_sge){ .addr = (uintptr_t)buf + 3000 + 64 * i, .length = 64, .lkey = mr->lkey };
+		rw[i] = (struct ibv_recv_wr){ .wr_id = 60 + i, .sg_list = &rs[i], .num_sge = 1,
+					      .next = i < 2 ? &rw[i + 1] : NULL };
+	}
+	rc = ibv_post_srq_recv(srq, rw, &rbad);
+	printf("  post_srq_recv(3) %s\n", E(rc));
+	for (i = 0; i < 2; i++)
+		sw[i] = (struct ibv_send_wr){ .wr_id = 70 + i, .sg_list = &ss, .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					      .next = i ? NULL : &sw[1] };
+	rc = ibv_post_send(t, sw, &bad);
+	printf("  post_send(2 to the srq qp) %s\n", E(rc));
+	drain(4);
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	end = time(NULL) + 30;
+	do
+		rc = ibv_get_async_event(ctx, &ev);
+	while (rc && errno == EAGAIN && time(NULL) < end && !usleep(10000));
+	printf("  async event %s %s element %s\n", E(rc ? errno : 0),
+	       rc ? "-" : ibv_event_type_str(ev.event_type),
+	       rc ? "-" : ev.element.srq == srq ? "the srq" : "other");
+	if (!rc)
+		ibv_ack_async_event(&ev);
+	printf("  destroy_qp %s\n", E(ibv_destroy_qp(t)));
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -350,6 +397,8 @@ int main(int argc, char **argv)
 	printf("  query_srq %s limit %u\n", E(rc), sa.srq_limit);
 	rc = srq ? ibv_destroy_srq(srq) : -1;
 	printf("  destroy_srq(in use) %s\n", E(rc));
+	if (s)
+		srq_limit_event(srq, s, mr, buf);
 	if (s)
 		printf("  destroy_qp %s\n", E(ibv_destroy_qp(s)));
 	if (srq)

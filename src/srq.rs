@@ -314,6 +314,36 @@ impl<'a> Srq<'a> {
         Ok(())
     }
 
+    /// `ibv_modify_srq` with `IBV_SRQ_LIMIT` only: arms the limit event at
+    /// `srq_limit` (0 disarms). Unlike [`Srq::modify`] it takes `&self`:
+    /// the ring does not move, so QPs sharing the SRQ may keep using it.
+    #[doc(alias = "ibv_modify_srq")]
+    pub fn set_limit(&self, srq_limit: u32) -> Result<()> {
+        const VERB: &str = "ibv_modify_srq";
+        let mut cmd = ModifySrq::new_zeroed();
+        cmd.srq_handle = self.handle;
+        cmd.attr_mask = IBV_SRQ_LIMIT;
+        cmd.srq_limit = srq_limit;
+        let ctx = self.ctx();
+        match self.ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(_) => {
+                // rxe reads its driver command (the address for a new
+                // ring's location) with every modify; with no resize it
+                // writes nothing there. Same borrow rule as in `modify`.
+                let mut mi = Mminfo::default();
+                let mi_out: &mut Mminfo = &mut mi;
+                let ucmd = ModifySrqCmd {
+                    mmap_info_addr: core::ptr::from_mut(mi_out).expose_provenance() as u64,
+                };
+                ctx.channel().exec(VERB, &cmd, zerocopy::IntoBytes::as_bytes(&ucmd), &mut [])
+            }
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut []),
+            Ring::Dead => Err(crate::cq::dead(VERB)),
+        }
+    }
+
     /// `ibv_post_srq_recv`: queues receive work requests on the SRQ (no
     /// system call).
     ///

@@ -97,8 +97,10 @@ unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, u
     let payload = if w.send_flags & SEND_INLINE != 0 {
         match sg {
             [] => Payload::Inline(&[]),
+            [one] if one.length == 0 => Payload::Inline(&[]),
             // SAFETY: the C contract: the bytes of an inline SGE are
-            // readable and unchanged during the call.
+            // readable and unchanged during the call (non-empty here, so
+            // the address is a real one).
             [one] => Payload::Inline(unsafe { core::slice::from_raw_parts(one.addr as usize as *const u8, one.length as usize) }),
             many => {
                 let total: usize = many.iter().map(|s| s.length as usize).sum();
@@ -106,7 +108,7 @@ unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, u
                     return None;
                 }
                 let start = inline.0;
-                for s in many {
+                for s in many.iter().filter(|s| s.length != 0) {
                     // SAFETY: source: the caller's readable bytes; the
                     // destination is inside the stack buffer (total fits).
                     unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, inline.0, s.length as usize) };

@@ -3,8 +3,9 @@
 //! Queue pairs: `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp`,
 //! `ibv_destroy_qp` (RC, UC, UD). The data path is in `post.rs`.
 //!
-//! A QP is a boxed [`CQp`] whose first field is the C `struct ibv_qp` in
-//! an `UnsafeCell` (C writes `qp_context`; `state` is updated under the
+//! A QP is a boxed [`CQp`] whose first field is the C view, a
+//! `struct ibv_qp_ex` (which begins with the `struct ibv_qp`, so the same
+//! box serves `ibv_create_qp_ex`/`ibv_qp_to_qp_ex`), in an `UnsafeCell` (C writes `qp_context`; `state` is updated under the
 //! `qp` lock; the pthread mutex/condition are used through raw pointers
 //! only). The Rust QP is a typestate `QueuePair`, kept as a run-time
 //! state wrapper ([`Any`] over `verbs::qp::AnyQp`) in a `Mutex`, which
@@ -27,7 +28,7 @@ use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
 use zerocopy::FromZeros;
 use verbs::qp::{AnyQp, QpCap, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
 
-use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpInitAttr};
+use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpEx, IbvQpInitAttr};
 use crate::cq::{self, CCq};
 use crate::acks::Counters;
 use crate::errno::{errno_of, fail_errno, fail_null};
@@ -67,7 +68,7 @@ pub(crate) use each;
 /// A queue pair: the C view first, then the Rust one.
 #[repr(C)]
 pub(crate) struct CQp {
-    ibv: UnsafeCell<IbvQp>,
+    ibv: UnsafeCell<IbvQpEx>,
     magic: AtomicU64,
     /// `None` once destroyed.
     pub(crate) qp: Mutex<Option<Any>>,
@@ -106,7 +107,7 @@ impl CQp {
 
     /// `ibv_qp.qp_type`.
     pub(crate) fn qp_type(&self) -> c_int {
-        let p = self.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_type)).cast::<c_int>();
+        let p = self.as_c().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_type)).cast::<c_int>();
         // SAFETY: set at creation, never written after.
         unsafe { p.read() }
     }
@@ -114,7 +115,7 @@ impl CQp {
     fn counters(&self) -> Counters {
         use core::mem::offset_of;
         let c = offset_of!(IbvQp, events_completed);
-        Counters::of(self.ibv.get(), offset_of!(IbvQp, mutex), offset_of!(IbvQp, cond), c, c)
+        Counters::of(self.as_c(), offset_of!(IbvQp, mutex), offset_of!(IbvQp, cond), c, c)
     }
 
     /// Counts `n` acknowledged async events and wakes `ibv_destroy_qp`.
@@ -129,15 +130,15 @@ impl CQp {
 
     /// `qp_context` as C last set it.
     fn qp_context(&self) -> *mut core::ffi::c_void {
-        let p = self.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_context)).cast::<*mut core::ffi::c_void>();
+        let p = self.as_c().wrapping_byte_add(core::mem::offset_of!(IbvQp, qp_context)).cast::<*mut core::ffi::c_void>();
         // SAFETY: a plain read of a pointer field C may write (C gives no
         // more ordering than rdma-core does for the same field).
         unsafe { p.read() }
     }
 
-    /// The `struct ibv_qp *` C sees.
+    /// The `struct ibv_qp *` C sees (`qp_base`, at the same address).
     pub(crate) fn as_c(&self) -> *mut IbvQp {
-        self.ibv.get()
+        self.ibv.get().cast()
     }
 }
 
@@ -231,9 +232,10 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
         max_recv_sge: cap.max_recv_sge,
         max_inline_data: cap.max_inline_data,
     };
-    // SAFETY: IbvQp is plain C data for which all-zero is valid (NULL, 0,
-    // glibc's PTHREAD_{MUTEX,COND}_INITIALIZER).
-    let mut ibv: IbvQp = unsafe { core::mem::zeroed() };
+    // SAFETY: IbvQpEx is plain C data for which all-zero is valid (NULL,
+    // 0, None, glibc's PTHREAD_{MUTEX,COND}_INITIALIZER).
+    let mut ex: IbvQpEx = unsafe { core::mem::zeroed() };
+    let ibv = &mut ex.qp_base;
     ibv.context = cpd.context();
     ibv.qp_context = ia.qp_context;
     ibv.pd = pd;
@@ -245,7 +247,7 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
     ibv.state = QpStateKind::Reset as c_int;
     ibv.qp_type = ia.qp_type;
     let b = Box::new(CQp {
-        ibv: UnsafeCell::new(ibv),
+        ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(MAGIC),
         qp: Mutex::new(Some(qp)),
         pd: cpd,
@@ -369,7 +371,7 @@ pub(crate) unsafe extern "C" fn ibv_modify_qp(qp: *mut IbvQp, attr: *mut IbvQpAt
             *g = Some(q);
             if attr_mask & ATTR_STATE != 0 {
                 // SAFETY: `state` is written only under the lock (held).
-                unsafe { (*c.ibv.get()).state = to as c_int };
+                unsafe { (*c.ibv.get()).qp_base.state = to as c_int };
             }
             0
         }
@@ -450,7 +452,7 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
     // SAFETY: as above.
     unsafe { init_attr.write(init) };
     if attr_mask & ATTR_STATE != 0 {
-        let state = c.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvQp, state)).cast::<c_int>();
+        let state = c.as_c().wrapping_byte_add(core::mem::offset_of!(IbvQp, state)).cast::<c_int>();
         // SAFETY: `state` is written only under the lock (held), as
         // rdma-core updates it after a query.
         unsafe { state.write(c_int::from(r.qp_state)) };

@@ -8,8 +8,9 @@
 //! used through raw pointers only). The `Srq<'static>` borrows the `Pd`
 //! of a [`CPd`] counted in its `users`; QPs borrow the `Srq`
 //! (`&'static`, [`CSrq::hold`]) only while counted in [`CSrq::users`], and
-//! modify/destroy (which need it by `&mut`/value) take the write lock and
-//! refuse with `EBUSY` while the count is not 0.
+//! resize/destroy (which need it by `&mut`/value) take the write lock and
+//! refuse with `EBUSY` while the count is not 0; arming the limit needs
+//! only `&Srq` (`Srq::set_limit`).
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;
@@ -153,8 +154,9 @@ pub(crate) unsafe extern "C" fn ibv_create_srq(pd: *mut IbvPd, init_attr: *mut I
     p.cast()
 }
 
-/// `ibv_modify_srq`: 0 or the errno value (`EBUSY` while QPs use the SRQ;
-/// siw cannot resize).
+/// `ibv_modify_srq`: 0 or the errno value. Arming the limit works at any
+/// time; a resize (`IBV_SRQ_MAX_WR`) is `EBUSY` while QPs use the SRQ
+/// (siw cannot resize).
 ///
 /// # Safety
 ///
@@ -170,6 +172,16 @@ pub(crate) unsafe extern "C" fn ibv_modify_srq(srq: *mut IbvSrq, attr: *mut IbvS
         max_wr: (mask & SRQ_MAX_WR != 0).then_some(a.max_wr),
         srq_limit: (mask & SRQ_LIMIT != 0).then_some(a.srq_limit),
     };
+    if change.max_wr.is_none() {
+        // Arming the limit leaves the ring in place: allowed while QPs
+        // use the SRQ (a shared borrow).
+        let g = c.srq.read().unwrap_or_else(|p| p.into_inner());
+        let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
+        return match inner.set_limit(a.srq_limit) {
+            Ok(()) => 0,
+            Err(e) => fail_errno(errno_of(&e)),
+        };
+    }
     let mut g = c.srq.write().unwrap_or_else(|p| p.into_inner());
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);

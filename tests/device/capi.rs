@@ -164,13 +164,21 @@ fn capi_mr_cq_c_program_is_identical() {
 fn capi_qp_c_program_is_identical() {
     // RC QPs connected to each other: transitions (and a forbidden one),
     // query, receives and sends with a bad request last (bad_wr, what was
-    // posted before it), completions, RDMA write; SRQ, AH, MW; EBUSY of a
-    // CQ/SRQ in use.
+    // posted before it), completions, RDMA write, 50 post/poll rounds
+    // counting heap allocations (the program's malloc interposes both
+    // libraries'); UD datagrams and the AH back to the sender
+    // (init_ah_from_wc, create_ah_from_wc); SRQ, AH, MW binds (type 1 and 2) and writes through
+    // them; EBUSY of a CQ/SRQ in use.
     let exe = compile_c("capi_qp");
     let gid = super::common::gid_index().to_string();
     let out = same_on_both(exe.to_str().unwrap(), &[&rxe_name(), &gid]);
     assert!(out.contains("modify(rts) ok state 3") && out.contains("received 'hello'"), "{out}");
     assert!(out.contains("post_send(3, third bad) Invalid argument bad 2"), "{out}");
     assert!(out.contains("written 'hello'") && out.contains("completions 4 of 4"), "{out}");
+    assert!(out.contains("through windows 'hello' 'hello'"), "{out}");
+    // no heap allocation per post/poll, on either library
+    assert!(out.contains("data path: 50 rounds, 0 bad completions, 0 allocations"), "{out}");
+    assert!(out.contains("ud payload 'hello'") && out.contains("create_ah_from_wc ok"), "{out}");
+    assert!(out.contains("async event ok SRQ limit reached element the srq"), "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }

@@ -27,6 +27,12 @@ macro_rules! table {
 
 fn rust_rows() -> Vec<Row> {
     table! {
+        "ibv_qp_ex" => IbvQpEx {
+            qp_base, comp_mask, wr_id, wr_flags, wr_atomic_cmp_swp, wr_atomic_fetch_add,
+            wr_bind_mw, wr_local_inv, wr_rdma_read, wr_rdma_write, wr_rdma_write_imm, wr_send,
+            wr_send_imm, wr_send_inv, wr_send_tso, wr_set_ud_addr, wr_set_xrc_srqn,
+            wr_set_inline_data, wr_set_inline_data_list, wr_set_sge, wr_set_sge_list, wr_start,
+            wr_complete, wr_abort, wr_atomic_write }
         "ibv_cq_ex" => IbvCqEx {
             context, channel, cq_context, handle, cqe, mutex, cond, comp_events_completed,
             async_events_completed, comp_mask, status, wr_id, start_poll, next_poll, end_poll,

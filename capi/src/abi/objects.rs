@@ -128,6 +128,38 @@ pub(crate) struct IbvQp {
     pub(crate) events_completed: u32,
 }
 
+/// `struct ibv_qp_ex`: `struct ibv_qp` (`qp_base`), then the work-request
+/// builder API (filled by `ibv_create_qp_ex`/`ibv_qp_to_qp_ex`; a plain QP
+/// leaves it NULL).
+#[repr(C)]
+pub(crate) struct IbvQpEx {
+    pub(crate) qp_base: IbvQp,
+    pub(crate) comp_mask: u64,
+    pub(crate) wr_id: u64,
+    pub(crate) wr_flags: c_uint,
+    pub(crate) wr_atomic_cmp_swp: AnyFn,
+    pub(crate) wr_atomic_fetch_add: AnyFn,
+    pub(crate) wr_bind_mw: AnyFn,
+    pub(crate) wr_local_inv: AnyFn,
+    pub(crate) wr_rdma_read: AnyFn,
+    pub(crate) wr_rdma_write: AnyFn,
+    pub(crate) wr_rdma_write_imm: AnyFn,
+    pub(crate) wr_send: AnyFn,
+    pub(crate) wr_send_imm: AnyFn,
+    pub(crate) wr_send_inv: AnyFn,
+    pub(crate) wr_send_tso: AnyFn,
+    pub(crate) wr_set_ud_addr: AnyFn,
+    pub(crate) wr_set_xrc_srqn: AnyFn,
+    pub(crate) wr_set_inline_data: AnyFn,
+    pub(crate) wr_set_inline_data_list: AnyFn,
+    pub(crate) wr_set_sge: AnyFn,
+    pub(crate) wr_set_sge_list: AnyFn,
+    pub(crate) wr_start: AnyFn,
+    pub(crate) wr_complete: AnyFn,
+    pub(crate) wr_abort: AnyFn,
+    pub(crate) wr_atomic_write: AnyFn,
+}
+
 /// `struct ibv_ah`.
 #[repr(C)]
 pub(crate) struct IbvAh {

@@ -5,6 +5,8 @@
  * names, never addresses, keys or QP numbers.
  * Usage: capi_qp DEVICE GID_INDEX */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,33 @@
 
 #define E(rc) ((rc) ? strerror(rc) : "ok")
 #define P(p) ((p) ? "ok" : strerror(errno))
+
+/* Allocation counting: this program's malloc family wraps glibc's, and
+ * both libraries' allocations resolve to it (symbol interposition), so
+ * the data path's heap use is visible. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static int counting;
+static long allocs;
+
+void *malloc(size_t n)
+{
+	allocs += counting;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	allocs += counting;
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	allocs += counting;
+	return __libc_realloc(p, n);
+}
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -106,6 +135,136 @@ static void drain(int want)
 	printf("  completions %d of %d\n", got, want);
 }
 
+/* UD: two QPs on one port, a datagram from u1 to u2, then the address
+ * handle answering its sender from the completion (init_ah_from_wc,
+ * create_ah_from_wc) and a reply through it. */
+static struct ibv_qp *ud_qp(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	printf("  create_qp(ud) %s\n", P(qp));
+	if (!qp)
+		return NULL;
+	modify(qp, "ud init", &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	a.qp_state = IBV_QPS_RTR;
+	modify(qp, "ud rtr", &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 3;
+	modify(qp, "ud rts", &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return qp;
+}
+
+static void ud_part(struct ibv_mr *mr, char *buf)
+{
+	struct ibv_qp *u1 = ud_qp(), *u2 = ud_qp();
+	struct ibv_ah_attr aa, back;
+	struct ibv_ah *ah, *ah2;
+	struct ibv_sge rs = { .addr = (uintptr_t)buf + 2048, .length = 40 + 64, .lkey = mr->lkey };
+	struct ibv_sge ss = { .addr = (uintptr_t)buf, .length = 6, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 50, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr sw = { .wr_id = 51, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[4], rwc;
+	time_t end = time(NULL) + 60;
+	int got = 0, have = 0, n, i, rc;
+
+	if (!u1 || !u2)
+		return;
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = gid_index;
+	aa.grh.hop_limit = 1;
+	aa.port_num = 1;
+	ah = ibv_create_ah(pd, &aa);
+	memset(buf + 2048, 0, 200);
+	rc = ibv_post_recv(u2, &rw, &rbad);
+	sw.wr.ud.ah = ah;
+	sw.wr.ud.remote_qpn = u2->qp_num;
+	sw.wr.ud.remote_qkey = 0x11111111;
+	rc |= ibv_post_send(u1, &sw, &bad);
+	printf("  ud post %s\n", E(rc));
+	while (got < 2 && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 4, wc);
+		for (i = 0; i < n; i++) {
+			printf("  ud wc id %llu status %s opcode %d len %u grh %d src_qp %s\n",
+			       (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status),
+			       wc[i].opcode, wc[i].byte_len, !!(wc[i].wc_flags & IBV_WC_GRH),
+			       wc[i].src_qp == u1->qp_num ? "u1" : "other");
+			if (wc[i].wr_id == 50) {
+				rwc = wc[i];
+				have = 1;
+			}
+		}
+		got += n > 0 ? n : 0;
+	}
+	printf("  ud payload '%s'\n", buf + 2048 + 40);
+	if (have) {
+		memset(&back, 0, sizeof(back));
+		rc = ibv_init_ah_from_wc(ctx, 1, &rwc, (struct ibv_grh *)(buf + 2048), &back);
+		printf("  init_ah_from_wc %d global %u dgid %s sgid_index %u hop_limit %u port %u sl %u\n",
+		       rc, back.is_global, !memcmp(&back.grh.dgid, &gid, 16) ? "own" : "other",
+		       back.grh.sgid_index, back.grh.hop_limit, back.port_num, back.sl);
+		ah2 = ibv_create_ah_from_wc(pd, &rwc, (struct ibv_grh *)(buf + 2048), 1);
+		printf("  create_ah_from_wc %s\n", P(ah2));
+		if (ah2)
+			printf("  destroy_ah %s\n", E(ibv_destroy_ah(ah2)));
+	}
+	if (ah)
+		printf("  destroy_ah %s\n", E(ibv_destroy_ah(ah)));
+	printf("  destroy_qp(ud) %s %s\n", E(ibv_destroy_qp(u1)), E(ibv_destroy_qp(u2)));
+}
+
+/* The SRQ limit event: s (on the SRQ, limit armed at 2) connected to a
+ * new QP t; three receives posted, two consumed: the event names the SRQ
+ * (its element pointer), is acknowledged, and destroying the SRQ after
+ * that does not wait. */
+static void srq_limit_event(struct ibv_srq *srq, struct ibv_qp *s, struct ibv_mr *mr, char *buf)
+{
+	struct ibv_qp *t = rc_qp(NULL);
+	struct ibv_sge rs[3], ss = { .addr = (uintptr_t)buf, .length = 6, .lkey = mr->lkey };
+	struct ibv_recv_wr rw[3], *rbad;
+	struct ibv_send_wr sw[2], *bad;
+	struct ibv_async_event ev;
+	time_t end;
+	int i, rc;
+
+	if (!t)
+		return;
+	up(s, t->qp_num);
+	up(t, s->qp_num);
+	for (i = 0; i < 3; i++) {
+		rs[i] = (struct ibv_sge){ .addr = (uintptr_t)buf + 3000 + 64 * i, .length = 64, .lkey = mr->lkey };
+		rw[i] = (struct ibv_recv_wr){ .wr_id = 60 + i, .sg_list = &rs[i], .num_sge = 1,
+					      .next = i < 2 ? &rw[i + 1] : NULL };
+	}
+	rc = ibv_post_srq_recv(srq, rw, &rbad);
+	printf("  post_srq_recv(3) %s\n", E(rc));
+	for (i = 0; i < 2; i++)
+		sw[i] = (struct ibv_send_wr){ .wr_id = 70 + i, .sg_list = &ss, .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					      .next = i ? NULL : &sw[1] };
+	rc = ibv_post_send(t, sw, &bad);
+	printf("  post_send(2 to the srq qp) %s\n", E(rc));
+	drain(4);
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	end = time(NULL) + 30;
+	do
+		rc = ibv_get_async_event(ctx, &ev);
+	while (rc && errno == EAGAIN && time(NULL) < end && !usleep(10000));
+	printf("  async event %s %s element %s\n", E(rc ? errno : 0),
+	       rc ? "-" : ibv_event_type_str(ev.event_type),
+	       rc ? "-" : ev.element.srq == srq ? "the srq" : "other");
+	if (!rc)
+		ibv_ack_async_event(&ev);
+	printf("  destroy_qp %s\n", E(ibv_destroy_qp(t)));
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -192,6 +351,33 @@ int main(int argc, char **argv)
 	drain(1);
 	printf("  written '%s'\n", buf + 6000);
 
+	/* the data path allocates nothing: 50 rounds of post_recv, post_send,
+	 * poll_cq until both completed */
+	{
+		struct ibv_wc wc[4];
+		time_t end = time(NULL) + 60;
+		int round, got, bad_status = 0;
+
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)buf + 4096, .length = 64, .lkey = mr->lkey };
+		rw[0] = (struct ibv_recv_wr){ .wr_id = 200, .sg_list = sge, .num_sge = 1 };
+		sw[0] = (struct ibv_send_wr){ .wr_id = 201, .sg_list = &sge[1], .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		counting = 1;
+		for (round = 0; round < 50 && time(NULL) < end; round++) {
+			if (ibv_post_recv(b, rw, &rbad) || ibv_post_send(a, sw, &bad))
+				break;
+			for (got = 0; got < 2 && time(NULL) < end;) {
+				n = ibv_poll_cq(cq, 4, wc);
+				for (i = 0; i < n; i++)
+					bad_status += wc[i].status != IBV_WC_SUCCESS;
+				got += n > 0 ? n : 0;
+			}
+		}
+		counting = 0;
+		printf("  data path: %d rounds, %d bad completions, %ld allocations\n", round, bad_status,
+		       allocs);
+	}
+	ud_part(mr, buf);
 	errno = 0;
 	rc = ibv_destroy_cq(cq);
 	printf("  destroy_cq(in use) %s\n", E(rc));
@@ -204,8 +390,15 @@ int main(int argc, char **argv)
 	rc = srq ? ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) : -1;
 	printf("  modify_srq(limit) %s\n", E(rc));
 	s = srq ? rc_qp(srq) : NULL;
+	sa.srq_limit = 2;
+	rc = s ? ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) : -1;
+	printf("  modify_srq(limit, in use) %s\n", E(rc));
+	rc = srq ? ibv_query_srq(srq, &sa) : -1;
+	printf("  query_srq %s limit %u\n", E(rc), sa.srq_limit);
 	rc = srq ? ibv_destroy_srq(srq) : -1;
 	printf("  destroy_srq(in use) %s\n", E(rc));
+	if (s)
+		srq_limit_event(srq, s, mr, buf);
 	if (s)
 		printf("  destroy_qp %s\n", E(ibv_destroy_qp(s)));
 	if (srq)
@@ -230,6 +423,42 @@ int main(int argc, char **argv)
 	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
 	printf("  alloc_mw %s %s type %d %d\n", P(mw1), P(mw2), mw1 ? (int)mw1->type : -1,
 	       mw2 ? (int)mw2->type : -1);
+	/* memory windows bound to the region: type 1 with ibv_bind_mw, type 2
+	 * with a bind request; then an RDMA write from b through each key */
+	if (mw1 && mw2) {
+		struct ibv_mw_bind mb = { .wr_id = 31, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = mr, .addr = (uintptr_t)buf + 7000, .length = 64,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } };
+		uint32_t old1 = mw1->rkey;
+
+		rc = ibv_bind_mw(a, mw1, &mb);
+		printf("  bind_mw(type 1) %s rkey %s\n", E(rc), mw1->rkey != old1 ? "changed" : "same");
+		drain(1);
+		memset(&sw[0], 0, sizeof(sw[0]));
+		sw[0].wr_id = 32;
+		sw[0].opcode = IBV_WR_BIND_MW;
+		sw[0].send_flags = IBV_SEND_SIGNALED;
+		sw[0].bind_mw.mw = mw2;
+		sw[0].bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+		sw[0].bind_mw.bind_info = mb.bind_info;
+		sw[0].bind_mw.bind_info.addr = (uintptr_t)buf + 7100;
+		rc = ibv_post_send(a, sw, &bad);
+		printf("  post_send(bind type 2) %s\n", E(rc));
+		drain(1);
+		memset(buf + 7000, 0, 200);
+		sw[0] = (struct ibv_send_wr){ .wr_id = 33, .sg_list = &sge[1], .num_sge = 1,
+					      .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					      .wr.rdma = { .remote_addr = (uintptr_t)buf + 7000, .rkey = mw1->rkey } };
+		sw[1] = sw[0];
+		sw[1].wr_id = 34;
+		sw[1].wr.rdma.remote_addr = (uintptr_t)buf + 7100;
+		sw[1].wr.rdma.rkey = ibv_inc_rkey(mw2->rkey);
+		sw[0].next = &sw[1];
+		rc = ibv_post_send(b, sw, &bad);
+		printf("  post_send(write through windows) %s\n", E(rc));
+		drain(2);
+		printf("  through windows '%s' '%s'\n", buf + 7000, buf + 7100);
+	}
 	if (mw1)
 		printf("  dealloc_mw %s\n", E(ibv_dealloc_mw(mw1)));
 	if (mw2)

@@ -150,6 +150,7 @@ pub mod providers;
 mod providers;
 
 pub mod ah;
+pub mod cm;
 pub mod async_event;
 pub mod comp_channel;
 pub mod context;

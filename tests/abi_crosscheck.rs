@@ -28,6 +28,7 @@ use std::process::Command;
 use verbs::abi::ioctl::*;
 use verbs::abi::ioctl_cmds;
 use verbs::abi::ioctl_verbs::*;
+use verbs::abi::ucma;
 use verbs::abi::uverbs::*;
 #[cfg(feature = "rxe")]
 use verbs::providers::rxe::abi as rxe;
@@ -256,6 +257,32 @@ fn structs() -> Vec<Entry> {
         s!(siw::SiwCqe, "struct siw_cqe", [id, flags, opcode, status, bytes, imm_data, qp_id]),
         s!(siw::SiwCqCtrl, "struct siw_cq_ctrl", [flags, pad]),
     ]);
+    v.extend([
+        s!(ucma::UcmaHdr, "struct rdma_ucm_cmd_hdr", [cmd, r#in, out]),
+        s!(ucma::CreateId, "struct rdma_ucm_create_id", [uid, response, ps, qp_type, reserved]),
+        s!(ucma::CreateIdResp, "struct rdma_ucm_create_id_resp", [id]),
+        s!(ucma::DestroyId, "struct rdma_ucm_destroy_id", [response, id, reserved]),
+        s!(ucma::DestroyIdResp, "struct rdma_ucm_destroy_id_resp", [events_reported]),
+        s!(ucma::Bind, "struct rdma_ucm_bind", [id, addr_size, reserved, addr]),
+        s!(ucma::ResolveAddr, "struct rdma_ucm_resolve_addr", [id, timeout_ms, src_size, dst_size, reserved, src_addr, dst_addr]),
+        s!(ucma::ResolveRoute, "struct rdma_ucm_resolve_route", [id, timeout_ms]),
+        s!(ucma::Query, "struct rdma_ucm_query", [response, id, option]),
+        s!(ucma::QueryAddrResp, "struct rdma_ucm_query_addr_resp", [node_guid, port_num, reserved, pkey, src_size, dst_size, src_addr, dst_addr, ibdev_index, reserved1]),
+        s!(ucma::ConnParam, "struct rdma_ucm_conn_param", [qp_num, qkey, private_data, private_data_len, srq, responder_resources, initiator_depth, flow_control, retry_count, rnr_retry_count, valid]),
+        s!(ucma::UdParam, "struct rdma_ucm_ud_param", [qp_num, qkey, ah_attr, private_data, private_data_len, reserved]),
+        s!(ucma::Ece, "struct rdma_ucm_ece", [vendor_id, attr_mod]),
+        s!(ucma::Connect, "struct rdma_ucm_connect", [conn_param, id, reserved, ece]),
+        s!(ucma::Listen, "struct rdma_ucm_listen", [id, backlog]),
+        s!(ucma::Accept, "struct rdma_ucm_accept", [uid, conn_param, id, reserved, ece]),
+        s!(ucma::Reject, "struct rdma_ucm_reject", [id, private_data_len, reason, reserved, private_data]),
+        s!(ucma::Disconnect, "struct rdma_ucm_disconnect", [id]),
+        s!(ucma::InitQpAttr, "struct rdma_ucm_init_qp_attr", [response, id, qp_state]),
+        s!(ucma::Notify, "struct rdma_ucm_notify", [id, event]),
+        s!(ucma::JoinMcast, "struct rdma_ucm_join_mcast", [response, uid, id, addr_size, join_flags, addr]),
+        s!(ucma::GetEvent, "struct rdma_ucm_get_event", [response]),
+        s!(ucma::EventResp, "struct rdma_ucm_event_resp", [uid, id, event, status, param, reserved, ece]),
+        s!(ucma::SetOption, "struct rdma_ucm_set_option", [optval, id, level, optname, optlen]),
+    ]);
     v
 }
 
@@ -282,6 +309,8 @@ fn consts() -> Vec<(String, u64)> {
         FLOW_ACTION_IDS,
         MISC_IDS,
         GID_TYPE_IDS,
+        ucma::UCMA_CMD_IDS,
+        ucma::UCMA_MISC_IDS,
     ];
     for t in tables.iter().chain(ioctl_cmds::ALL_IDS) {
         v.extend(t.iter().map(|(n, x)| (n.to_string(), *x)));
@@ -516,6 +545,7 @@ fn program() -> (String, BTreeMap<String, u64>) {
          #include <rdma/rdma_user_ioctl_cmds.h>\n#include <rdma/ib_user_verbs.h>\n\
          #include <rdma/ib_user_ioctl_cmds.h>\n#include <rdma/ib_user_ioctl_verbs.h>\n\
          #include <rdma/rdma_user_rxe.h>\n#include <rdma/siw-abi.h>\n\
+         #include <rdma/rdma_user_cm.h>\n\
          #define P(k, v) printf(\"%s %llu\\n\", k, (unsigned long long)(v))\n\
          int main(void) {\n",
     );
@@ -659,6 +689,7 @@ const SOURCES: &[(&str, &str)] = &[
         "src/abi/uverbs/wr.rs",
         include_str!("../src/abi/uverbs/wr.rs"),
     ),
+    ("src/abi/ucma.rs", include_str!("../src/abi/ucma.rs")),
     #[cfg(feature = "rxe")]
     (
         "providers/rxe/abi.rs",

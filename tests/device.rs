@@ -22,6 +22,8 @@ mod device {
     mod capi;
     mod capi_apps;
     mod checks;
+    mod cm;
+    mod cm_rig;
     mod comp_channel;
     mod connect;
     mod cq;

@@ -72,6 +72,7 @@ pub mod ioctl;
 pub mod ioctl_cmds;
 pub mod ioctl_verbs;
 pub mod netlink;
+pub mod ucma;
 pub mod uverbs;
 
 pub use ioctl_verbs::RdmaDriverId;

@@ -346,7 +346,7 @@ impl Doorbell {
 /// response's old bytes in registers.) Returns the byte count or the
 /// errno.
 #[inline(always)]
-fn sys_write(fd: BorrowedFd<'_>, frame: &[u8]) -> rustix::io::Result<usize> {
+pub(crate) fn sys_write(fd: BorrowedFd<'_>, frame: &[u8]) -> rustix::io::Result<usize> {
     use rustix::fd::AsRawFd;
     // SAFETY: `frame` is a live borrow of `frame.len()` bytes, which is
     // all `write` reads of it; `fd` is an open file borrowed for the call.
@@ -440,7 +440,7 @@ pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
 /// rules for inline assembly, be assumed to read and write that memory.
 /// It compiles to nothing.
 #[inline(always)]
-fn kernel_wrote(out: &mut [u8]) {
+pub(crate) fn kernel_wrote(out: &mut [u8]) {
     // SAFETY: the template is a comment: no instruction executes, no
     // register but the input is named, the stack is untouched (`nostack`)
     // and flags are preserved. Its only effect is on the compiler, which

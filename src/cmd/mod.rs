@@ -8,6 +8,7 @@
 pub mod channel;
 pub mod device;
 pub mod ioctl_buf;
+pub mod ucma;
 
 pub use channel::Channel;
 pub use ioctl_buf::{AttrSlot, IoctlBuf};

@@ -42,6 +42,8 @@ pub mod connect;
 mod dynamic;
 pub mod state;
 mod transition;
+mod kernel_attr;
+pub(crate) use kernel_attr::KernelAttr;
 
 use core::marker::PhantomData;
 

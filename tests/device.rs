@@ -23,6 +23,7 @@ mod device {
     mod capi_apps;
     mod checks;
     mod cm;
+    mod cm_datapath;
     mod cm_rig;
     mod comp_channel;
     mod connect;

@@ -103,6 +103,15 @@ pub struct UdPeer {
     pub qkey: u32,
     /// The address handle attributes that reach the peer.
     pub ah_attr: AhAttr,
+    private: [u8; RDMA_MAX_PRIVATE_DATA],
+    private_len: u8,
+}
+
+impl UdPeer {
+    /// The private data of a UD request or reply.
+    pub fn private_data(&self) -> &[u8] {
+        &self.private[..usize::from(self.private_len)]
+    }
 }
 
 /// One event (`struct rdma_cm_event`, copied out of the kernel, so there
@@ -171,7 +180,8 @@ impl<'ch> Event<'ch> {
     }
 
     /// The peer's connection parameters and private data (connection
-    /// request, response, established, rejected events on RC ids).
+    /// request, response, established, rejected events on RC ids; UD ids
+    /// carry theirs in [`ud`](Self::ud)).
     pub fn param(&self) -> PeerParam {
         let c = self.resp.conn();
         PeerParam {
@@ -187,11 +197,20 @@ impl<'ch> Event<'ch> {
         }
     }
 
-    /// The UD peer (UD connection requests, established UD ids, multicast
-    /// joins: the group's QPN, Q_Key and address).
+    /// The UD peer: on [`Established`](EventKind::Established) of a UD
+    /// id, the passive side's QP number, Q_Key and address (multicast
+    /// joins: the group's). A UD connection request carries only private
+    /// data: the requester's QP number and address arrive with its first
+    /// datagram (`src_qp`, [`Ah::create_from_wc`](crate::Ah::create_from_wc)).
     pub fn ud(&self) -> UdPeer {
         let u = self.resp.ud();
-        UdPeer { qp_num: u.qp_num, qkey: u.qkey, ah_attr: AhAttr::from_abi(&u.ah_attr) }
+        UdPeer {
+            qp_num: u.qp_num,
+            qkey: u.qkey,
+            ah_attr: AhAttr::from_abi(&u.ah_attr),
+            private: u.private_data,
+            private_len: u.private_data_len,
+        }
     }
 
     /// The new id of a [`ConnectRequest`](EventKind::ConnectRequest)

@@ -39,8 +39,10 @@ mod connect;
 mod device;
 mod event;
 mod id;
+mod ud;
 
 pub use channel::EventChannel;
 pub use connect::{CmTransition, ConnParam};
 pub use event::{Event, EventKind, PeerParam, UdPeer};
 pub use id::{AddrInfo, CmId, PortSpace, WaitError};
+pub use ud::RDMA_UDP_QKEY;

@@ -184,3 +184,65 @@ fn cm_channel_nonblocking_and_pollable() {
     assert!(ev.is_for(&id));
 }
 
+
+/// UD through rdma_cm on rxe0 (RDMA_PS_UDP): the client learns the
+/// server's QP number, Q_Key and address from ESTABLISHED, the server the
+/// client's from the request; a datagram goes each way.
+#[test]
+#[ignore = "device test: UD QPs connected by rdma_cm (SIDR) on rxe0"]
+fn rxe_cm_ud_exchange() {
+    use verbs::qp::UdQp;
+    use verbs::wr::UdDest;
+    use verbs::Ah;
+    let dev = &cm_devices()[0];
+    let ctx = open(dev);
+    let pd = Pd::alloc(&ctx).expect("pd");
+    let (cq_c, cq_s) = (Cq::create(&ctx, 16, None, 0).expect("cq"), Cq::create(&ctx, 16, None, 0).expect("cq"));
+    let ch = channels();
+    let addr: SocketAddr = format!("{}:{}", ip_of(dev), next_port()).parse().unwrap();
+    let listener = CmId::create(&ch[1], PortSpace::Udp).expect("create");
+    listener.bind_addr(&addr).expect("bind");
+    listener.listen(1).expect("listen");
+    let id = CmId::create(&ch[0], PortSpace::Udp).expect("create");
+    id.resolve_addr(None, &addr, 5000).expect("resolve");
+    id.wait(EventKind::AddrResolved, CM_TIMEOUT_MS).expect("addr");
+    id.resolve_route(5000).expect("route");
+    id.wait(EventKind::RouteResolved, CM_TIMEOUT_MS).expect("route");
+    let mut cqp = id.init_ud_qp(UdQp::create(&pd, init_attr(&cq_c, &cq_c, None, CAP)).expect("qp")).map_err(|e| e.error).expect("UD up");
+    id.connect_ud(&cqp, b"ud hello").expect("rdma_connect (UD)");
+
+    let mut req = listener.wait(EventKind::ConnectRequest, CM_TIMEOUT_MS).expect("request");
+    assert!(req.ud().private_data().starts_with(b"ud hello"), "{:?}", req.ud().private_data());
+    let rid = req.take_request().expect("id");
+    let mut sqp = rid.init_ud_qp(UdQp::create(&pd, init_attr(&cq_s, &cq_s, None, CAP)).expect("qp")).map_err(|e| e.error).expect("UD up");
+    rid.accept_ud(&sqp, b"").expect("rdma_accept (UD)");
+    let est = id.wait(EventKind::Established, CM_TIMEOUT_MS).expect("ESTABLISHED (UD)");
+    let server = est.ud();
+    assert_eq!(server.qp_num, sqp.qp_num(), "ESTABLISHED names the server's QP");
+    assert_eq!(server.qkey, verbs::cm::RDMA_UDP_QKEY);
+
+    let mut mr = Mr::alloc(&pd, 4096, super::rig::ALL_ACCESS).expect("mr");
+    mr.write_at(0, b"datagram through rdma_cm").unwrap();
+    // Receives leave 40 bytes for the GRH in front of the payload.
+    sqp.post_recv(&[RecvWr::new(1, &[Sge::from_mr(&mr, 1024, 40 + 64)])]).expect("recv");
+    cqp.post_recv(&[RecvWr::new(2, &[Sge::from_mr(&mr, 2048, 40 + 64)])]).expect("recv");
+    let to_server = Ah::create(&pd, &server.ah_attr).expect("ibv_create_ah (from ESTABLISHED)");
+    let dest = UdDest { ah: &to_server, remote_qpn: server.qp_num, remote_qkey: server.qkey };
+    cqp.post_send(&[SendWr::send(3, &[Sge::from_mr(&mr, 0, 24)]).ud(dest).signaled()]).expect("UD send");
+    let r = wait(&cq_s, 1);
+    assert!(r[0].status().is_success() && r[0].byte_len() == 40 + 24, "{r:?}");
+    let mut got = [0u8; 24];
+    mr.read_at(1024 + 40, &mut got).unwrap();
+    assert_eq!(&got, b"datagram through rdma_cm");
+    wait(&cq_c, 1);
+    // And back, to the sender of the datagram (ibv_create_ah_from_wc).
+    let mut grh = [0u8; 40];
+    mr.read_at(1024, &mut grh).unwrap();
+    let to_client = Ah::create_from_wc(&pd, &r[0].addressing(), Some(&grh), 1).expect("ibv_create_ah_from_wc");
+    assert_eq!(r[0].src_qp(), cqp.qp_num(), "the datagram names the client's QP");
+    let dest = UdDest { ah: &to_client, remote_qpn: r[0].src_qp(), remote_qkey: verbs::cm::RDMA_UDP_QKEY };
+    sqp.post_send(&[SendWr::send(4, &[Sge::from_mr(&mr, 0, 8)]).ud(dest).signaled()]).expect("UD reply");
+    let r = wait(&cq_c, 1);
+    assert!(r[0].status().is_success() && r[0].wr_id() == 2 && r[0].byte_len() == 48, "{r:?}");
+    wait(&cq_s, 1);
+}

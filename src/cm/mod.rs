@@ -39,6 +39,8 @@ mod connect;
 mod device;
 mod event;
 mod id;
+#[cfg(feature = "std")]
+mod resolve;
 mod ud;
 
 pub use channel::EventChannel;
@@ -46,3 +48,5 @@ pub use connect::{CmTransition, ConnParam};
 pub use event::{Event, EventKind, PeerParam, UdPeer};
 pub use id::{AddrInfo, CmId, PortSpace, WaitError};
 pub use ud::RDMA_UDP_QKEY;
+#[cfg(feature = "std")]
+pub use resolve::{getaddrinfo, AddrHints};

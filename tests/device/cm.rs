@@ -246,3 +246,73 @@ fn rxe_cm_ud_exchange() {
     assert!(r[0].status().is_success() && r[0].wr_id() == 2 && r[0].byte_len() == 48, "{r:?}");
     wait(&cq_s, 1);
 }
+
+/// A listener destroyed with a request pending: the client gets an error
+/// event (or, on iWARP, an error from the call) in bounded time.
+fn listener_destroyed(dev: &str) {
+    let ctx = open(dev);
+    let pd = Pd::alloc(&ctx).expect("pd");
+    let cq = Cq::create(&ctx, 16, None, 0).expect("cq");
+    let ch = channels();
+    let addr: SocketAddr = format!("{}:{}", ip_of(dev), next_port()).parse().unwrap();
+    let listener = CmId::create(&ch[1], PortSpace::Tcp).expect("create");
+    listener.bind_addr(&addr).expect("bind");
+    listener.listen(4).expect("listen");
+    let id = CmId::create(&ch[0], PortSpace::Tcp).expect("create");
+    id.resolve_addr(None, &addr, 5000).expect("resolve");
+    id.wait(EventKind::AddrResolved, CM_TIMEOUT_MS).expect("addr");
+    id.resolve_route(5000).expect("route");
+    id.wait(EventKind::RouteResolved, CM_TIMEOUT_MS).expect("route");
+    let qp = id.init_qp(RcQp::create(&pd, init_attr(&cq, &cq, None, CAP)).expect("qp")).expect("init");
+    id.connect(&qp, &ConnParam::default()).expect("connect");
+    // Wait until the request is queued on the listener's channel, then
+    // destroy the listener without reading it.
+    let mut fds = [rustix::event::PollFd::new(&ch[1], rustix::event::PollFlags::IN)];
+    let ts = rustix::event::Timespec { tv_sec: 20, tv_nsec: 0 };
+    assert_eq!(rustix::event::poll(&mut fds, Some(&ts)).expect("poll"), 1, "{dev}: request queued");
+    let reported = listener.destroy().expect("rdma_destroy_id");
+    assert_eq!(reported, 0, "{dev}: the pending request was never read");
+    let ev = ch[0].get_event_timeout(60_000).expect("get_event").expect("an answer within 60 s");
+    assert!(
+        matches!(ev.kind(), EventKind::Rejected | EventKind::Unreachable | EventKind::ConnectError | EventKind::Disconnected),
+        "{dev}: {:?} status {}",
+        ev.kind(),
+        ev.status()
+    );
+}
+
+#[test]
+#[ignore = "device test: listener destroyed with a request pending, rxe0"]
+fn rxe_cm_listener_destroyed_with_pending_request() {
+    listener_destroyed(&cm_devices()[0]);
+}
+
+#[test]
+#[ignore = "device test: listener destroyed with a request pending, siw0"]
+fn siw_cm_listener_destroyed_with_pending_request() {
+    listener_destroyed(&cm_devices()[1]);
+}
+
+/// rdma_set_option: TOS, ACK timeout, REUSEADDR and AFONLY before binding;
+/// AFONLY after binding is refused; a bound port refuses a second bind.
+#[test]
+#[ignore = "device test: rdma_set_option on rxe0"]
+fn rxe_cm_set_options() {
+    let ch = EventChannel::create().expect("channel");
+    let id = CmId::create(&ch, PortSpace::Tcp).expect("create");
+    id.set_tos(32).expect("RDMA_OPTION_ID_TOS");
+    id.set_ack_timeout(14).expect("RDMA_OPTION_ID_ACK_TIMEOUT");
+    id.set_reuseaddr(true).expect("RDMA_OPTION_ID_REUSEADDR");
+    id.set_afonly(true).expect("RDMA_OPTION_ID_AFONLY");
+    let addr: SocketAddr = format!("{}:{}", ip_of(&cm_devices()[0]), next_port()).parse().unwrap();
+    id.bind_addr(&addr).expect("bind");
+    id.listen(1).expect("listen");
+    assert_eq!(id.local_addr().expect("rdma_get_local_addr"), Some(addr));
+    // After binding AFONLY is refused by the kernel (EINVAL), named.
+    let e = id.set_afonly(false).expect_err("AFONLY after bind");
+    assert_eq!(e.verb(), "rdma_set_option");
+    // The port is taken: a second listener cannot bind it.
+    let other = CmId::create(&ch, PortSpace::Tcp).expect("create");
+    let e = other.bind_addr(&addr).expect_err("port in use");
+    assert_eq!(e.errno(), Some(rustix::io::Errno::ADDRINUSE), "{e}");
+}

@@ -25,6 +25,7 @@ mod device {
     mod cm;
     mod cm_datapath;
     mod cm_rig;
+    mod cm_tools;
     mod comp_channel;
     mod connect;
     mod cq;

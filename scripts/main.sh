@@ -6,8 +6,9 @@
 #      directions, next to C with C and ours with ours (usec/iter of each client);
 #   3. latency: our `verbs-perf` against perftest (`ib_send_lat`, `ib_write_lat`), each
 #      pair of the same program, the client's typical latency in a table.
-# siw0 is listed but not used: RC over iWARP is connected by the connection manager
-# (rdma_cm), which this library does not have yet; the output says so.
+#   4. over siw0 (iWARP, connected by our pure-Rust rdma_cm, verbs::cm): our `verbs-rping`
+#      against rdma-core's `rping`, both directions, next to C with C and ours with ours
+#      (milliseconds for the client's pings, validated).
 # The VM runs under TCG when there is no KVM (50-100x slower than the host): the numbers
 # show the shape (ours vs C on the same boot), not what the hardware could do.
 #   scripts/main.sh [--native]   --native: run on this host's own RDMA devices, no VM
@@ -76,7 +77,35 @@ guest() {
         printf '%-10s %12s %12s %10s\n' "$t" "$p" "$v" "$(ratio "$p" "$v")"
     done
     echo
-    echo "== siw0: skipped (the ping-pong tools connect without rdma_cm, which iWARP requires; verbs::cm moves data on siw0 in the device suite, an rping pair is not there yet)"
+    local sdev=${VERBS_TEST_SIW:-siw0} sip=${VERBS_TEST_SIW_IP:-${VM_SIW_IP:-}} pings=${MAIN_PINGS:-50}
+    if [ -n "$sip" ]; then
+        echo "== rping over $sdev ($sip, iWARP, connected through rdma_cm): $pings pings of 64 bytes, validated"
+        printf '%-12s %-12s %10s\n' server client ms
+        local s c rc t0 t1
+        for s in rping verbs-rping; do
+            for c in rping verbs-rping; do
+                port=$((port + 1))
+                local sp=$s cp=$c
+                [ "$s" = verbs-rping ] && sp=$bin/verbs-rping
+                [ "$c" = verbs-rping ] && cp=$bin/verbs-rping
+                "$sp" -s -a "$sip" -p "$port" -C "$pings" -V >"$out/rping.server" 2>&1 &
+                local spid=$! n=0
+                until listening "$port" || [ "$n" -gt 600 ]; do sleep 0.1; n=$((n + 1)); done
+                rc=0; t0=$(date +%s%N)
+                timeout 300 "$cp" -c -a "$sip" -p "$port" -C "$pings" -V >"$out/rping.client" 2>&1 || rc=$?
+                t1=$(date +%s%N)
+                wait "$spid" || rc=$?
+                if [ "$rc" != 0 ]; then
+                    failed=1; echo "!! rping $s / $c failed (exit $rc):"
+                    sed 's/^/   server: /' "$out/rping.server"; sed 's/^/   client: /' "$out/rping.client"
+                else
+                    printf '%-12s %-12s %10s\n' "$s" "$c" "$(( (t1 - t0) / 1000000 ))"
+                fi
+            done
+        done
+    else
+        echo "== $sdev: skipped (no IPv4 address for it: set VERBS_TEST_SIW_IP)"
+    fi
     rm -rf "$out"
     return "$failed"
 }

@@ -26,6 +26,7 @@ mod device {
     mod cm_datapath;
     mod cm_rig;
     mod cm_tools;
+    mod cm_ucmatose;
     mod comp_channel;
     mod connect;
     mod cq;

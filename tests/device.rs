@@ -27,6 +27,7 @@ mod device {
     mod cm_rig;
     mod cm_tools;
     mod cm_ucmatose;
+    mod cm_udaddy;
     mod comp_channel;
     mod connect;
     mod cq;

@@ -5,6 +5,8 @@
 //! second mapping of the same memfd.
 #![allow(dead_code)]
 
+pub mod siw;
+
 use rustix::fd::OwnedFd;
 use verbs::mmap::Mapping;
 use verbs::providers::rxe::queue::{Mminfo, Queue, CONSUMER_INDEX, DATA, INDEX_MASK, LOG2_ELEM_SIZE, PRODUCER_INDEX};

@@ -61,6 +61,7 @@ mod device {
     mod siw_flush;
     mod srq;
     mod syscalls;
+    mod syscalls_siw;
     mod ud_events;
     mod xrc;
 }

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Totals and the ratchet for scripts/pyverbs.sh.
+
+  pyverbs_report.py OUTDIR RATCHET DEV... [--update]
+
+Reads OUTDIR/{rdma-core,ours}-DEV.tsv (scripts/pyverbs_run.py records) and prints, per device,
+passed/failed/errors/skipped on rdma-core's libibverbs and on ours side by side, then every test
+that passes on rdma-core but not on ours (the gap), and the tests that pass only on ours.
+
+The ratchet (RATCHET: lines "DEV TEST_ID") lists the tests that passed on ours before.  Exit 1
+if one of them does not pass now (a regression; a test that fails and then passes on its retry
+in the same boot is reported as flaky, not failed), if a run is missing, or if rdma-core's own
+library passed nothing on a device (a broken environment, not a result).  New passes are listed;
+--update rewrites RATCHET with the tests passing on ours now (regressions drop out of it only
+this way, on purpose).
+"""
+import os
+import sys
+
+LIBS = ("rdma-core", "ours")
+# outcome -> column: crash/timeout/notrun/upass count as errors, xfail as passed (unittest's view)
+COLUMN = {"pass": "passed", "xfail": "passed", "fail": "failed", "error": "errors",
+          "upass": "errors", "crash": "errors", "timeout": "errors", "notrun": "errors",
+          "skip": "skipped"}
+
+
+def load(path):
+    """{id: (outcome, detail)}, {id: (retry outcome, detail)}, mapped libs, total."""
+    res, retry, libs, total = {}, {}, "", None
+    with open(path) as f:
+        for line in f:
+            r = line.rstrip("\n").split("\t")
+            d = r[3] if len(r) > 3 else ""
+            if r[0] == "result":
+                if res.get(r[1], ("pass",))[0] == "pass" or r[2] not in ("pass", "skip"):
+                    res[r[1]] = (r[2], d)
+            elif r[0] == "retry":
+                retry[r[1]] = (r[2], d)
+            elif r[0] == "lib" and not libs:
+                libs = r[1] if len(r) > 1 else ""
+            elif r[0] == "total":
+                total = int(r[1])
+    return res, retry, libs, total
+
+
+def counts(res):
+    c = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    for o, _ in res.values():
+        c[COLUMN.get(o, "errors")] += 1
+    return c
+
+
+def short(t):
+    return t[len("tests."):] if t.startswith("tests.") else t
+
+
+def main(argv):
+    update = "--update" in argv
+    argv = [a for a in argv if a != "--update"]
+    outdir, ratchet_path, devs = argv[0], argv[1], argv[2:]
+    ratchet = set()
+    if os.path.exists(ratchet_path):
+        with open(ratchet_path) as f:
+            ratchet = {tuple(line.split()[:2]) for line in f if line.strip() and not line.startswith("#")}
+    bad, runs = [], {}
+    for dev in devs:
+        for lib in LIBS:
+            p = os.path.join(outdir, f"{lib}-{dev}.tsv")
+            if not os.path.exists(p):
+                bad.append(f"no results for {dev} on {lib} ({p})")
+                runs[(lib, dev)] = ({}, {}, "", None)
+            else:
+                runs[(lib, dev)] = load(p)
+
+    print("pyverbs suite (rdma-core's tests, /usr/share/doc/rdma-core/tests), per device:")
+    print(f"  {'device':<7} {'library':<10} {'tests':>5} {'passed':>6} {'failed':>6} {'errors':>6} {'skipped':>7}  libibverbs mapped")
+    for dev in devs:
+        for lib in LIBS:
+            res, _, libs, total = runs[(lib, dev)]
+            c = counts(res)
+            print(f"  {dev:<7} {lib:<10} {len(res):>5} {c['passed']:>6} {c['failed']:>6} {c['errors']:>6} {c['skipped']:>7}  {libs or '?'}")
+    now_pass, regressions, flaky = set(), [], []
+    for dev in devs:
+        base, _, _, _ = runs[("rdma-core", dev)]
+        ours, retry, libs, _ = runs[("ours", dev)]
+        if base and counts(base)["passed"] == 0:
+            bad.append(f"rdma-core's library passed no test on {dev}: the environment is broken")
+        if ours and "/usr/lib" in libs:
+            bad.append(f"the run 'ours' on {dev} mapped {libs}, not our library")
+        ok = lambda r, t: r.get(t, ("notrun",))[0] in ("pass", "xfail")
+        gap = [t for t in base if ok(base, t) and not ok(ours, t)]
+        extra = [t for t in ours if ok(ours, t) and not ok(base, t)]
+        print(f"\n{dev}: {len(gap)} tests pass on rdma-core but not on ours:")
+        for t in gap:
+            o, d = ours.get(t, ("notrun", ""))
+            print(f"  {short(t):<70} {o:<7} {d[:110]}")
+        if extra:
+            print(f"{dev}: {len(extra)} tests pass on ours but not on rdma-core:")
+            for t in extra:
+                o, d = base.get(t, ("notrun", ""))
+                print(f"  {short(t):<70} (rdma-core: {o} {d[:80]})")
+        for t in ours:
+            if ok(ours, t):
+                now_pass.add((dev, t))
+        for d2, t in sorted(ratchet):
+            if d2 != dev or ok(ours, t):
+                continue
+            if retry.get(t, ("notrun",))[0] in ("pass", "xfail"):
+                flaky.append(f"{dev} {t}: {ours.get(t, ('notrun', ''))[0]}, passed on its retry")
+            else:
+                o, d = ours.get(t, ("notrun", ""))
+                regressions.append(f"{dev} {t}: {o} {d[:100]}")
+    new = sorted(p for p in now_pass - ratchet if p[0] in devs)
+    print()
+    if flaky:
+        print(f"pyverbs: {len(flaky)} ratchet tests failed once and passed on retry (flaky):")
+        for f in flaky:
+            print(f"  {f}")
+    if new:
+        print(f"pyverbs: {len(new)} tests pass on ours that are not in the ratchet "
+              f"({'added' if update else 'scripts/pyverbs.sh --update-ratchet adds them'}):")
+        for d, t in new:
+            print(f"  {d} {short(t)}")
+    if update:
+        keep = {p for p in ratchet if p[0] not in devs}
+        with open(ratchet_path, "w") as f:
+            f.write("# tests of rdma-core's pyverbs suite that pass on our libibverbs.so.1\n"
+                    "# (scripts/pyverbs.sh fails if one stops passing; --update-ratchet rewrites this)\n")
+            for d, t in sorted(keep | now_pass):
+                f.write(f"{d} {t}\n")
+        print(f"pyverbs: ratchet {ratchet_path} rewritten: {len(keep | now_pass)} tests")
+    for r in regressions:
+        print(f"REGRESSION: {r}")
+    for b in bad:
+        print(f"ERROR: {b}")
+    ratchet_line = f"{len(ratchet & now_pass)}/{len(ratchet)} ratchet tests pass"
+    totals = ", ".join(
+        f"{dev} {counts(runs[('ours', dev)][0])['passed']}/{counts(runs[('rdma-core', dev)][0])['passed']}"
+        for dev in devs)
+    status = "FAILED" if regressions or bad else "OK"
+    print(f"pyverbs: {status}: passed on ours/rdma-core: {totals}; {ratchet_line}; "
+          f"{len(regressions)} regressions")
+    return 1 if regressions or bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

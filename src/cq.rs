@@ -43,6 +43,7 @@ use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::DestroyError;
 use crate::providers::ProviderKind;
+use crate::swap_cell::SwapCell;
 
 #[cfg(feature = "rxe")]
 use crate::providers::rxe::cq::{RxeCq, CQ_RESP_LEN as RXE_CQ_RESP_LEN};
@@ -88,9 +89,12 @@ pub struct Cq<'ctx> {
     ctx: &'ctx Context,
     channel: Option<&'ctx CompChannel<'ctx>>,
     handle: u32,
-    cqe: u32,
+    /// Entries granted; changed by a resize.
+    cqe: AtomicU32,
     user_handle: u64,
-    ring: Ring,
+    /// The mapped ring: shared by pollers, replaced by [`Cq::resize`]
+    /// (see `src/swap_cell.rs`).
+    ring: SwapCell<Ring>,
     events: AtomicU32,
     acked: AtomicU32,
     /// `false` once the kernel object is gone (then `Drop` does nothing
@@ -140,9 +144,9 @@ impl<'ctx> Cq<'ctx> {
             ctx,
             channel,
             handle: resp.cq_handle,
-            cqe: resp.cqe,
+            cqe: AtomicU32::new(resp.cqe),
             user_handle,
-            ring,
+            ring: SwapCell::new(ring),
             events: AtomicU32::new(0),
             acked: AtomicU32::new(0),
             live: true,
@@ -157,7 +161,7 @@ impl<'ctx> Cq<'ctx> {
     /// The number of entries the CQ actually has (`ibv_cq.cqe`), at least
     /// what was asked for.
     pub fn cqe(&self) -> u32 {
-        self.cqe
+        self.cqe.load(Ordering::Relaxed)
     }
 
     /// The value the kernel reports in this CQ's completion and async
@@ -178,20 +182,33 @@ impl<'ctx> Cq<'ctx> {
 
     /// `ibv_resize_cq`: changes the CQ to hold at least `cqe` entries.
     ///
-    /// rxe: the kernel moves the ring and returns the new mapping, which
-    /// replaces the old one. siw has no resize (rdma-core's siw provider
-    /// leaves the op out): an `Unsupported` error, nothing sent.
-    /// `cqe` of 0 or above `max_cqe` (or below the number of completions
-    /// currently queued, for rxe) is `InvalidArgument`.
+    /// Takes `&self`, as in C: QPs that use the CQ, and threads polling
+    /// it, keep their references. rxe: the kernel moves the ring and
+    /// returns the new mapping, which replaces the old one; completions
+    /// already queued move with it. While the ring is replaced (one
+    /// system call and one `mmap`), a poll on another thread is a `Busy`
+    /// error and does not touch the ring. The resize waits a bounded time
+    /// for polls already in progress to finish; if one does not (a
+    /// [`Cq::poll_with`] closure still running, perhaps the caller's own),
+    /// it is a `Busy` error naming `ibv_resize_cq` and nothing changed.
+    ///
+    /// siw has no resize (rdma-core's siw provider leaves the op out): an
+    /// `Unsupported` error, nothing sent. `cqe` of 0 or above `max_cqe`
+    /// (or below the number of completions currently queued, for rxe) is
+    /// `InvalidArgument`.
     #[doc(alias = "ibv_resize_cq")]
-    pub fn resize(&mut self, cqe: u32) -> Result<()> {
+    pub fn resize(&self, cqe: u32) -> Result<()> {
         const VERB: &str = "ibv_resize_cq";
         if cqe == 0 || cqe > MAX_CQE_ARG {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument));
         }
-        match self.ring {
+        let Some(mut ring) = self.ring.exclusive() else {
+            return Err(Error::new(VERB, ErrorKind::Busy)
+                .with_detail("the CQ is being polled (a poll_with closure is still running) or resized meanwhile"));
+        };
+        match *ring {
             #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut ring) => {
+            Ring::Rxe(_) => {
                 let mut cmd = ResizeCq::new_zeroed();
                 cmd.cq_handle = self.handle;
                 cmd.cqe = cqe;
@@ -205,12 +222,12 @@ impl<'ctx> Cq<'ctx> {
                     .and_then(|()| RxeCq::map(VERB, self.ctx.channel(), &drv_out));
                 match mapped {
                     Ok(new) => {
-                        *ring = new;
-                        self.cqe = resp.cqe;
+                        *ring = Ring::Rxe(new);
+                        self.cqe.store(resp.cqe, Ordering::Relaxed);
                         Ok(())
                     }
                     Err(e) => {
-                        self.ring = Ring::Dead;
+                        *ring = Ring::Dead;
                         Err(e.with_detail("the new ring could not be mapped: the CQ is now dead (every later call fails)"))
                     }
                 }
@@ -229,7 +246,8 @@ impl<'ctx> Cq<'ctx> {
     /// control word, no system call.
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
-        match self.ring {
+        let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_req_notify_cq")) };
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(_) => {
                 let cmd = ReqNotifyCq {
@@ -263,7 +281,8 @@ impl<'ctx> Cq<'ctx> {
     #[doc(alias = "ibv_poll_cq")]
     #[inline]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
-        match self.ring {
+        let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
             #[cfg(feature = "siw")]
@@ -295,7 +314,8 @@ impl<'ctx> Cq<'ctx> {
     #[doc(alias = "ibv_start_poll", alias = "ibv_next_poll", alias = "ibv_end_poll")]
     #[inline]
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
-        match self.ring {
+        let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
             #[cfg(feature = "siw")]
@@ -307,7 +327,8 @@ impl<'ctx> Cq<'ctx> {
     /// siw only: the CQ's mapped notification flags (`siw_cq_ctrl.flags`,
     /// `SIW_NOTIFY_*`); `None` on other providers.
     pub fn siw_notify_flags(&self) -> Option<u32> {
-        match self.ring {
+        let ring = self.ring.enter()?;
+        match *ring {
             #[cfg(feature = "siw")]
             Ring::Siw(ref ring) => Some(ring.notify_flags()),
             #[allow(unreachable_patterns)]
@@ -318,7 +339,8 @@ impl<'ctx> Cq<'ctx> {
     /// rxe only: the number of slots of the mapped ring (`index_mask + 1`,
     /// one more than the entries it can hold); `None` on other providers.
     pub fn rxe_ring_slots(&self) -> Option<u32> {
-        match self.ring {
+        let ring = self.ring.enter()?;
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref ring) => Some(ring.queue().slots()),
             #[allow(unreachable_patterns)]
@@ -420,6 +442,14 @@ pub fn get_cq_event<'c, 'ctx>(
     };
     cq.note_event();
     Ok(cq)
+}
+
+/// The error of a call that found the CQ's ring being replaced by
+/// [`Cq::resize`] on another thread.
+#[cold]
+#[inline(never)]
+fn resizing(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::Busy).with_detail("the CQ is being resized by another thread")
 }
 
 /// The error of a poll that found the CQ held by another caller.

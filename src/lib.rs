@@ -166,6 +166,7 @@ pub mod mw;
 pub mod pd;
 pub mod qp;
 pub mod query;
+mod swap_cell;
 mod user_handle;
 pub mod srq;
 pub mod strings;

@@ -23,6 +23,8 @@
     )
 )]
 
+use core::sync::atomic::{AtomicU32, Ordering};
+
 use zerocopy::FromZeros;
 
 use crate::abi::ioctl_verbs::SRQT_XRC;
@@ -32,6 +34,7 @@ use crate::cq::Cq;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
 use crate::providers::ProviderKind;
+use crate::swap_cell::SwapCell;
 use crate::xrc::Xrcd;
 
 #[cfg(feature = "rxe")]
@@ -101,9 +104,12 @@ pub struct Srq<'a> {
     xrc: Option<(&'a Xrcd<'a>, &'a Cq<'a>)>,
     handle: u32,
     user_handle: u64,
-    max_wr: u32,
+    /// Granted; changed by a resize.
+    max_wr: AtomicU32,
     max_sge: u32,
-    ring: Ring,
+    /// The mapped ring: shared by posters, replaced by a resize (see
+    /// `src/swap_cell.rs`).
+    ring: SwapCell<Ring>,
     live: bool,
 }
 
@@ -184,9 +190,9 @@ impl<'a> Srq<'a> {
             xrc,
             handle: resp.srq_handle,
             user_handle,
-            max_wr: resp.max_wr,
+            max_wr: AtomicU32::new(resp.max_wr),
             max_sge: resp.max_sge,
-            ring,
+            ring: SwapCell::new(ring),
             live: true,
         })
     }
@@ -214,7 +220,7 @@ impl<'a> Srq<'a> {
     /// Receive work requests the SRQ holds (as the kernel granted, updated
     /// by a resize).
     pub fn max_wr(&self) -> u32 {
-        self.max_wr
+        self.max_wr.load(Ordering::Relaxed)
     }
 
     /// Scatter/gather entries per receive work request (as granted).
@@ -224,7 +230,8 @@ impl<'a> Srq<'a> {
 
     /// rxe only: the SRQ number (`rxe_create_srq_resp.srq_num`).
     pub fn rxe_srq_num(&self) -> Option<u32> {
-        match self.ring {
+        let ring = self.ring.enter_wait();
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref r) => Some(r.srq_num()),
             #[allow(unreachable_patterns)]
@@ -234,7 +241,8 @@ impl<'a> Srq<'a> {
 
     /// rxe only: slots of the mapped receive ring (`index_mask + 1`).
     pub fn rxe_ring_slots(&self) -> Option<u32> {
-        match self.ring {
+        let ring = self.ring.enter_wait();
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref r) => Some(r.queue().slots()),
             #[allow(unreachable_patterns)]
@@ -244,7 +252,8 @@ impl<'a> Srq<'a> {
 
     /// siw only: RQEs in the mapped array (`siw_uresp_create_srq.num_rqe`).
     pub fn siw_num_rqe(&self) -> Option<u32> {
-        match self.ring {
+        let ring = self.ring.enter_wait();
+        match *ring {
             #[cfg(feature = "siw")]
             Ring::Siw(ref r) => Some(r.num_rqe()),
             #[allow(unreachable_patterns)]
@@ -260,10 +269,20 @@ impl<'a> Srq<'a> {
     /// `EOPNOTSUPP`, an `Unsupported` error) and/or arms the limit event
     /// (`srq_limit`). On rxe a resize moves the ring: the kernel writes the
     /// new mapping through the address passed in `rxe_modify_srq_cmd`, and
-    /// the new ring replaces the old one.
+    /// the new ring replaces the old one, with the receives already posted.
+    ///
+    /// Takes `&self`, as in C: QPs that use the SRQ, and threads posting
+    /// to it, keep their references. A post on another thread waits while
+    /// the ring is replaced (one system call and one `mmap`); the resize
+    /// waits a bounded time for posts in progress, and if they do not
+    /// finish in time it is a `Busy` error and nothing changed.
     #[doc(alias = "ibv_modify_srq")]
-    pub fn modify(&mut self, change: SrqModify) -> Result<()> {
+    pub fn modify(&self, change: SrqModify) -> Result<()> {
         const VERB: &str = "ibv_modify_srq";
+        if let (None, Some(limit)) = (change.max_wr, change.srq_limit) {
+            // The ring stays: no need to hold it.
+            return self.set_limit(limit);
+        }
         let mut cmd = ModifySrq::new_zeroed();
         cmd.srq_handle = self.handle;
         if let Some(max_wr) = change.max_wr {
@@ -278,9 +297,12 @@ impl<'a> Srq<'a> {
             cmd.srq_limit = limit;
         }
         let ctx = self.ctx();
-        match self.ring {
+        let Some(mut ring) = self.ring.exclusive() else {
+            return Err(Error::new(VERB, ErrorKind::Busy).with_detail("receives were being posted to the SRQ meanwhile, or another resize ran"));
+        };
+        match *ring {
             #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut ring) => {
+            Ring::Rxe(ref mut rxe) => {
                 let mut mi = Mminfo::default();
                 let mi_out: &mut Mminfo = &mut mi;
                 // The kernel writes the new `struct mminfo` to this address
@@ -296,9 +318,9 @@ impl<'a> Srq<'a> {
                     // The kernel already switched rings: if the new one
                     // cannot be mapped the SRQ is dead (see `Ring::Dead`).
                     let mapped = crate::providers::rxe::injected_remap_failure(VERB)
-                        .and_then(|()| ring.remap(VERB, ctx.channel(), new_mi));
+                        .and_then(|()| rxe.remap(VERB, ctx.channel(), new_mi));
                     if let Err(e) = mapped {
-                        self.ring = Ring::Dead;
+                        *ring = Ring::Dead;
                         return Err(e.with_detail("the new ring could not be mapped: the SRQ is now dead (every later call fails)"));
                     }
                 }
@@ -307,9 +329,10 @@ impl<'a> Srq<'a> {
             Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut [])?,
             Ring::Dead => return Err(crate::cq::dead(VERB)),
         }
+        drop(ring);
         if change.max_wr.is_some() {
             // The granted size (the kernel may round up).
-            self.max_wr = self.query()?.max_wr;
+            self.max_wr.store(self.query()?.max_wr, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -325,7 +348,8 @@ impl<'a> Srq<'a> {
         cmd.attr_mask = IBV_SRQ_LIMIT;
         cmd.srq_limit = srq_limit;
         let ctx = self.ctx();
-        match self.ring {
+        let ring = self.ring.enter_wait();
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(_) => {
                 // rxe reads its driver command (the address for a new
@@ -363,7 +387,10 @@ impl<'a> Srq<'a> {
         if wrs.is_empty() {
             return Ok(());
         }
-        match self.ring {
+        // A resize on another thread holds the ring for one system call
+        // and one mmap: posters wait for it, as they wait for each other.
+        let ring = self.ring.enter_wait();
+        match *ring {
             #[cfg(feature = "rxe")]
             Ring::Rxe(ref r) => crate::providers::rxe::post::post_recv(
                 VERB,

@@ -57,6 +57,7 @@ mod device {
     mod query;
     #[allow(dead_code)]
     mod rig;
+    mod resize_shared;
     mod ring_reuse;
     mod siw_flush;
     mod srq;

@@ -85,9 +85,10 @@ impl CCq {
         let g = self.cq.read().unwrap_or_else(|p| p.into_inner());
         let cq: *const Cq<'static> = g.as_ref()?;
         self.users.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: counted in `users` under the read lock: resize and
-        // destroy (write lock) refuse while the count is not 0, so the Cq
-        // is neither changed nor moved nor dropped while this borrow lives.
+        // SAFETY: counted in `users` under the read lock: destroy (write
+        // lock) refuses while the count is not 0, so the Cq is neither
+        // moved nor dropped while this borrow lives; resize (write lock)
+        // only borrows it shared.
         Some(unsafe { &*cq })
     }
 
@@ -187,16 +188,15 @@ pub(crate) extern "C" fn ibv_create_cq(
     p.cast()
 }
 
-/// `ibv_resize_cq`: 0 or the errno value. `EBUSY` while QPs or SRQs use
-/// the CQ (their borrows forbid changing it); siw has no resize.
+/// `ibv_resize_cq`: 0 or the errno value. Works while QPs and SRQs use the
+/// CQ, as in rdma-core (`Cq::resize` takes `&self`); siw has no resize.
 pub(crate) extern "C" fn ibv_resize_cq(cq: *mut IbvCq, cqe: c_int) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
     let Ok(cqe) = u32::try_from(cqe) else { return fail_errno(libc::EINVAL) };
-    let mut g = c.cq.write().unwrap_or_else(|p| p.into_inner());
-    if c.users.load(Ordering::Acquire) != 0 {
-        return fail_errno(libc::EBUSY);
-    }
-    let Some(inner) = g.as_mut() else { return fail_errno(libc::EINVAL) };
+    // The write lock serialises resizes (and their update of `cqe`) with
+    // destroy; the CQ itself is only borrowed shared, as QPs borrow it.
+    let g = c.cq.write().unwrap_or_else(|p| p.into_inner());
+    let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
     match inner.resize(cqe) {
         Ok(()) => {
             // SAFETY: `cqe` is written under the write lock (held); C reads

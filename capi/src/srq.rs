@@ -74,8 +74,8 @@ impl CSrq {
         let g = self.srq.read().unwrap_or_else(|p| p.into_inner());
         let s: *const Srq<'static> = g.as_ref()?;
         self.users.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: counted under the read lock; modify and destroy (write
-        // lock) refuse while the count is not 0.
+        // SAFETY: counted under the read lock; destroy (write lock)
+        // refuses while the count is not 0; modify borrows it shared.
         Some(unsafe { &*s })
     }
 
@@ -172,21 +172,11 @@ pub(crate) unsafe extern "C" fn ibv_modify_srq(srq: *mut IbvSrq, attr: *mut IbvS
         max_wr: (mask & SRQ_MAX_WR != 0).then_some(a.max_wr),
         srq_limit: (mask & SRQ_LIMIT != 0).then_some(a.srq_limit),
     };
-    if change.max_wr.is_none() {
-        // Arming the limit leaves the ring in place: allowed while QPs
-        // use the SRQ (a shared borrow).
-        let g = c.srq.read().unwrap_or_else(|p| p.into_inner());
-        let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
-        return match inner.set_limit(a.srq_limit) {
-            Ok(()) => 0,
-            Err(e) => fail_errno(errno_of(&e)),
-        };
-    }
-    let mut g = c.srq.write().unwrap_or_else(|p| p.into_inner());
-    if c.users.load(Ordering::Acquire) != 0 {
-        return fail_errno(libc::EBUSY);
-    }
-    let Some(inner) = g.as_mut() else { return fail_errno(libc::EINVAL) };
+    // A resize works while QPs use the SRQ, as in rdma-core
+    // (`Srq::modify` takes `&self`); the ring is swapped under its own
+    // guard.
+    let g = c.srq.read().unwrap_or_else(|p| p.into_inner());
+    let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
     match inner.modify(change) {
         Ok(()) => 0,
         Err(e) => fail_errno(errno_of(&e)),

@@ -77,7 +77,7 @@ fn siw_cq_bad_args() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_cq_ring_matches_cqe_and_resize_remaps() {
     let ctx = open(&rxe_name());
-    let mut cq = Cq::create(&ctx, 10, None, 0).unwrap();
+    let cq = Cq::create(&ctx, 10, None, 0).unwrap();
     // rxe sizes the ring to hold cqe entries plus the one free slot.
     let slots = cq.rxe_ring_slots().unwrap();
     assert!(
@@ -117,7 +117,7 @@ fn rxe_cq_ring_matches_cqe_and_resize_remaps() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn siw_cq_resize_unsupported() {
     let ctx = open(&siw_name());
-    let mut cq = Cq::create(&ctx, 10, None, 0).unwrap();
+    let cq = Cq::create(&ctx, 10, None, 0).unwrap();
     let before = cq.cqe();
     let e = cq.resize(100).unwrap_err();
     assert_eq!(

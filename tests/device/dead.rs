@@ -17,7 +17,7 @@ use verbs::{Cq, ErrorKind, Pd, Wc};
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_cq_whose_remap_failed_is_dead_on_every_call() {
     let ctx = open_rxe();
-    let mut cq = Cq::create(&ctx, 16, None, 0).unwrap();
+    let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     // A good resize first: the remap path works when nothing is injected.
     cq.resize(32).expect("ibv_resize_cq");
     let mut wc = [Wc::ZERO; 4];
@@ -46,7 +46,7 @@ fn rxe_cq_whose_remap_failed_is_dead_on_every_call() {
 fn rxe_srq_whose_remap_failed_is_dead_on_every_call() {
     let ctx = open_rxe();
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut srq = Srq::create(&pd, SrqInitAttr { max_wr: 8, max_sge: 1, srq_limit: 0 }).unwrap();
+    let srq = Srq::create(&pd, SrqInitAttr { max_wr: 8, max_sge: 1, srq_limit: 0 }).unwrap();
     srq.post_recv(&[RecvWr::new(1, &[])]).expect("ibv_post_srq_recv before");
 
     FAIL_NEXT_REMAP.store(true, Ordering::Relaxed);

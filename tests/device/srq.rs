@@ -17,7 +17,7 @@ fn init(max_wr: u32) -> SrqInitAttr {
 fn create_query_limit_destroy(name: &str) {
     let ctx = open(name);
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut srq = Srq::create(&pd, init(16)).expect("ibv_create_srq");
+    let srq = Srq::create(&pd, init(16)).expect("ibv_create_srq");
     assert!(srq.max_wr() >= 16 && srq.max_sge() >= 1, "{srq:?}");
     let q = srq.query().expect("ibv_query_srq");
     assert_eq!(q, SrqAttr { max_wr: srq.max_wr(), max_sge: srq.max_sge(), srq_limit: 0 });
@@ -45,7 +45,7 @@ fn bad_args(name: &str) {
     let e = Srq::create(&pd, big_sge).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_create_srq", ErrorKind::InvalidArgument), "{e}");
     // A limit above the queue size is refused and nothing changes.
-    let mut srq = Srq::create(&pd, init(16)).unwrap();
+    let srq = Srq::create(&pd, init(16)).unwrap();
     let before = srq.query().unwrap();
     let e = srq.modify(SrqModify { srq_limit: Some(srq.max_wr() * 4 + 64), ..Default::default() }).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_modify_srq", ErrorKind::InvalidArgument), "{e}");
@@ -83,7 +83,7 @@ fn siw_srq_bad_args() {
 fn rxe_srq_resize_remaps_the_ring() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut srq = Srq::create(&pd, init(16)).unwrap();
+    let srq = Srq::create(&pd, init(16)).unwrap();
     let slots = srq.rxe_ring_slots().unwrap();
     assert!(slots > srq.max_wr());
     srq.modify(SrqModify { max_wr: Some(200), ..Default::default() }).expect("ibv_modify_srq max_wr");
@@ -99,7 +99,7 @@ fn rxe_srq_resize_remaps_the_ring() {
 fn siw_srq_resize_unsupported() {
     let ctx = open(&siw_name());
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut srq = Srq::create(&pd, init(16)).unwrap();
+    let srq = Srq::create(&pd, init(16)).unwrap();
     let n = srq.siw_num_rqe().unwrap();
     assert!(n >= srq.max_wr(), "mapped RQEs {n} cover max_wr {}", srq.max_wr());
     let before = srq.query().unwrap();

@@ -166,7 +166,7 @@ fn rxe_srq_receives_for_two_qps_and_limit_event() {
     ctx.set_async_nonblocking(true).unwrap();
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let mut srq = Srq::create(&pd, SrqInitAttr { max_wr: 16, max_sge: 1, srq_limit: 0 }).unwrap();
+    let srq = Srq::create(&pd, SrqInitAttr { max_wr: 16, max_sge: 1, srq_limit: 0 }).unwrap();
     let buf = vec![0u8; 4096];
     let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..6).map(|i| [Sge::from_mr(&mr, i * 256, 256)]).collect();
@@ -217,7 +217,7 @@ fn rxe_srq_receives_for_two_qps_and_limit_event() {
 fn rxe_resize_cq_keeps_queued_completions() {
     let ctx = open_rxe();
     let pd = Pd::alloc(&ctx).unwrap();
-    let mut scq = Cq::create(&ctx, 8, None, 0).unwrap();
+    let scq = Cq::create(&ctx, 8, None, 0).unwrap();
     let rcq = Cq::create(&ctx, 64, None, 0).unwrap();
     {
         let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&rcq, &rcq, None, CAP));

@@ -24,6 +24,7 @@ mod device {
     mod checks;
     mod cm;
     mod cm_datapath;
+    mod cm_mcast;
     mod cm_rig;
     mod cm_tools;
     mod cm_ucmatose;

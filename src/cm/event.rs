@@ -168,11 +168,15 @@ impl<'ch> Event<'ch> {
     }
 
     /// Whether the event is about `id` (for a connection request: whether
-    /// `id` is the listener it arrived on).
+    /// `id` is the listener it arrived on; for a multicast join result:
+    /// whether `id` joined).
     pub fn is_for(&self, id: &CmId<'_>) -> bool {
         if !core::ptr::eq(self.ch, id.channel()) {
             false
-        } else if self.kind == EventKind::ConnectRequest {
+        } else if matches!(self.kind, EventKind::ConnectRequest | EventKind::MulticastJoin | EventKind::MulticastError) {
+            // A request carries the new id's handle, a join result its
+            // membership's (see `Event::is_for_membership`): the context
+            // names the id.
             self.context == id.context()
         } else {
             self.handle == id.handle()

@@ -39,6 +39,7 @@ mod connect;
 mod device;
 mod event;
 mod id;
+mod mcast;
 #[cfg(feature = "std")]
 mod resolve;
 mod ud;
@@ -47,6 +48,7 @@ pub use channel::EventChannel;
 pub use connect::{CmTransition, ConnParam};
 pub use event::{Event, EventKind, PeerParam, UdPeer};
 pub use id::{AddrInfo, CmId, PortSpace, WaitError};
+pub use mcast::{Membership, MULTICAST_QPN};
 pub use ud::RDMA_UDP_QKEY;
 #[cfg(feature = "std")]
 pub use resolve::{getaddrinfo, AddrHints};

@@ -279,6 +279,8 @@ fn structs() -> Vec<Entry> {
         s!(ucma::InitQpAttr, "struct rdma_ucm_init_qp_attr", [response, id, qp_state]),
         s!(ucma::Notify, "struct rdma_ucm_notify", [id, event]),
         s!(ucma::JoinMcast, "struct rdma_ucm_join_mcast", [response, uid, id, addr_size, join_flags, addr]),
+        s!(ucma::MigrateId, "struct rdma_ucm_migrate_id", [response, id, fd]),
+        s!(ucma::MigrateResp, "struct rdma_ucm_migrate_resp", [events_reported]),
         s!(ucma::GetEvent, "struct rdma_ucm_get_event", [response]),
         s!(ucma::EventResp, "struct rdma_ucm_event_resp", [uid, id, event, status, param, reserved, ece]),
         s!(ucma::SetOption, "struct rdma_ucm_set_option", [optval, id, level, optname, optlen]),

@@ -391,6 +391,29 @@ abi_struct! {
 }
 
 abi_struct! {
+    /// `struct rdma_ucm_migrate_id`.
+    #[repr(C, align(8))]
+    pub struct MigrateId {
+        /// Address of a [`MigrateResp`].
+        pub response: u64,
+        /// Id handle.
+        pub id: u32,
+        /// The file descriptor of the channel the id is on now (the
+        /// command is written to the channel it moves to).
+        pub fd: u32,
+    }
+}
+
+abi_struct! {
+    /// `struct rdma_ucm_migrate_resp`.
+    #[repr(C)]
+    pub struct MigrateResp {
+        /// Events the kernel reported for the id on its old channel.
+        pub events_reported: u32,
+    }
+}
+
+abi_struct! {
     /// `struct rdma_ucm_get_event`.
     #[repr(C, align(8))]
     pub struct GetEvent {

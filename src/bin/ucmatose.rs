@@ -132,7 +132,7 @@ fn fail_event(ev: &verbs::cm::Event<'_>) -> String {
     format!("cmatose: event: {}, error: {}", ev.kind().as_str(), ev.status())
 }
 
-fn run_server(o: &Opts, ch: &EventChannel) -> Result<(), String> {
+fn run_server(o: &Opts, ch: &EventChannel, ch2: &EventChannel) -> Result<(), String> {
     println!("cmatose: starting server");
     let listen = CmId::create(ch, PortSpace::Tcp).map_err(|e| format!("cmatose: listen request failed: {e}"))?;
     let a = addr(o.src.as_deref(), &o.port, true)?;
@@ -197,8 +197,32 @@ fn run_server(o: &Opts, ch: &EventChannel) -> Result<(), String> {
         }
         println!("data transfers complete");
     }
+    if o.migrate {
+        let (listen, ids) = migrate_channel(Some(listen), ids, ch2)?;
+        drop(listen);
+        return server_disconnect(&ids, ch2);
+    }
+    server_disconnect(&ids, ch)
+}
+
+/// `-m`: moves the ids (and the listener) to a new channel, on which the
+/// disconnection events then arrive (cmatose's `migrate_channel`).
+#[allow(clippy::type_complexity)]
+fn migrate_channel<'n>(
+    listen: Option<CmId<'_>>,
+    ids: Vec<CmId<'_>>,
+    to: &'n EventChannel,
+) -> Result<(Option<CmId<'n>>, Vec<CmId<'n>>), String> {
+    println!("migrating to new event channel");
+    let fail = |e: verbs::cm::MigrateError<'_>| format!("cmatose: failure migrating to channel: {}", e.error);
+    let listen = listen.map(|l| l.migrate(to)).transpose().map_err(fail)?;
+    let ids = ids.into_iter().map(|id| id.migrate(to)).collect::<Result<Vec<_>, _>>().map_err(fail)?;
+    Ok((listen, ids))
+}
+
+fn server_disconnect(ids: &[CmId<'_>], ch: &EventChannel) -> Result<(), String> {
     println!("cmatose: disconnecting");
-    for id in &ids {
+    for id in ids {
         id.disconnect().map_err(|e| e.to_string())?;
     }
     let mut left = ids.len();
@@ -211,7 +235,7 @@ fn run_server(o: &Opts, ch: &EventChannel) -> Result<(), String> {
     Ok(())
 }
 
-fn run_client(o: &Opts, ch: &EventChannel) -> Result<(), String> {
+fn run_client(o: &Opts, ch: &EventChannel, ch2: &EventChannel) -> Result<(), String> {
     println!("cmatose: starting client");
     let dst = addr(o.dst.as_deref(), &o.port, false)?;
     let src = o.src.as_deref().map(|s| addr(Some(s), "0", false)).transpose()?;
@@ -260,6 +284,14 @@ fn run_client(o: &Opts, ch: &EventChannel) -> Result<(), String> {
         }
         println!("data transfers complete");
     }
+    if o.migrate {
+        let (_, ids) = migrate_channel(None, ids, ch2)?;
+        return client_disconnect(&ids, ch2);
+    }
+    client_disconnect(&ids, ch)
+}
+
+fn client_disconnect(ids: &[CmId<'_>], ch: &EventChannel) -> Result<(), String> {
     let mut left = ids.len();
     while left > 0 {
         let ev = event(ch)?;
@@ -279,14 +311,15 @@ fn main() -> ExitCode {
         usage();
         return ExitCode::from(1);
     };
-    let ch = match EventChannel::create() {
-        Ok(ch) => ch,
-        Err(e) => {
+    // The second channel is where `-m` moves the ids.
+    let (ch, ch2) = match (EventChannel::create(), EventChannel::create()) {
+        (Ok(ch), Ok(ch2)) => (ch, ch2),
+        (Err(e), _) | (_, Err(e)) => {
             println!("{e}");
             return ExitCode::from(1);
         }
     };
-    let r = if o.dst.is_some() { run_client(&o, &ch) } else { run_server(&o, &ch) };
+    let r = if o.dst.is_some() { run_client(&o, &ch, &ch2) } else { run_server(&o, &ch, &ch2) };
     println!("test complete");
     let status = match r {
         Ok(()) => 0,

@@ -285,6 +285,29 @@ impl<'ch> CmId<'ch> {
         Err(WaitError { error: Error::new(VERB, ErrorKind::WrongState).with_detail(detail), event: Some(ev) })
     }
 
+    /// `rdma_migrate_id`: moves the id to channel `to`: its events not yet
+    /// read, and all later ones, arrive there. A listener's future
+    /// connection requests too. On failure the id comes back unchanged in
+    /// the error. Nothing to wait for: events already read are copies.
+    #[doc(alias = "rdma_migrate_id")]
+    #[allow(clippy::result_large_err)] // the id comes back by value; no heap
+    pub fn migrate<'to>(mut self, to: &'to EventChannel) -> core::result::Result<CmId<'to>, MigrateError<'ch>> {
+        use rustix::fd::{AsFd, AsRawFd};
+        const VERB: &str = "rdma_migrate_id";
+        // The command goes to the new channel's file and names the
+        // current one by its fd (the kernel holds that file meanwhile).
+        let fd = self.ch.as_fd().as_raw_fd() as u32;
+        let cmd = MigrateId { response: 0, id: self.handle, fd };
+        match to.file.call::<_, MigrateResp>(VERB, RDMA_USER_CM_CMD_MIGRATE_ID, &cmd, offset_of!(MigrateId, response)) {
+            Ok(_) => {
+                // The kernel object now belongs to `to`'s file.
+                self.live = false;
+                Ok(CmId { ch: to, handle: self.handle, context: self.context, live: true })
+            }
+            Err(error) => Err(MigrateError { error, id: self }),
+        }
+    }
+
     /// `rdma_destroy_id`: returns how many events the kernel reported for
     /// the id. Events already read stay valid (they are copies).
     #[doc(alias = "rdma_destroy_id")]
@@ -314,6 +337,30 @@ impl Drop for CmId<'_> {
         }
     }
 }
+
+/// A failed [`CmId::migrate`]: why, and the id, still on its old
+/// channel. Converts into [`Error`].
+#[derive(Debug)]
+pub struct MigrateError<'ch> {
+    /// Why.
+    pub error: Error,
+    /// The id, unchanged.
+    pub id: CmId<'ch>,
+}
+
+impl From<MigrateError<'_>> for Error {
+    fn from(e: MigrateError<'_>) -> Self {
+        e.error
+    }
+}
+
+impl core::fmt::Display for MigrateError<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl core::error::Error for MigrateError<'_> {}
 
 /// The detail of a wait that got `kind` instead.
 fn unexpected(kind: EventKind) -> &'static str {

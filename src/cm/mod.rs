@@ -47,7 +47,7 @@ mod ud;
 pub use channel::EventChannel;
 pub use connect::{CmTransition, ConnParam};
 pub use event::{Event, EventKind, PeerParam, UdPeer};
-pub use id::{AddrInfo, CmId, PortSpace, WaitError};
+pub use id::{AddrInfo, CmId, MigrateError, PortSpace, WaitError};
 pub use mcast::{Membership, MULTICAST_QPN};
 pub use ud::RDMA_UDP_QKEY;
 #[cfg(feature = "std")]

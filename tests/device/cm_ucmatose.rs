@@ -31,9 +31,19 @@ fn run(prog: &str, args: &[String]) -> Output {
 }
 
 fn pair(dev: &str, server: &str, client: &str) {
+    pair_with(dev, server, client, false);
+}
+
+/// With `migrate`, both sides run with `-m`: after the transfers every id
+/// moves to a new event channel (`rdma_migrate_id`), where the
+/// disconnection events then arrive.
+fn pair_with(dev: &str, server: &str, client: &str, migrate: bool) {
     let ip = ip_of(dev);
     let port = next_port().to_string();
-    let common = ["-c", "2", "-C", "10", "-S", "100", "-p", &port].map(String::from).to_vec();
+    let mut common = ["-c", "2", "-C", "10", "-S", "100", "-p", &port].map(String::from).to_vec();
+    if migrate {
+        common.push("-m".into());
+    }
     let mut sargs = vec!["-b".to_string(), ip.clone()];
     sargs.extend(common.clone());
     let mut cargs = vec!["-s".to_string(), ip.clone()];
@@ -55,10 +65,16 @@ fn pair(dev: &str, server: &str, client: &str) {
     assert!(out.status.success(), "{dev}: client {client}: {}", show(&out));
     assert!(sout.status.success(), "{dev}: server {server}: {}", show(&sout));
     let c: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-    let want_c = ["cmatose: starting client", "cmatose: connecting", "receiving data transfers", "sending replies", "data transfers complete", "test complete", "return status 0"];
+    let mut want_c = vec!["cmatose: starting client", "cmatose: connecting", "receiving data transfers", "sending replies", "data transfers complete", "test complete", "return status 0"];
+    if migrate {
+        want_c.insert(5, "migrating to new event channel");
+    }
     assert_eq!(c, want_c, "{dev}: client output ({client} against {server}): {}", show(&out));
     let s: Vec<String> = String::from_utf8_lossy(&sout.stdout).lines().map(str::to_string).collect();
-    let want_s = ["cmatose: starting server", "initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete", "cmatose: disconnecting", "disconnected", "test complete", "return status 0"];
+    let mut want_s = vec!["cmatose: starting server", "initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete", "cmatose: disconnecting", "disconnected", "test complete", "return status 0"];
+    if migrate {
+        want_s.insert(5, "migrating to new event channel");
+    }
     assert_eq!(s, want_s, "{dev}: server output ({server} against {client}): {}", show(&sout));
 }
 
@@ -84,4 +100,18 @@ fn siw_ucmatose_ours_server_c_client() {
 #[ignore = "device test: C ucmatose server, verbs-ucmatose client, siw0"]
 fn siw_ucmatose_c_server_ours_client() {
     pair(&cm_devices()[1], "ucmatose", OURS);
+}
+
+#[test]
+#[ignore = "device test: ucmatose -m both ways (rdma_migrate_id), rxe0"]
+fn rxe_ucmatose_migrate_both_ways() {
+    pair_with(&cm_devices()[0], OURS, "ucmatose", true);
+    pair_with(&cm_devices()[0], "ucmatose", OURS, true);
+}
+
+#[test]
+#[ignore = "device test: ucmatose -m both ways (rdma_migrate_id), siw0"]
+fn siw_ucmatose_migrate_both_ways() {
+    pair_with(&cm_devices()[1], OURS, "ucmatose", true);
+    pair_with(&cm_devices()[1], "ucmatose", OURS, true);
 }

@@ -12,7 +12,11 @@
 //! rdma-core's `ibv_rc_pingpong` defaults; then an RDMA WRITE of a 64-byte
 //! record and a SEND with immediate data, busy-polled. `examples/` has it
 //! as `loopback_rc`, the same with completion events through epoll
-//! (`rc_events`), and `atomics`; the device suite runs each in the VM.
+//! (`rc_events`), then `ud_ah` (UD datagrams through an address handle),
+//! `srq_shared` (three QPs on one shared receive queue), `atomics` and
+//! `memory_windows` (bind, write through, invalidate); the device suite
+//! runs each in the VM (`cargo run --example NAME` runs one on a host
+//! with RDMA).
 //!
 //! ```no_run
 //! use verbs::discovery::devices;

@@ -10,8 +10,14 @@ use super::common::rxe_name;
 mod atomics;
 #[path = "../../examples/loopback_rc.rs"]
 mod loopback_rc;
+#[path = "../../examples/memory_windows.rs"]
+mod memory_windows;
 #[path = "../../examples/rc_events.rs"]
 mod rc_events;
+#[path = "../../examples/srq_shared.rs"]
+mod srq_shared;
+#[path = "../../examples/ud_ah.rs"]
+mod ud_ah;
 
 fn run(main: fn() -> Result<(), Box<dyn core::error::Error>>) {
     let dev = std::env::var("VERBS_DEVICE").unwrap_or_else(|_| "rxe0".to_owned());
@@ -37,4 +43,22 @@ fn rxe_example_rc_events() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_example_atomics() {
     run(atomics::main);
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_example_ud_ah() {
+    run(ud_ah::main);
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_example_srq_shared() {
+    run(srq_shared::main);
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_example_memory_windows() {
+    run(memory_windows::main);
 }

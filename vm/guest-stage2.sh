@@ -83,12 +83,13 @@ if [ "$RDMA" = 1 ]; then
     ipcmds= rdmacmds= i=0 NDS=()
     for d in $RDMA_DEVS; do
         case "$NETDEV" in
-            auto) nd=dummy$i; cidr=10.77.$i.1/24 ;;
-            lo) nd=lo; cidr= ;;
-            *) nd=$NETDEV; cidr=10.77.0.1/24 ;;
+            auto) nd=dummy$i; cidr=10.77.$i.1/24 cidr6=fd77:$i::1/64 ;;
+            lo) nd=lo; cidr= cidr6= ;;
+            *) nd=$NETDEV; cidr=10.77.0.1/24 cidr6=fd77:0::1/64 ;;
         esac
+        # A global IPv6 address too (nodad: usable at once), for rdma_cm over IPv6.
         if [ -n "$cidr" ] && ! [ -e "/sys/class/net/$nd" ] && [[ " ${NDS[*]} " != *" $nd "* ]]; then
-            ipcmds+="link add $nd type dummy"$'\n'"addr add $cidr dev $nd"$'\n'"link set $nd up"$'\n'
+            ipcmds+="link add $nd type dummy"$'\n'"addr add $cidr dev $nd"$'\n'"addr add $cidr6 dev $nd nodad"$'\n'"link set $nd up"$'\n'
         fi
         NDS+=("$nd")
         rdmacmds+="link add ${d}0 type $d netdev $nd"$'\n'
@@ -106,9 +107,10 @@ if [ "$RDMA" = 1 ]; then
     for d in $RDMA_DEVS; do
         nd=${NDS[$i]}; i=$((i + 1))
         ip4=$(ip -4 -o addr show dev "$nd" | awk '{print $4}' | cut -d/ -f1 | head -1)
+        ip6=$(ip -6 -o addr show dev "$nd" scope global | awk '{print $4}' | cut -d/ -f1 | head -1)
         case $d in
-            rxe) echo "export VM_RXE_IP=$ip4 VM_RXE_NETDEV=$nd" >> /run/vm-rdma.env ;;
-            siw) echo "export VM_SIW_IP=$ip4 VM_SIW_NETDEV=$nd" >> /run/vm-rdma.env ;;
+            rxe) echo "export VM_RXE_IP=$ip4 VM_RXE_IP6=$ip6 VM_RXE_NETDEV=$nd" >> /run/vm-rdma.env ;;
+            siw) echo "export VM_SIW_IP=$ip4 VM_SIW_IP6=$ip6 VM_SIW_NETDEV=$nd" >> /run/vm-rdma.env ;;
         esac
     done
     # wait for the uverbs char devices (devtmpfs creates them asynchronously)

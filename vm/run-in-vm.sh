@@ -33,7 +33,8 @@
 #   --debug              on setup failure drop to a shell on the console (use with -v)
 # Environment in the guest: the caller's cwd; VM_SCRATCH = a writable dir shared with the
 # host (in the run dir $CACHE/runs/vmrun.XXXXXX, or under $VMRUN_TMPDIR; kept only with
-# --keep); VM_RXE_IP / VM_SIW_IP = IPv4 address of the netdev under rxe0 / siw0 (use these
+# --keep); VM_RXE_IP / VM_SIW_IP = IPv4 address of the netdev under rxe0 / siw0, VM_RXE_IP6 /
+# VM_SIW_IP6 its global IPv6 address (fd77:0::1, fd77:1::1) (use these
 # for rdma_cm); VM_RXE_GID_INDEX = index of rxe0's IPv4 RoCEv2 GID (ibv_*_pingpong -g,
 # perftest -x); VERBS_TEST_RXE=rxe0, VERBS_TEST_SIW=siw0, VERBS_TEST_GID_INDEX (the same
 # index) unless given with -e.  Both devices' ports are ACTIVE before the command starts.

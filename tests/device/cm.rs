@@ -15,11 +15,19 @@ use super::rig::{init_attr, wait, ALL_ACCESS, CAP};
 /// Connects a pair on `dev`, checks both QPs are in RTS, sends 64 bytes
 /// each way, disconnects, and sees DISCONNECTED on both sides.
 fn connect_send_disconnect(dev: &str) {
+    connect_send_disconnect_at(dev, &ip_of(dev));
+}
+
+fn connect_send_disconnect_at(dev: &str, ip: &str) {
     let ctx = open(dev);
     let pd = Pd::alloc(&ctx).expect("pd");
     let (cq_c, cq_s) = (Cq::create(&ctx, 64, None, 0).expect("cq"), Cq::create(&ctx, 64, None, 0).expect("cq"));
     let ch = channels();
-    let mut p = cm_rc_pair(&ch, &ip_of(dev), &pd, init_attr(&cq_c, &cq_c, None, CAP), init_attr(&cq_s, &cq_s, None, CAP));
+    let mut p = cm_rc_pair(&ch, ip, &pd, init_attr(&cq_c, &cq_c, None, CAP), init_attr(&cq_s, &cq_s, None, CAP));
+    // Both ends are bound to the address asked for (IPv4 or IPv6).
+    let local = p.client_id.local_addr().expect("rdma_get_local_addr").expect("bound");
+    let peer = p.client_id.peer_addr().expect("rdma_get_peer_addr").expect("resolved");
+    assert_eq!((local.ip().to_string(), peer.ip().to_string()), (ip.to_string(), ip.to_string()), "{dev}");
     assert_eq!(p.client.query().expect("query").qp_state, Some(QpStateKind::Rts));
     assert_eq!(p.server.query().expect("query").qp_state, Some(QpStateKind::Rts));
     if dev == cm_devices()[0] {
@@ -315,4 +323,20 @@ fn rxe_cm_set_options() {
     let other = CmId::create(&ch, PortSpace::Tcp).expect("create");
     let e = other.bind_addr(&addr).expect_err("port in use");
     assert_eq!(e.errno(), Some(rustix::io::Errno::ADDRINUSE), "{e}");
+}
+
+/// IPv6: the same connection, transfer and disconnection over the
+/// netdev's global IPv6 address (the VM gives each netdev one).
+#[test]
+#[ignore = "device test: rdma_cm over IPv6 on rxe0"]
+fn rxe_cm_ipv6_connect_send_disconnect() {
+    let dev = &cm_devices()[0];
+    connect_send_disconnect_at(dev, &super::cm_rig::ip6_of(dev));
+}
+
+#[test]
+#[ignore = "device test: rdma_cm over IPv6 on siw0"]
+fn siw_cm_ipv6_connect_send_disconnect() {
+    let dev = &cm_devices()[1];
+    connect_send_disconnect_at(dev, &super::cm_rig::ip6_of(dev));
 }

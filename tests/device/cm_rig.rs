@@ -24,6 +24,23 @@ pub(crate) fn ip_of(dev: &str) -> String {
         .unwrap_or_else(|_| panic!("{a} / {b} not set: the device test needs {dev}'s IPv4 address"))
 }
 
+/// The global IPv6 address of the netdev under `dev` (`VM_RXE_IP6` /
+/// `VM_SIW_IP6`, or `VERBS_TEST_RXE_IP6` / `VERBS_TEST_SIW_IP6` natively).
+pub(crate) fn ip6_of(dev: &str) -> String {
+    let (a, b) = if dev == siw_name() { ("VERBS_TEST_SIW_IP6", "VM_SIW_IP6") } else { ("VERBS_TEST_RXE_IP6", "VM_RXE_IP6") };
+    std::env::var(a)
+        .or_else(|_| std::env::var(b))
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| panic!("{a} / {b} not set: the device test needs {dev}'s IPv6 address"))
+}
+
+/// `ip` (IPv4 or IPv6) with `port`.
+pub(crate) fn with_port(ip: &str, port: u16) -> SocketAddr {
+    let s = if ip.contains(':') { format!("[{ip}]:{port}") } else { format!("{ip}:{port}") };
+    s.parse().expect("address")
+}
+
 /// A fresh port for each listener of this process.
 pub(crate) fn next_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -68,7 +85,7 @@ pub(crate) fn cm_rc_pair<'ch, 'a>(
     client: QpInitAttr<'a>,
     server: QpInitAttr<'a>,
 ) -> CmPair<'ch, 'a> {
-    let addr: SocketAddr = format!("{ip}:{}", next_port()).parse().expect("address");
+    let addr = with_port(ip, next_port());
     let listener = CmId::create_with_context(&ch[1], PortSpace::Tcp, 0x5e).expect("rdma_create_id");
     listener.bind_addr(&addr).expect("rdma_bind_addr");
     listener.listen(4).expect("rdma_listen");

@@ -13,6 +13,24 @@
 //! `rdma link delete` and re-creates it on the same netdev (same GID at the same index),
 //! also when it fails half-way, so the tests after it find the device as the VM made it.
 
+/// `twins!(body: rxe_test, siw_test)`: two device tests running
+/// `body(dev)` on rxe0 and on siw0 (`device/rig.rs`'s `rc_devices`).
+macro_rules! twins {
+    ($body:ident: $rxe:ident, $siw:ident) => {
+        #[test]
+        #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+        fn $rxe() {
+            $body(&super::rig::rc_devices()[0]);
+        }
+
+        #[test]
+        #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+        fn $siw() {
+            $body(&super::rig::rc_devices()[1]);
+        }
+    };
+}
+
 mod device {
     #[allow(dead_code)]
     mod common;

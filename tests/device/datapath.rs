@@ -3,20 +3,18 @@
 //! errors. Bytes are checked in the peer's memory, completions field by
 //! field.
 
-use super::rig::{assert_quiet, init_attr, open_rxe, rc_pair, uc_pair, wait, ALL_ACCESS, CAP};
+use super::rig::{assert_quiet, init_attr, is_siw, open_dev, open_rxe, rc_pair, rc_pair_on, uc_pair, wait, ALL_ACCESS, CAP};
 use verbs::qp::QpCap;
 use verbs::wr::{MwBind, RecvWr, SendFlags, SendOp, SendWr, Sge};
 use verbs::{AccessFlags, Cq, ErrorKind, Mr, Mw, MwType, Pd, WcFlags, WcOpcode, WcStatus};
 
 const SIG: SendFlags = SendFlags::SIGNALED;
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_send_recv_with_and_without_imm() {
-    let ctx = open_rxe();
+fn send_recv_with_and_without_imm(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let abuf = vec![0u8; 4096];
     let bbuf = vec![0u8; 4096];
     let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -32,11 +30,16 @@ fn rxe_send_recv_with_and_without_imm() {
 
     let s0 = [Sge::from_mr(&amr, 0, 1500)];
     let s1 = [Sge::from_mr(&amr, 0, 16)];
-    let wrs = [
-        SendWr::send(0xa0, &s0).flags(SIG),
-        SendWr::new(0xa1, SendOp::SendWithImm { imm: 0xdead_beef }, &s1).flags(SIG | SendFlags::SOLICITED),
-    ];
-    a.post_send(&wrs).expect("ibv_post_send");
+    // siw (iWARP) has no immediate data: refused before anything is
+    // posted, and a plain SEND takes its place.
+    let siw = is_siw(&ctx);
+    let with_imm = SendWr::new(0xa1, SendOp::SendWithImm { imm: 0xdead_beef }, &s1).flags(SIG | SendFlags::SOLICITED);
+    if siw {
+        let e = a.post_send(&[SendWr::send(0xa0, &s0), with_imm]).expect_err("siw has no immediate data");
+        assert_eq!((e.index, e.kind(), e.error.verb()), (1, ErrorKind::Unsupported, "ibv_post_send"), "{e}");
+    }
+    let second = if siw { SendWr::send(0xa1, &s1).flags(SIG | SendFlags::SOLICITED) } else { with_imm };
+    a.post_send(&[SendWr::send(0xa0, &s0).flags(SIG), second]).expect("ibv_post_send");
 
     let sc = wait(&scq, 2);
     for (wc, id) in sc.iter().zip([0xa0, 0xa1]) {
@@ -46,8 +49,9 @@ fn rxe_send_recv_with_and_without_imm() {
     let rc = wait(&rcq, 2);
     assert_eq!((rc[0].wr_id(), rc[0].status(), rc[0].opcode()), (0xb0, WcStatus::Success, WcOpcode::Recv));
     assert_eq!((rc[0].byte_len(), rc[0].imm_data(), rc[0].qp_num()), (1500, None, b.qp_num()));
-    assert_eq!((rc[1].wr_id(), rc[1].byte_len(), rc[1].imm_data()), (0xb1, 16, Some(0xdead_beef)));
-    assert!(rc[1].wc_flags().contains(WcFlags::WITH_IMM));
+    let imm = if siw { None } else { Some(0xdead_beef) };
+    assert_eq!((rc[1].wr_id(), rc[1].byte_len(), rc[1].imm_data()), (0xb1, 16, imm));
+    assert_eq!(rc[1].wc_flags().contains(WcFlags::WITH_IMM), !siw);
 
     let mut got = vec![0u8; 4096];
     bmr.read_at(0, &mut got).unwrap();
@@ -57,13 +61,11 @@ fn rxe_send_recv_with_and_without_imm() {
     assert!(got[2064..].iter().all(|&x| x == 0xee));
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_rdma_write_read_and_write_with_imm() {
-    let ctx = open_rxe();
+fn rdma_write_read_and_write_with_imm(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let abuf = vec![0u8; 8192];
     let bbuf = vec![0u8; 8192];
     let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -79,11 +81,28 @@ fn rxe_rdma_write_read_and_write_with_imm() {
     let r = [Sge::from_mr(&amr, 4096, 2000)];
     let wi = [Sge::from_mr(&amr, 0, 8)];
     b.post_recv(&[RecvWr::new(0x77, &[])]).unwrap();
+    // siw: no immediate data, so the third is a plain RDMA WRITE that
+    // consumes no receive.
+    let siw = is_siw(&ctx);
+    let with_imm =
+        SendWr::new(3, SendOp::RdmaWriteWithImm { remote_addr: bmr.addr() + 6000, rkey: bmr.rkey(), imm: 42 }, &wi)
+            .flags(SIG);
+    if siw {
+        let e = a.post_send(&[with_imm]).expect_err("siw has no immediate data");
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    }
+    // siw also completes a WRITE posted after a READ as soon as it is
+    // sent, before the READ's response is in (the kernel's ordering, seen
+    // here): the fence makes it wait, and the completions come in order.
+    let third = if siw {
+        SendWr::rdma_write(3, &wi, bmr.addr() + 6000, bmr.rkey()).flags(SIG | SendFlags::FENCE)
+    } else {
+        with_imm
+    };
     a.post_send(&[
         SendWr::rdma_write(1, &w, bmr.addr() + 100, bmr.rkey()).flags(SIG),
         SendWr::rdma_read(2, &r, bmr.addr() + 4096, bmr.rkey()).flags(SIG),
-        SendWr::new(3, SendOp::RdmaWriteWithImm { remote_addr: bmr.addr() + 6000, rkey: bmr.rkey(), imm: 42 }, &wi)
-            .flags(SIG),
+        third,
     ])
     .expect("ibv_post_send");
     let sc = wait(&scq, 3);
@@ -97,9 +116,13 @@ fn rxe_rdma_write_read_and_write_with_imm() {
         ]
     );
     assert_eq!(sc[1].byte_len(), 2000);
-    let rc = wait(&rcq, 1);
-    assert_eq!((rc[0].wr_id(), rc[0].opcode(), rc[0].imm_data()), (0x77, WcOpcode::RecvRdmaWithImm, Some(42)));
-    assert_eq!(rc[0].byte_len(), 8);
+    if siw {
+        assert_quiet(&rcq);
+    } else {
+        let rc = wait(&rcq, 1);
+        assert_eq!((rc[0].wr_id(), rc[0].opcode(), rc[0].imm_data()), (0x77, WcOpcode::RecvRdmaWithImm, Some(42)));
+        assert_eq!(rc[0].byte_len(), 8);
+    }
 
     let mut got = vec![0u8; 3000];
     bmr.read_at(100, &mut got).unwrap();
@@ -152,13 +175,11 @@ fn rxe_atomics_update_the_peer() {
     assert_eq!(bmr.read_u64(8).unwrap(), 7, "the successful swap stored 7");
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_inline_unsignaled_and_sq_sig_all() {
-    let ctx = open_rxe();
+fn inline_unsignaled_and_sq_sig_all(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     assert!(a.cap().max_inline_data >= 64, "{:?}", a.cap());
     let bbuf = vec![0u8; 4096];
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
@@ -185,7 +206,7 @@ fn rxe_inline_unsignaled_and_sq_sig_all() {
     // A QP created with sq_sig_all signals every request.
     let mut attr = init_attr(&scq, &scq, None, CAP);
     attr.sq_sig_all = true;
-    let (mut c, mut d) = rc_pair(&pd, attr, init_attr(&scq, &rcq, None, CAP));
+    let (mut c, mut d, _conn2) = rc_pair_on(&pd, attr, init_attr(&scq, &rcq, None, CAP));
     d.post_recv(&[RecvWr::new(5, &rs[2])]).unwrap();
     c.post_send(&[SendWr::send(12, &[]).inline(b"hi")]).unwrap();
     let sc = wait(&scq, 1);
@@ -193,14 +214,12 @@ fn rxe_inline_unsignaled_and_sq_sig_all() {
     assert_eq!(wait(&rcq, 1)[0].wr_id(), 5);
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_list_of_requests_one_doorbell() {
-    let ctx = open_rxe();
+fn list_of_requests_one_doorbell(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 256, None, 0).unwrap(), Cq::create(&ctx, 256, None, 0).unwrap());
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 64, ..CAP };
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
     let bbuf = vec![0u8; 64 * 64];
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let rs: Vec<[Sge; 1]> = (0..48).map(|i| [Sge::from_mr(&bmr, i * 64, 64)]).collect();
@@ -224,14 +243,12 @@ fn rxe_list_of_requests_one_doorbell() {
     }
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_bad_request_in_a_list_posts_nothing() {
-    let ctx = open_rxe();
+fn bad_request_in_a_list_posts_nothing(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 32 };
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
     let granted = a.cap();
     let abuf = vec![0u8; 256];
     let bbuf = vec![0u8; 256];
@@ -315,13 +332,11 @@ fn rxe_opcode_must_fit_the_transport() {
     let _ = &mut b;
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_error_state_flushes_with_wr_ids() {
-    let ctx = open_rxe();
+fn error_state_flushes_with_wr_ids(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (_a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (_a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let buf = vec![0u8; 256];
     let mr = Mr::reg(&pd, buf, ALL_ACCESS).unwrap();
     let s: Vec<[Sge; 1]> = (0..4).map(|i| [Sge::from_mr(&mr, i * 64, 64)]).collect();
@@ -333,9 +348,17 @@ fn rxe_error_state_flushes_with_wr_ids() {
         assert_eq!((wc.wr_id(), wc.status()), (0x100 + i as u64, WcStatus::WrFlushErr), "{wc:?}");
         assert_eq!(wc.qp_num(), b.qp_num());
     }
-    // Receives posted in ERROR are flushed too.
-    b.post_recv(&[RecvWr::new(0x200, &s[0])]).unwrap();
-    assert_eq!(wait(&rcq, 1)[0].status(), WcStatus::WrFlushErr);
+    if is_siw(&ctx) {
+        // siw flushes only on the transition: a receive posted later would
+        // never complete, so it is refused, and nothing is left behind.
+        let e = b.post_recv(&[RecvWr::new(0x200, &s[0])]).expect_err("siw: receive in ERROR");
+        assert_eq!((e.kind(), e.error.verb()), (ErrorKind::WrongState, "ibv_post_recv"), "{e}");
+        assert_quiet(&rcq);
+    } else {
+        // Receives posted in ERROR are flushed too.
+        b.post_recv(&[RecvWr::new(0x200, &s[0])]).unwrap();
+        assert_eq!(wait(&rcq, 1)[0].status(), WcStatus::WrFlushErr);
+    }
 }
 
 #[test]
@@ -344,7 +367,7 @@ fn rxe_send_with_invalidate_local_inv_and_bind_mw() {
     let ctx = open_rxe();
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let bbuf = vec![0u8; 4096];
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS | AccessFlags::MW_BIND).unwrap();
     let mw = Mw::alloc(&pd, MwType::Type2).expect("ibv_alloc_mw");
@@ -382,3 +405,10 @@ fn rxe_send_with_invalidate_local_inv_and_bind_mw() {
     let c = wait(&scq, 1);
     assert_eq!((c[0].wr_id(), c[0].status(), c[0].opcode()), (7, WcStatus::Success, WcOpcode::LocalInv), "{c:?}");
 }
+
+twins!(send_recv_with_and_without_imm: rxe_send_recv_with_and_without_imm, siw_send_recv_scattered);
+twins!(rdma_write_read_and_write_with_imm: rxe_rdma_write_read_and_write_with_imm, siw_rdma_write_and_read);
+twins!(inline_unsignaled_and_sq_sig_all: rxe_inline_unsignaled_and_sq_sig_all, siw_inline_unsignaled_and_sq_sig_all);
+twins!(list_of_requests_one_doorbell: rxe_list_of_requests_one_doorbell, siw_list_of_requests_one_doorbell);
+twins!(bad_request_in_a_list_posts_nothing: rxe_bad_request_in_a_list_posts_nothing, siw_bad_request_in_a_list_posts_nothing);
+twins!(error_state_flushes_with_wr_ids: rxe_error_state_flushes_with_wr_ids, siw_error_state_flushes_with_wr_ids);

@@ -1,10 +1,14 @@
 //! Shared set-up for the data-path tests: RC/UC/UD QPs on rxe0 connected
 //! to each other on the one device (rxe loops packets for its own address
-//! back through its receive path), and waiting for completions.
+//! back through its receive path), RC pairs on either device
+//! ([`rc_pair_on`]: siw0's through the connection manager), and waiting
+//! for completions.
 
 use std::time::Instant;
 
-use super::common::{gid_index, rxe_name};
+use super::cm_rig::{channels, cm_rc_pair, ip_of, open};
+use super::common::{gid_index, rxe_name, siw_name};
+use verbs::cm::CmId;
 use verbs::qp::{
     AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpCap, QpInitAttr, RcQp, RcRtrAttr,
     RcRtsAttr, Reset, Rts, SqPsnAttr, UcQp, UcRtrAttr, UdInitAttr, UdQp, UdRtrAttr,
@@ -109,6 +113,51 @@ pub(crate) fn rc_pair<'a>(
     b_attr: QpInitAttr<'a>,
 ) -> (RcQp<'a, Rts>, RcQp<'a, Rts>) {
     rc_pair_with(pd, a_attr, b_attr, RcSettings::DEFAULT, RcSettings::DEFAULT)
+}
+
+/// The devices a test written with [`rc_pair_on`] runs on.
+pub(crate) fn rc_devices() -> [String; 2] {
+    [rxe_name(), siw_name()]
+}
+
+/// Opens the device named `dev`.
+pub(crate) fn open_dev(dev: &str) -> Context {
+    open(dev)
+}
+
+/// Whether `ctx` is the iWARP test device (siw0): no immediate data, no
+/// atomics, no memory windows, no UC/UD, connections only through the
+/// connection manager.
+pub(crate) fn is_siw(ctx: &Context) -> bool {
+    ctx.name() == siw_name()
+}
+
+/// What keeps an [`rc_pair_on`] connection up: on siw0 the connection
+/// manager ids (client, server, listener), whose channels live for the
+/// process; on rxe0 nothing. Drop it after the test's last operation.
+pub(crate) struct Conn {
+    #[allow(dead_code)]
+    ids: Option<[CmId<'static>; 3]>,
+}
+
+/// Two RC QPs in RTS connected to each other on `pd`'s device: on rxe0 by
+/// the transitions of [`rc_pair`], on siw0 through the connection manager
+/// (iWARP QPs reach RTS no other way), `a` being the client.
+pub(crate) fn rc_pair_on<'a>(
+    pd: &'a Pd<'a>,
+    a_attr: QpInitAttr<'a>,
+    b_attr: QpInitAttr<'a>,
+) -> (RcQp<'a, Rts>, RcQp<'a, Rts>, Conn) {
+    let ctx = pd.context();
+    if !is_siw(ctx) {
+        let (a, b) = rc_pair(pd, a_attr, b_attr);
+        return (a, b, Conn { ids: None });
+    }
+    // The channels must outlive the ids, which the caller keeps for as
+    // long as it likes: two file descriptors per pair for the process.
+    let ch: &'static [verbs::cm::EventChannel; 2] = Box::leak(Box::new(channels()));
+    let p = cm_rc_pair(ch, &ip_of(ctx.name()), pd, a_attr, b_attr);
+    (p.client, p.server, Conn { ids: Some([p.client_id, p.server_id, p.listener]) })
 }
 
 /// Two UC QPs in RTS connected to each other.

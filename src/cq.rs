@@ -348,6 +348,18 @@ impl<'ctx> Cq<'ctx> {
         }
     }
 
+    /// siw only: the number of elements of the mapped CQE array; `None`
+    /// on other providers.
+    pub fn siw_ring_slots(&self) -> Option<u32> {
+        let ring = self.ring.enter()?;
+        match *ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref ring) => Some(ring.num_cqe()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// Records one completion event read from this CQ's channel (what
     /// `ibv_get_cq_event` does after reading the event).
     fn note_event(&self) {

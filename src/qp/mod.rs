@@ -307,6 +307,17 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
         }
     }
 
+    /// siw only: the number of elements of the mapped send array (each
+    /// holds one request); `None` on other providers.
+    pub fn siw_send_ring_slots(&self) -> Option<u32> {
+        match self.inner.ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref r) => Some(r.num_sqe()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// The kernel's handle for this QP.
     pub fn handle(&self) -> u32 {
         self.inner.handle

@@ -8,23 +8,24 @@
 //! check every result, so a field left over from the slot's previous
 //! request would show.
 
-use super::rig::{init_attr, open_rxe, rc_pair, wait, ALL_ACCESS};
+use super::rig::{init_attr, is_siw, open_dev, rc_pair_on, wait, ALL_ACCESS};
 use verbs::qp::QpCap;
 use verbs::wr::{RecvWr, SendFlags, SendOp, SendWr, Sge};
 use verbs::{Cq, Mr, Pd, WcOpcode, WcStatus};
 
 const SIG: SendFlags = SendFlags::SIGNALED;
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_every_opcode_reuses_every_send_slot() {
-    let ctx = open_rxe();
+fn every_opcode_reuses_every_send_slot(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     // A small send queue, so that 7 opcodes x 6 rounds wrap it many times.
     let cap = QpCap { max_send_wr: 3, max_recv_wr: 16, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
-    let slots = a.rxe_send_ring_slots().expect("an rxe QP");
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
+    let slots = a.rxe_send_ring_slots().or(a.siw_send_ring_slots()).expect("an rxe or siw QP");
+    // siw (iWARP) has neither immediate data nor atomics: SEND with one
+    // SGE, an inline RDMA WRITE and a second RDMA READ take their turns.
+    let siw = is_siw(&ctx);
     let abuf = vec![0u8; 4096];
     let bbuf = vec![0u8; 4096];
     let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -41,12 +42,16 @@ fn rxe_every_opcode_reuses_every_send_slot() {
         let old = [Sge::from_mr(&amr, 2048, 8)];
         let rbuf = [Sge::from_mr(&bmr, 1024, 64)];
         let inline = [tag; 64];
+        let one = [Sge::from_mr(&amr, 512, 64)];
         let (wr, expect_recv, opcode) = match i % 7 {
             0 => (SendWr::send(i, &src), true, WcOpcode::Send),
+            1 if siw => (SendWr::send(i, &one), true, WcOpcode::Send),
             1 => (SendWr::new(i, SendOp::SendWithImm { imm: i as u32 }, &src), true, WcOpcode::Send),
             2 => (SendWr::rdma_write(i, &src, raddr + 1024, rkey), false, WcOpcode::RdmaWrite),
             3 => (SendWr::rdma_read(i, &land, raddr + 1024, rkey), false, WcOpcode::RdmaRead),
+            4 if siw => (SendWr::rdma_write(i, &[], raddr + 1024, rkey).inline(&inline), false, WcOpcode::RdmaWrite),
             4 => (SendWr::new(i, SendOp::AtomicFetchAdd { remote_addr: raddr, rkey, add: i }, &old), false, WcOpcode::FetchAdd),
+            5 if siw => (SendWr::rdma_read(i, &land, raddr + 1024, rkey), false, WcOpcode::RdmaRead),
             5 => (
                 SendWr::new(i, SendOp::AtomicCmpSwp { remote_addr: raddr, rkey, compare: counter, swap: counter + 1 }, &old),
                 false,
@@ -63,7 +68,7 @@ fn rxe_every_opcode_reuses_every_send_slot() {
         if expect_recv {
             let r = wait(&rcq, 1);
             assert_eq!((r[0].wr_id(), r[0].status(), r[0].byte_len()), (0x1000 + i, WcStatus::Success, 64));
-            assert_eq!(r[0].imm_data(), (i % 7 == 1).then_some(i as u32), "request {i}");
+            assert_eq!(r[0].imm_data(), (i % 7 == 1 && !siw).then_some(i as u32), "request {i}");
         }
         let mut got = [0u8; 64];
         match i % 7 {
@@ -71,7 +76,11 @@ fn rxe_every_opcode_reuses_every_send_slot() {
                 bmr.read_at(1024, &mut got).unwrap();
                 assert_eq!(got, [tag; 64], "request {i}: the peer holds the 64 bytes sent");
             }
-            3 => {
+            4 if siw => {
+                bmr.read_at(1024, &mut got).unwrap();
+                assert_eq!(got, [tag; 64], "request {i}: the peer holds the 64 bytes sent");
+            }
+            3 | 5 if siw || i % 7 == 3 => {
                 amr.read_at(1024, &mut got).unwrap();
                 let mut want = [0u8; 64];
                 bmr.read_at(1024, &mut want).unwrap();
@@ -87,14 +96,12 @@ fn rxe_every_opcode_reuses_every_send_slot() {
     assert!(rounds as u32 > 3 * slots, "{rounds} requests went round a {slots}-slot ring at least 3 times");
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_poll_with_hands_out_completions_in_place() {
-    let ctx = open_rxe();
+fn poll_with_hands_out_completions_in_place(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let cap = QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-    let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
+    let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
     let abuf = vec![0u8; 256];
     let bbuf = vec![0u8; 256];
     let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -127,40 +134,50 @@ fn rxe_poll_with_hands_out_completions_in_place() {
 /// Zero-length requests (no SGE) take the straight path of `post_send`;
 /// a two-SGE request, the general path; alternating them through a small
 /// send ring checks that each leaves its slot as the other expects.
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_zero_length_and_two_sge_requests_share_slots() {
-    let ctx = open_rxe();
+fn zero_length_and_two_sge_requests_share_slots(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
     let cap = QpCap { max_send_wr: 3, max_recv_wr: 16, max_send_sge: 2, max_recv_sge: 1, max_inline_data: 0 };
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
     let abuf = vec![0u8; 256];
     let bbuf = vec![0u8; 256];
     let mut amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
+    // siw has no immediate data: zero-length SEND, zero-length RDMA WRITE
+    // (no receive consumed) and two-SGE SEND.
+    let siw = is_siw(&ctx);
     for i in 0..24u64 {
         let rbuf = [Sge::from_mr(&bmr, 0, 64)];
-        b.post_recv(&[RecvWr::new(0x100 + i, &rbuf)]).expect("ibv_post_recv");
+        let consumes = !(siw && i % 3 == 1);
+        if consumes {
+            b.post_recv(&[RecvWr::new(0x100 + i, &rbuf)]).expect("ibv_post_recv");
+        }
         let imm = 0xa000 + i as u32;
         let tag = i as u8 + 1;
         amr.fill(0, 64, tag).unwrap();
         let two = [Sge::from_mr(&amr, 0, 16), Sge::from_mr(&amr, 16, 8)];
         let (wr, len, opcode) = match i % 3 {
+            0 if siw => (SendWr::send(i, &[]), 0, verbs::WcOpcode::Recv),
             0 => (SendWr::new(i, SendOp::SendWithImm { imm }, &[]), 0, verbs::WcOpcode::Recv),
+            1 if siw => (SendWr::rdma_write(i, &[], bmr.addr() + 128, bmr.rkey()), 0, verbs::WcOpcode::RecvRdmaWithImm),
             1 => (
                 SendWr::new(i, SendOp::RdmaWriteWithImm { remote_addr: bmr.addr() + 128, rkey: bmr.rkey(), imm }, &[]),
                 0,
                 verbs::WcOpcode::RecvRdmaWithImm,
             ),
+            _ if siw => (SendWr::send(i, &two), 24, verbs::WcOpcode::Recv),
             _ => (SendWr::new(i, SendOp::SendWithImm { imm }, &two), 24, verbs::WcOpcode::Recv),
         };
         a.post_send(&[wr.flags(SIG)]).unwrap_or_else(|e| panic!("request {i}: {e}"));
         let c = wait(&scq, 1);
         assert_eq!((c[0].wr_id(), c[0].status()), (i, WcStatus::Success), "request {i}");
+        if !consumes {
+            continue;
+        }
         let r = wait(&rcq, 1);
         assert_eq!((r[0].wr_id(), r[0].status(), r[0].opcode()), (0x100 + i, WcStatus::Success, opcode), "request {i}");
-        assert_eq!((r[0].byte_len(), r[0].imm_data()), (len, Some(imm)), "request {i}");
+        assert_eq!((r[0].byte_len(), r[0].imm_data()), (len, (!siw).then_some(imm)), "request {i}");
         if len > 0 {
             let mut got = [0u8; 24];
             bmr.read_at(0, &mut got).unwrap();
@@ -171,15 +188,13 @@ fn rxe_zero_length_and_two_sge_requests_share_slots() {
 
 /// The copying poll takes batches that run past the end of a small CQ
 /// ring (its two-run copy), in order, each completion once.
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_copying_poll_wraps_the_cq_ring() {
-    let ctx = open_rxe();
+fn copying_poll_wraps_the_cq_ring(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 7, None, 0).unwrap();
-    let slots = cq.rxe_ring_slots().expect("an rxe CQ");
+    let slots = cq.rxe_ring_slots().or(cq.siw_ring_slots()).expect("an rxe or siw CQ");
     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-    let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
+    let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
     let abuf = vec![0u8; 64];
     let bbuf = vec![0u8; 64];
     let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -205,3 +220,8 @@ fn rxe_copying_poll_wraps_the_cq_ring() {
     assert!(next > 3 * slots as u64, "{next} completions went round a {slots}-slot ring at least 3 times");
     assert_eq!(cq.poll(&mut wc).unwrap(), 0);
 }
+
+twins!(every_opcode_reuses_every_send_slot: rxe_every_opcode_reuses_every_send_slot, siw_every_opcode_reuses_every_send_slot);
+twins!(poll_with_hands_out_completions_in_place: rxe_poll_with_hands_out_completions_in_place, siw_poll_with_hands_out_completions_in_place);
+twins!(zero_length_and_two_sge_requests_share_slots: rxe_zero_length_and_two_sge_requests_share_slots, siw_zero_length_and_two_sge_requests_share_slots);
+twins!(copying_poll_wraps_the_cq_ring: rxe_copying_poll_wraps_the_cq_ring, siw_copying_poll_wraps_the_cq_ring);

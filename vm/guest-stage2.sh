@@ -95,6 +95,9 @@ if [ "$RDMA" = 1 ]; then
         rdmacmds+="link add ${d}0 type $d netdev $nd"$'\n'
         i=$((i + 1))
     done
+    # Tests take netdevs down and up (port events, link faults): keep the IPv6
+    # addresses across that, as IPv4 ones are kept.
+    for c in all default; do echo 1 >"/proc/sys/net/ipv6/conf/$c/keep_addr_on_down" 2>/dev/null || true; done
     if [ -n "$ipcmds" ]; then
         log "ip -batch: $(echo "$ipcmds" | tr '\n' ';')"
         echo -n "$ipcmds" | run_logged ip -batch - || fail "ip -batch (dummy netdevs)"

@@ -4,7 +4,7 @@
 //! and errors that compose with `?` (issue 15).
 
 use super::common::gid_index;
-use super::rig::{assert_quiet, init_attr, open_rxe, rc_pair, self_av, wait, ALL_ACCESS, CAP};
+use super::rig::{assert_quiet, init_attr, is_siw, open_dev, open_rxe, rc_pair_on, self_av, wait, ALL_ACCESS, CAP};
 use verbs::qp::{
     AhAttr, ConnInitAttr, GlobalRoute, Init, Mtu, QpAccess, QpStateKind, RcQp, RcRtrAttr, RcRtsAttr, Reset,
     UdInitAttr, UdQp,
@@ -172,13 +172,11 @@ fn rxe_pkey_and_gid_indices_are_named() {
     ctx.query_gid_ex(1, gid_index()).expect("the test GID");
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_unknown_send_flags_are_refused_and_nothing_is_sent() {
-    let ctx = open_rxe();
+fn unknown_send_flags_are_refused_and_nothing_is_sent(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let abuf = vec![0x5au8; 256];
     let bbuf = vec![0u8; 256];
     let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -212,10 +210,8 @@ fn rxe_unknown_send_flags_are_refused_and_nothing_is_sent() {
     assert_quiet(&rcq);
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_unknown_access_and_xrcd_bits_are_refused() {
-    let ctx = open_rxe();
+fn unknown_access_and_xrcd_bits_are_refused(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let buf = vec![0u8; 64];
     let e = Mr::reg(&pd, buf, verbs::AccessFlags::from_bits_retain(1 << 12)).unwrap_err();
@@ -232,10 +228,8 @@ fn bring_up<'a>(qp: RcQp<'a>, init: ConnInitAttr) -> verbs::Result<RcQp<'a, Init
     Ok(qp.into_init(init)?)
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_transition_errors_compose() {
-    let ctx = open_rxe();
+fn transition_errors_compose(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let qp = RcQp::create(&pd, init_attr(&cq, &cq, None, CAP)).unwrap();
@@ -245,26 +239,31 @@ fn rxe_transition_errors_compose() {
     // Each thing said once: no "invalid argument: Invalid argument".
     assert!(!text.contains("Invalid argument"), "{text}");
     assert!(text.ends_with("(os error 22)"), "{text}");
+    // An iWARP port has no P_Key table (its transitions ignore the index):
+    // port 0 is the bad field there.
+    let (bad, field) = if is_siw(&ctx) {
+        (ConnInitAttr { port_num: 0, ..INIT }, "port_num")
+    } else {
+        (ConnInitAttr { pkey_index: u16::MAX, ..INIT }, "pkey_index")
+    };
     let boxed = || -> Result<(), Box<dyn core::error::Error>> {
         let qp = RcQp::create(&pd, init_attr(&cq, &cq, None, CAP))?;
-        let _qp = qp.into_init(ConnInitAttr { pkey_index: u16::MAX, ..INIT }).map_err(Error::from)?;
+        let _qp = qp.into_init(bad).map_err(Error::from)?;
         Ok(())
     };
     let e = boxed().unwrap_err();
-    assert!(e.to_string().contains("pkey_index"), "{e}");
+    assert!(e.to_string().contains(field), "{e}");
     let qp = RcQp::create(&pd, init_attr(&cq, &cq, None, CAP)).unwrap();
     assert!(bring_up(qp, INIT).is_ok());
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_poll_with_refuses_reentry_and_survives_a_panic() {
+fn poll_with_refuses_reentry_and_survives_a_panic(dev: &str) {
     use core::panic::AssertUnwindSafe;
     use std::panic::catch_unwind;
-    let ctx = open_rxe();
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 64, None, 0).unwrap(), Cq::create(&ctx, 64, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let abuf = vec![0u8; 64];
     let bbuf = vec![0u8; 256];
     let amr = Mr::reg(&pd, abuf, ALL_ACCESS).unwrap();
@@ -312,3 +311,11 @@ fn rxe_poll_with_refuses_reentry_and_survives_a_panic() {
     assert_eq!(wait(&rcq, 3).len(), 3);
     assert_quiet(&scq);
 }
+
+twins!(unknown_send_flags_are_refused_and_nothing_is_sent: rxe_unknown_send_flags_are_refused_and_nothing_is_sent, siw_unknown_send_flags_are_refused_and_nothing_is_sent);
+
+twins!(unknown_access_and_xrcd_bits_are_refused: rxe_unknown_access_and_xrcd_bits_are_refused, siw_unknown_access_and_xrcd_bits_are_refused);
+
+twins!(transition_errors_compose: rxe_transition_errors_compose, siw_transition_errors_compose);
+
+twins!(poll_with_refuses_reentry_and_survives_a_panic: rxe_poll_with_refuses_reentry_and_survives_a_panic, siw_poll_with_refuses_reentry_and_survives_a_panic);

@@ -1,23 +1,21 @@
-//! Issue 15 item 4 on rxe0: completion events for a CQ the caller did not
+//! Issue 15 item 4 on rxe0 and siw0: completion events for a CQ the caller did not
 //! list are kept on the channel instead of lost.
 
 use std::os::fd::AsFd;
 
 use super::comp_channel::poll_in;
-use super::rig::{init_attr, open_rxe, rc_pair, wait, CAP};
+use super::rig::{init_attr, open_dev, rc_pair_on, wait, CAP};
 use verbs::cq::get_cq_event;
 use verbs::wr::SendWr;
 use verbs::{CompChannel, Cq, ErrorKind, Pd};
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_event_for_an_unlisted_cq_is_kept_not_lost() {
-    let ctx = open_rxe();
+fn event_for_an_unlisted_cq_is_kept_not_lost(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let ch = CompChannel::create(&ctx).unwrap();
     let scq = Cq::create(&ctx, 16, Some(&ch), 0).unwrap();
     let other = Cq::create(&ctx, 16, Some(&ch), 0).unwrap();
-    let (mut a, _b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &scq, None, CAP));
+    let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &scq, None, CAP));
     scq.req_notify(false).unwrap();
     a.post_send(&[SendWr::rdma_write(1, &[], 0, 0).signaled()]).unwrap();
     assert_ne!(poll_in(ch.as_fd(), 30_000) & libc::POLLIN, 0, "completion event within 30 s");
@@ -39,3 +37,5 @@ fn rxe_event_for_an_unlisted_cq_is_kept_not_lost() {
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "exactly one event: {e}");
     assert_eq!(wait(&scq, 1)[0].wr_id(), 1);
 }
+
+twins!(event_for_an_unlisted_cq_is_kept_not_lost: rxe_event_for_an_unlisted_cq_is_kept_not_lost, siw_event_for_an_unlisted_cq_is_kept_not_lost);

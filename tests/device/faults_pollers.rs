@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::rig::{init_attr, open_rxe, rc_pair, ALL_ACCESS, CAP};
+use super::rig::{init_attr, open_dev, rc_pair_on, ALL_ACCESS, CAP};
 use verbs::qp::QpCap;
 use verbs::wr::{SendFlags, SendWr};
 use verbs::{Cq, ErrorKind, Mr, Pd, Wc, WcStatus};
@@ -20,15 +20,13 @@ const TOTAL: usize = 1000;
 /// Requests kept in flight by the poster.
 const IN_FLIGHT: usize = 24;
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_four_pollers_one_poster_each_completion_once() {
-    let ctx = open_rxe();
+fn four_pollers_one_poster_each_completion_once(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 256, None, 0).unwrap();
     let other = Cq::create(&ctx, 64, None, 0).unwrap();
     let cap = QpCap { max_send_wr: 64, ..CAP };
-    let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, cap), init_attr(&other, &other, None, CAP));
+    let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&cq, &cq, None, cap), init_attr(&other, &other, None, CAP));
     let bbuf = vec![0u8; 4096];
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let (raddr, rkey) = (bmr.addr(), bmr.rkey());
@@ -119,3 +117,5 @@ fn rxe_four_pollers_one_poster_each_completion_once() {
     let mut wc = [Wc::ZERO; 4];
     assert_eq!(cq.poll(&mut wc).unwrap(), 0, "nothing beyond the {TOTAL}");
 }
+
+twins!(four_pollers_one_poster_each_completion_once: rxe_four_pollers_one_poster_each_completion_once, siw_four_pollers_one_poster_each_completion_once);

@@ -8,7 +8,7 @@
 use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::rig::{init_attr, open_rxe, rc_pair, wait, ALL_ACCESS, CAP};
+use super::rig::{init_attr, open_dev, open_rxe, rc_pair_on, wait, ALL_ACCESS, CAP};
 use verbs::wr::{MwBind, RecvWr, SendFlags, SendOp, SendWr, Sge};
 use verbs::{AccessFlags, Cq, Mr, MrBuffer, Mw, MwType, Pd, WcStatus};
 
@@ -63,10 +63,8 @@ fn leaked_bytes(addr: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_owned_buffer_comes_back_only_after_dereg() {
-    let ctx = open_rxe();
+fn owned_buffer_comes_back_only_after_dereg(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (buf, drops) = Counted::new(4096, 3);
     let addr = buf.v.as_ptr() as u64;
@@ -82,13 +80,11 @@ fn rxe_owned_buffer_comes_back_only_after_dereg() {
     assert_eq!(drops.load(Ordering::SeqCst), 1, "a dropped region releases its buffer");
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_forgotten_mr_with_posted_recv_leaks_its_buffer() {
-    let ctx = open_rxe();
+fn forgotten_mr_with_posted_recv_leaks_its_buffer(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 16, None, 0).unwrap(), Cq::create(&ctx, 16, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     const N: usize = 1024;
     let mut amr = Mr::alloc(&pd, N, ALL_ACCESS).unwrap();
     amr.fill(0, N, 0xee).unwrap();
@@ -126,7 +122,7 @@ fn rxe_refused_dereg_under_a_bound_window_leaks_the_buffer() {
     let ctx = open_rxe();
     let pd = Pd::alloc(&ctx).unwrap();
     let (scq, rcq) = (Cq::create(&ctx, 16, None, 0).unwrap(), Cq::create(&ctx, 16, None, 0).unwrap());
-    let (mut a, mut b) = rc_pair(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
+    let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, CAP), init_attr(&scq, &rcq, None, CAP));
     let (buf, drops) = Counted::new(4096, 0);
     let mr = Mr::reg(&pd, buf, ALL_ACCESS | AccessFlags::MW_BIND).unwrap();
     let addr = mr.addr();
@@ -158,3 +154,7 @@ fn rxe_refused_dereg_under_a_bound_window_leaks_the_buffer() {
     assert_eq!(leaked_bytes(addr + 8, 11), b"still-bound");
     assert_eq!(drops.load(Ordering::SeqCst), 0);
 }
+
+twins!(owned_buffer_comes_back_only_after_dereg: rxe_owned_buffer_comes_back_only_after_dereg, siw_owned_buffer_comes_back_only_after_dereg);
+
+twins!(forgotten_mr_with_posted_recv_leaks_its_buffer: rxe_forgotten_mr_with_posted_recv_leaks_its_buffer, siw_forgotten_mr_with_posted_recv_leaks_its_buffer);

@@ -429,6 +429,13 @@ impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
     /// doorbell itself fails (a kernel error), the requests are already
     /// queued and `index` is `wrs.len()`. An empty list does nothing.
     ///
+    /// siw (iWARP): a QP the kernel failed (a TERMINATE from the peer, a
+    /// disconnection) has its send queue flushed once, on that transition;
+    /// requests posted after it are accepted but never completed, as with
+    /// rdma-core's libsiw. The connection manager's `DISCONNECTED` event
+    /// and the QP's async event say when to stop posting
+    /// (`tests/device/faults_access.rs`).
+    ///
     /// The method exists only in the states that allow sending (RTS, SQD).
     #[doc(alias = "ibv_post_send")]
     #[inline]

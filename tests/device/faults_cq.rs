@@ -2,13 +2,14 @@
 //! completions than it holds raises `IBV_EVENT_CQ_ERR` on the context's
 //! async event file (rxe's `rxe_cq_post` reports a full ring through the
 //! CQ's event handler and drops the completion), and the ring keeps
-//! exactly the completions that fit. Every wait has a deadline.
+//! exactly the completions that fit (siw's `siw_cqe_complete` does the
+//! same on siw0). Every wait has a deadline.
 
 use core::time::Duration;
 use std::time::Instant;
 
 use super::comp_channel::poll_in;
-use super::rig::{init_attr, open_rxe, rc_pair, ALL_ACCESS, CAP};
+use super::rig::{init_attr, open_dev, rc_pair_on, ALL_ACCESS, CAP};
 use verbs::wr::{SendFlags, SendWr};
 use verbs::{AsyncElement, AsyncEvent, Cq, EventType, Mr, Pd, Wc, WcStatus};
 
@@ -34,14 +35,12 @@ fn wait_cq_err(ctx: &verbs::Context) -> (AsyncEvent, Vec<AsyncEvent>) {
     }
 }
 
-#[test]
-#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
-fn rxe_cq_overrun_raises_cq_err() {
-    let ctx = open_rxe();
+fn cq_overrun_raises_cq_err(dev: &str) {
+    let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let small = Cq::create(&ctx, 4, None, 0).unwrap();
     let other = Cq::create(&ctx, 64, None, 0).unwrap();
-    let (mut a, _b) = rc_pair(&pd, init_attr(&small, &small, None, CAP), init_attr(&other, &other, None, CAP));
+    let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&small, &small, None, CAP), init_attr(&other, &other, None, CAP));
     let bbuf = vec![0u8; 4096];
     let bmr = Mr::reg(&pd, bbuf, ALL_ACCESS).unwrap();
     let n = small.cqe() as u64;
@@ -71,3 +70,5 @@ fn rxe_cq_overrun_raises_cq_err() {
     // so no request is posted after the overrun.
     eprintln!("CQ of {n}: requester now {:?}", a.query().map(|q| q.qp_state));
 }
+
+twins!(cq_overrun_raises_cq_err: rxe_cq_overrun_raises_cq_err, siw_cq_overrun_raises_cq_err);

@@ -6,9 +6,11 @@
 //! size and iterations (ours also its `verbs-perf result` line), and each
 //! side's `remote address` lines are the other side's `local address`
 //! lines (perftest's exchange carried QPN/PSN/RKey/VAddr/GID intact).
-//! Iterations are few: the VM runs under TCG.
+//! The same both ways with `-R` (perftest's rdma_cm mode) on siw0 and
+//! rxe0. Iterations are few: the VM runs under TCG.
 
-use super::common::{gid_index, rxe_name};
+use super::cm_rig::ip_of;
+use super::common::{gid_index, rxe_name, siw_name};
 use core::time::Duration;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -130,9 +132,36 @@ fn reporters(test: &str) -> (bool, bool) {
     }
 }
 
+/// True once an rdma_cm id listens on `port` (`rdma res show cm_id`):
+/// with `-R` there is no TCP socket to look for.
+fn cm_listening(port: u16) -> bool {
+    let out = Command::new("rdma").args(["res", "show", "cm_id"]).output().map(|o| o.stdout).unwrap_or_default();
+    let want = format!(":{port} ");
+    String::from_utf8_lossy(&out).lines().any(|l| l.contains("state LISTEN") && l.contains(&want))
+}
+
+/// Where a pairing runs: the device, and `-R` (rdma_cm) or TCP.
+#[derive(Clone)]
+struct Via {
+    dev: String,
+    rdma_cm: bool,
+}
+
+fn tcp_rxe() -> Via {
+    Via { dev: rxe_name(), rdma_cm: false }
+}
+
 /// One pairing: `server` starts, `client` connects once it listens.
 fn pair(test: &str, server: (&str, bool), client: (&str, bool), port: u16, extra: &[&str], size: u32, msgs: u32) {
-    let mut args: Vec<String> = ["-d", &rxe_name(), "-p", &port.to_string()].iter().map(|s| s.to_string()).collect();
+    pair_via(&tcp_rxe(), test, server, client, port, extra, size, msgs);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pair_via(via: &Via, test: &str, server: (&str, bool), client: (&str, bool), port: u16, extra: &[&str], size: u32, msgs: u32) {
+    let mut args: Vec<String> = ["-d", &via.dev, "-p", &port.to_string()].iter().map(|s| s.to_string()).collect();
+    if via.rdma_cm {
+        args.push("-R".to_owned());
+    }
     if !extra.contains(&"-n") {
         args.extend(["-n".to_owned(), ITERS.to_string()]);
     }
@@ -147,13 +176,16 @@ fn pair(test: &str, server: (&str, bool), client: (&str, bool), port: u16, extra
     let since = Instant::now();
     let (sp, sa) = argv(server.0, server.1, None);
     let mut srv = start(&sp, &sa);
-    while !listening(port) {
+    let ready = || if via.rdma_cm { cm_listening(port) } else { listening(port) };
+    while !ready() {
         if srv.exited() || since.elapsed() > TIMEOUT {
             panic!("server never listened on {port}:\n{}", srv.finish(since));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (cp, ca) = argv(client.0, client.1, Some("127.0.0.1"));
+    // rdma_cm needs the device's own address (not loopback).
+    let host = if via.rdma_cm { ip_of(&via.dev) } else { "127.0.0.1".to_owned() };
+    let (cp, ca) = argv(client.0, client.1, Some(&host));
     let c = start(&cp, &ca).finish(since);
     let s = srv.finish(since);
     let both = format!("{s}\n{c}");
@@ -231,4 +263,64 @@ fn write_bw() {
 fn read_bw() {
     // no -x: both sides pick the IPv4 RoCE v2 GID themselves
     both_ways("read_bw", 18716, &["-s", "65536"], 65536, ITERS);
+}
+
+/// Both directions of one test with `-R` on `dev`.
+fn both_ways_cm(dev: &str, test: &str, port: u16, extra: &[&str], size: u32, msgs: u32) {
+    let via = Via { dev: dev.to_owned(), rdma_cm: true };
+    let perftest = format!("ib_{test}");
+    pair_via(&via, test, (OURS, true), (&perftest, false), port, extra, size, msgs);
+    pair_via(&via, test, (&perftest, false), (OURS, true), port + 1, extra, size, msgs);
+}
+
+// perftest's rdma_cm mode (-R): the exchange over an rdma_cm QP, the
+// test's QPs connected by rdma_cm. On siw0 (iWARP) the only way; on rxe0
+// the same code by IP address.
+
+#[test]
+#[ignore = "device test: needs siw0 and perftest (run in the VM)"]
+fn siw_rdma_cm_send_lat() {
+    both_ways_cm(&siw_name(), "send_lat", 18720, &["-s", "64"], 64, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs siw0 and perftest (run in the VM)"]
+fn siw_rdma_cm_write_lat() {
+    both_ways_cm(&siw_name(), "write_lat", 18722, &["-s", "32", "-n", "300"], 32, 300);
+}
+
+#[test]
+#[ignore = "device test: needs siw0 and perftest (run in the VM)"]
+fn siw_rdma_cm_read_lat() {
+    both_ways_cm(&siw_name(), "read_lat", 18724, &["-s", "16"], 16, ITERS);
+}
+
+/// perftest's send_bw on iWARP adds receive credits (RDMA WRITEs back to
+/// the sender) that verbs-perf does not speak: it refuses, naming them.
+#[test]
+#[ignore = "device test: needs siw0 (run in the VM)"]
+fn siw_send_bw_refused_for_want_of_credits() {
+    let out = Command::new(OURS).args(["send_bw", "-R", "-d", &siw_name(), "-n", "10", "-p", "18726", &ip_of(&siw_name())]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("receive credits"), "{err}");
+}
+
+#[test]
+#[ignore = "device test: needs siw0 and perftest (run in the VM)"]
+fn siw_rdma_cm_write_bw() {
+    both_ways_cm(&siw_name(), "write_bw", 18728, &["-s", "8192", "-q", "2"], 8192, 2 * ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs siw0 and perftest (run in the VM)"]
+fn siw_rdma_cm_read_bw() {
+    both_ways_cm(&siw_name(), "read_bw", 18730, &["-s", "65536"], 65536, ITERS);
+}
+
+#[test]
+#[ignore = "device test: needs rxe0 and perftest (run in the VM)"]
+fn rxe_rdma_cm_send_lat_and_write_bw() {
+    both_ways_cm(&rxe_name(), "send_lat", 18732, &["-s", "64"], 64, ITERS);
+    both_ways_cm(&rxe_name(), "write_bw", 18734, &["-s", "8192", "-q", "2"], 8192, 2 * ITERS);
 }

@@ -94,6 +94,9 @@ pub(crate) struct Opts {
     pub(crate) atomic: Atomic,
     /// The server's address: we are the client. None: we are the server.
     pub(crate) server: Option<String>,
+    /// `-R`: connect the QPs with rdma_cm, and exchange through an rdma_cm
+    /// QP instead of TCP (perftest's `--rdma_cm`; iWARP needs it).
+    pub(crate) rdma_cm: bool,
 }
 
 /// What the command line asks for.
@@ -118,6 +121,7 @@ pub(crate) fn usage(prog: &str) -> String {
          \x20 -p, --port=<port>        TCP port of the exchange (default 18515)\n\
          \x20 -o, --outs=<num>         outstanding READs/atomics (default: the device's maximum)\n\
          \x20 -A, --atomic_type=<type> CMP_AND_SWAP or FETCH_AND_ADD (default)\n\
+         \x20 -R, --rdma_cm            connect QPs and exchange through rdma_cm (iWARP needs it)\n\
          \x20 -F, --CPU-freq           accepted and ignored (perftest compatibility)\n\
          The exchange is perftest's (version 6.06): either side may be perftest's ib_<test>.\n\
          Output: perftest's result table and a line `verbs-perf result key=value ...`.\n"
@@ -125,7 +129,7 @@ pub(crate) fn usage(prog: &str) -> String {
 }
 
 /// (short letter, long name, takes a value)
-const OPTS: [(char, &str, bool); 14] = [
+const OPTS: [(char, &str, bool); 15] = [
     ('d', "ib-dev", true),
     ('i', "ib-port", true),
     ('x', "gid-index", true),
@@ -139,6 +143,7 @@ const OPTS: [(char, &str, bool); 14] = [
     ('o', "outs", true),
     ('A', "atomic_type", true),
     ('F', "CPU-freq", false),
+    ('R', "rdma_cm", false),
     ('h', "help", false),
 ];
 
@@ -176,6 +181,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         outs: 0,
         atomic: Atomic::FetchAndAdd,
         server: None,
+        rdma_cm: false,
     };
     let mut tx_given = false;
     let mut rx_given = false;
@@ -242,6 +248,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 }
             }
             'F' => {}
+            'R' => o.rdma_cm = true,
             _ => return Ok(Parsed::Help),
         }
     }

@@ -49,6 +49,43 @@ impl Dest {
         msg
     }
 
+    /// perftest's binary form over rdma_cm (`rdma_write_keys`): `struct
+    /// pingpong_dest` (56 bytes) with its integers big-endian: lid,
+    /// out_reads, qpn, psn, rkey at 0..20, vaddr at 24, the GID at 32,
+    /// srqn at 48, gid_index at 52.
+    pub(crate) fn encode_bin(&self, gid_index: u32) -> Vec<u8> {
+        let mut m = vec![0u8; 56];
+        for (i, v) in [u32::from(self.lid), self.out_reads, self.qpn, self.psn, self.rkey].into_iter().enumerate() {
+            m[i * 4..i * 4 + 4].copy_from_slice(&v.to_be_bytes());
+        }
+        m[24..32].copy_from_slice(&self.vaddr.to_be_bytes());
+        m[32..48].copy_from_slice(&self.gid);
+        m[48..52].copy_from_slice(&self.srqn.to_be_bytes());
+        m[52..56].copy_from_slice(&gid_index.to_be_bytes());
+        m
+    }
+
+    /// Reads [`Dest::encode_bin`]'s form (what `rdma_read_keys` reads:
+    /// everything but srqn and gid_index).
+    pub(crate) fn decode_bin(m: &[u8]) -> Result<Self, String> {
+        if m.len() < 48 {
+            return Err(format!("the peer's QP address is {} bytes, not 56", m.len()));
+        }
+        let u = |i: usize| u32::from_be_bytes([m[i], m[i + 1], m[i + 2], m[i + 3]]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&m[32..48]);
+        Ok(Dest {
+            lid: u(0) as u16,
+            out_reads: u(4),
+            qpn: u(8),
+            psn: u(12),
+            rkey: u(16),
+            vaddr: u64::from_be_bytes(m[24..32].try_into().unwrap_or_default()),
+            gid,
+            srqn: 0,
+        })
+    }
+
     pub(crate) fn decode(msg: &[u8], with_gid: bool) -> Result<Self, String> {
         let end = msg.iter().position(|&c| c == 0).unwrap_or(msg.len());
         let text = String::from_utf8_lossy(&msg[..end]);
@@ -143,6 +180,18 @@ mod tests {
         assert_eq!(m.len(), MSG_NO_GID);
         assert_eq!(&m[..58], b"0000:0080:000011:0c2cb8:000005ed:000055c1061ef000:00000000");
         assert_eq!(Dest::decode(&m, false), Ok(Dest { gid: [0; 16], ..d }));
+    }
+
+    #[test]
+    fn binary_form_is_pingpong_dest_big_endian() {
+        let d = sample();
+        let m = d.encode_bin(3);
+        assert_eq!(m.len(), 56);
+        assert_eq!(&m[8..12], &d.qpn.to_be_bytes());
+        assert_eq!(&m[24..32], &d.vaddr.to_be_bytes());
+        assert_eq!(&m[52..56], &3u32.to_be_bytes());
+        assert_eq!(Dest::decode_bin(&m).unwrap(), Dest { srqn: 0, ..d });
+        assert!(Dest::decode_bin(&m[..40]).is_err());
     }
 
     #[test]

@@ -20,12 +20,16 @@
 //!    8-byte big-endian fields (size, iterations, peak MB/s, average MB/s,
 //!    Mpps; the three rates as IEEE doubles);
 //! 6. the close: a handshake, then `"done\0"` written (and never read).
+//!
+//! With `-R` the same messages travel as SENDs on an rdma_cm QP
+//! ([`super::cm_link`]), handshakes in binary.
 
 use core::time::Duration;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
+use super::cm_link::CmLink;
 use super::dest::Dest;
 
 /// The version we announce: perftest's whose protocol we speak.
@@ -43,12 +47,20 @@ pub(crate) struct BwReport {
     pub(crate) msg_rate: f64,
 }
 
-/// The connected TCP stream and which side we are.
+/// How the messages travel: TCP, or perftest's `-R` exchange QP.
+enum Link {
+    Tcp(TcpStream),
+    Cm(Box<CmLink>),
+}
+
+/// The connected link and which side we are.
 pub(crate) struct Oob {
-    stream: TcpStream,
+    link: Link,
     client: bool,
     /// Handshakes carry a GID (108-byte messages) or not (59).
     pub(crate) with_gid: bool,
+    /// Our GID index, in the binary handshakes of `-R`.
+    pub(crate) gid_index: u32,
 }
 
 /// Server: binds the port (before the caller says it waits, so a client
@@ -80,22 +92,54 @@ impl Oob {
 
     fn new(stream: TcpStream, client: bool) -> Self {
         let _ = stream.set_nodelay(true);
-        Oob { stream, client, with_gid: true }
+        Oob { link: Link::Tcp(stream), client, with_gid: true, gid_index: 0 }
+    }
+
+    /// `-R`: the exchange over an rdma_cm QP (client when `server` is
+    /// given).
+    pub(crate) fn rdma_cm(server: Option<&str>, port: u16) -> Result<Self, String> {
+        let link = match server {
+            Some(host) => CmLink::connect(host, port)?,
+            None => CmLink::accept(port)?,
+        };
+        let link = Box::new(link);
+        Ok(Oob { link: Link::Cm(link), client: server.is_some(), with_gid: true, gid_index: 0 })
+    }
+
+    /// `-R`: the device the connection manager chose.
+    pub(crate) fn cm_context(&self) -> Option<&'static verbs::Context> {
+        match &self.link {
+            Link::Cm(c) => Some(c.ctx),
+            Link::Tcp(_) => None,
+        }
     }
 
     /// One exchange of equal-sized messages; `what` names it in errors.
     fn xchg(&mut self, mine: &[u8], what: &str) -> Result<Vec<u8>, String> {
+        let stream = match &mut self.link {
+            Link::Tcp(s) => s,
+            Link::Cm(c) => {
+                if self.client {
+                    c.send(mine, what)?;
+                }
+                let theirs = c.recv(mine.len(), what)?;
+                if !self.client {
+                    c.send(mine, what)?;
+                }
+                return Ok(theirs);
+            }
+        };
         let mut theirs = vec![0u8; mine.len()];
         let write = |s: &mut TcpStream| s.write_all(mine).map_err(|e| format!("sending the {what}: {e}"));
         if self.client {
-            write(&mut self.stream)?;
+            write(stream)?;
         }
-        self.stream.read_exact(&mut theirs).map_err(|e| match e.kind() {
+        stream.read_exact(&mut theirs).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => format!("the peer closed the connection before sending the {what}"),
             _ => format!("reading the peer's {what}: {e}"),
         })?;
         if !self.client {
-            write(&mut self.stream)?;
+            write(stream)?;
         }
         Ok(theirs)
     }
@@ -136,6 +180,10 @@ impl Oob {
 
     /// Sends our QP address, returns the peer's.
     pub(crate) fn hand_shake(&mut self, mine: &Dest) -> Result<Dest, String> {
+        if let Link::Cm(_) = self.link {
+            let theirs = self.xchg(&mine.encode_bin(self.gid_index), "QP address")?;
+            return Dest::decode_bin(&theirs);
+        }
         let theirs = self.xchg(&mine.encode(self.with_gid), "QP address")?;
         Dest::decode(&theirs, self.with_gid)
     }
@@ -157,9 +205,13 @@ impl Oob {
 
     /// perftest's close: a last handshake, then `done` and the socket
     /// closed (the peer does not read it).
+    /// (`-R`: the handshake only.)
     pub(crate) fn close(mut self, mine: &Dest) -> Result<(), String> {
         self.hand_shake(mine)?;
-        self.stream.write_all(b"done\0").map_err(|e| format!("sending done: {e}"))
+        match &mut self.link {
+            Link::Tcp(s) => s.write_all(b"done\0").map_err(|e| format!("sending done: {e}")),
+            Link::Cm(_) => Ok(()),
+        }
     }
 }
 

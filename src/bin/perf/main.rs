@@ -12,6 +12,7 @@
 
 mod args;
 mod bw;
+mod cm_link;
 mod dest;
 mod exchange;
 mod lat;

@@ -65,8 +65,12 @@ pub(crate) fn banner(o: &Opts, dev: &str, gid_index: Option<u32>, mtu: u32, out_
     format!(
         "{RULE}\n                    {title} (verbs-perf)\n Device         : {dev}\n Number of qps   : {}\n \
          Connection type : RC\n TX depth        : {}\n Post List       : {}\n Mtu             : {mtu}[B]\n \
-         GID index       : {gid}\n Outstand reads  : {out_reads}\n Data ex. method : Ethernet\n{RULE}\n",
-        o.qps, o.tx_depth, o.post_list
+         GID index       : {gid}\n Outstand reads  : {out_reads}\n rdma_cm QPs\t : {cm}\n Data ex. method : {ex}\n{RULE}\n",
+        o.qps,
+        o.tx_depth,
+        o.post_list,
+        cm = if o.rdma_cm { "ON" } else { "OFF" },
+        ex = if o.rdma_cm { "rdma_cm" } else { "Ethernet" },
     )
 }
 

@@ -18,11 +18,13 @@
 //!      sends its result; the server does H, receives and prints it; close.
 
 use verbs::discovery::devices;
-use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
+use verbs::cm::ConnParam;
+use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Init, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
 use verbs::wr::Sge;
 use verbs::{AccessFlags, Context, Cq, Mr, Pd};
 
 use super::args::{Opts, Test};
+use super::cm_link::TestIds;
 use super::dest::Dest;
 use super::exchange::{self, Oob};
 use super::{bw, lat, report};
@@ -65,9 +67,31 @@ fn random_psn(q: usize) -> u32 {
     (h.finish() & 0xff_ffff) as u32
 }
 
+/// perftest's send_bw on iWARP adds receive credits written back by RDMA
+/// WRITE (`send_rcredit`), which we do not speak: refuse rather than hang
+/// a perftest peer.
+fn refuse_credits(o: &Opts, provider: Option<verbs::ProviderKind>) -> Result<(), String> {
+    #[cfg(feature = "siw")]
+    if o.test == Test::SendBw && provider == Some(verbs::ProviderKind::Siw) {
+        return Err("send_bw on iWARP (siw) needs perftest's receive credits, which verbs-perf does not speak yet".into());
+    }
+    let _ = (o, provider);
+    Ok(())
+}
+
 pub(crate) fn run(o: &Opts) -> Result<(), String> {
+    if let Some(name) = &o.dev {
+        let list = devices().map_err(s("ibv_get_device_list"))?;
+        refuse_credits(o, list.by_name(name).ok().and_then(|d| d.provider()))?;
+    }
     let client = o.server.is_some();
     let mut oob = match &o.server {
+        _ if o.rdma_cm => {
+            if !client {
+                println!(" Waiting for client rdma_cm QP to connect... (port {})", o.port);
+            }
+            Oob::rdma_cm(o.server.as_deref(), o.port)?
+        }
         Some(host) => Oob::connect(host, o.port)?,
         None => {
             let l = exchange::listen(o.port)?;
@@ -78,19 +102,34 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
     oob.versions()?;
     let (page, _) = oob.sys_data(PAGE, CACHE_LINE)?;
 
-    let list = devices().map_err(s("ibv_get_device_list"))?;
-    let dev = match &o.dev {
-        Some(n) => list.by_name(n).map_err(s("device"))?,
-        None => list.iter().next().ok_or("no RDMA devices found")?,
+    // -R: the device the connection manager chose for the address.
+    let opened;
+    let ctx: &Context = match oob.cm_context() {
+        Some(c) => c,
+        None => {
+            let list = devices().map_err(s("ibv_get_device_list"))?;
+            let dev = match &o.dev {
+                Some(n) => list.by_name(n).map_err(s("device"))?,
+                None => list.iter().next().ok_or("no RDMA devices found")?,
+            };
+            opened = Context::open(dev).map_err(s("ibv_open_device"))?;
+            &opened
+        }
     };
-    let ctx = Context::open(dev).map_err(s("ibv_open_device"))?;
+    if let (Some(want), true) = (&o.dev, o.rdma_cm) {
+        if want != ctx.name() {
+            return Err(format!("-d {want}: the address is on {} (rdma_cm picks the device by address)", ctx.name()));
+        }
+    }
     let port = ctx.query_port(o.ib_port).map_err(s("ibv_query_port"))?;
     let gid_index = match o.gid_index {
         Some(g) => Some(g),
-        None if port.link_layer == ETHERNET => Some(best_gid(&ctx, o.ib_port)?),
+        None if port.link_layer == ETHERNET => Some(best_gid(ctx, o.ib_port)?),
         None => None,
     };
+    refuse_credits(o, Some(ctx.provider()))?;
     oob.with_gid = gid_index.is_some();
+    oob.gid_index = gid_index.unwrap_or(0);
     let gid = match gid_index {
         Some(g) => ctx.query_gid(o.ib_port, g).map_err(s("ibv_query_gid"))?,
         None => [0; 16],
@@ -105,7 +144,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         }
     };
 
-    let pd = Pd::alloc(&ctx).map_err(s("ibv_alloc_pd"))?;
+    let pd = Pd::alloc(ctx).map_err(s("ibv_alloc_pd"))?;
     let nq = o.qps as usize;
     let slot = (o.size.max(page) as usize).next_multiple_of(64);
     let mut access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
@@ -113,8 +152,8 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         access |= AccessFlags::REMOTE_ATOMIC;
     }
     let mut mr = Mr::alloc(&pd, nq * 2 * slot, access).map_err(s("ibv_reg_mr"))?;
-    let send_cq = Cq::create(&ctx, o.tx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
-    let recv_cq = Cq::create(&ctx, o.rx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
+    let send_cq = Cq::create(ctx, o.tx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
+    let recv_cq = Cq::create(ctx, o.rx_depth * o.qps + 16, None, 0).map_err(s("ibv_create_cq"))?;
     let cap = QpCap {
         max_send_wr: o.tx_depth,
         max_recv_wr: if o.test.is_send() { o.rx_depth } else { 1 },
@@ -135,28 +174,57 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         Test::SendBw if !client => o.rx_depth,
         _ => 0,
     };
-    let mut qps = Vec::with_capacity(nq);
-    let mut local = Vec::with_capacity(nq);
-    for (q, rsge) in rsges.iter().enumerate() {
-        let qp = RcQp::create(&pd, QpInitAttr { send_cq: &send_cq, recv_cq: &recv_cq, srq: None, cap, sq_sig_all: false })
-            .map_err(s("ibv_create_qp"))?;
-        let mut qp = qp.into_init(init).map_err(|e| format!("modify QP to INIT: {}", e.error))?;
+    let qp_attr = QpInitAttr { send_cq: &send_cq, recv_cq: &recv_cq, srq: None, cap, sq_sig_all: false };
+    let prepost_on = |q: usize, qp: &mut RcQp<'_, Init>| -> Result<(), String> {
         for _ in 0..prepost {
-            qp.post_recv(&[verbs::RecvWr { wr_id: q as u64, sg_list: rsge }])
+            qp.post_recv(&[verbs::RecvWr { wr_id: q as u64, sg_list: &rsges[q] }])
                 .map_err(|e| format!("ibv_post_recv: {}", e.error))?;
         }
-        let psn = random_psn(q);
-        local.push(Dest { lid: port.lid, out_reads, qpn: qp.qp_num(), psn, rkey: mr.rkey(), vaddr: remote_area(q), gid, srqn: 0 });
-        qps.push(qp);
+        Ok(())
+    };
+    let mut qps = Vec::with_capacity(nq);
+    let mut rts: Vec<RcQp<'_, Rts>> = Vec::with_capacity(nq);
+    let mut cm_ids = None;
+    if o.rdma_cm {
+        // perftest's create_rdma_cm_connection: a handshake, the QPs
+        // connected by the connection manager, a handshake.
+        let mut ids = match client {
+            true => TestIds::client()?,
+            false => TestIds::listen(o.port, o.qps)?,
+        };
+        oob.hand_shake(&Dest::default())?;
+        let reads = if o.test.is_read_or_atomic() { out_reads.min(255) as u8 } else { 0 };
+        let param = ConnParam { responder_resources: reads, initiator_depth: reads, retry_count: 7, rnr_retry_count: 7, ..ConnParam::default() };
+        let target = o.server.as_deref().map(|h| (h, o.port));
+        rts = ids.connect_qps(nq, target, &param, |q, id| {
+            let qp = RcQp::create(&pd, qp_attr).map_err(s("ibv_create_qp"))?;
+            let mut qp = id.init_qp(qp).map_err(|e| format!("rdma_init_qp_attr: {}", e.error))?;
+            prepost_on(q, &mut qp)?;
+            Ok(qp)
+        })?;
+        oob.hand_shake(&Dest::default())?;
+        cm_ids = Some(ids);
+    } else {
+        for q in 0..nq {
+            let qp = RcQp::create(&pd, qp_attr).map_err(s("ibv_create_qp"))?;
+            let mut qp = qp.into_init(init).map_err(|e| format!("modify QP to INIT: {}", e.error))?;
+            prepost_on(q, &mut qp)?;
+            qps.push(qp);
+        }
     }
-    print!("{}", report::banner(o, dev.name(), gid_index, 128 << mtu_raw, out_reads));
+    let qpns: Vec<u32> = if o.rdma_cm { rts.iter().map(|q| q.qp_num()).collect() } else { qps.iter().map(|q| q.qp_num()).collect() };
+    let local: Vec<Dest> = qpns
+        .iter()
+        .enumerate()
+        .map(|(q, &qpn)| Dest { lid: port.lid, out_reads, qpn, psn: random_psn(q), rkey: mr.rkey(), vaddr: remote_area(q), gid, srqn: 0 })
+        .collect();
+    print!("{}", report::banner(o, ctx.name(), gid_index, 128 << mtu_raw, out_reads));
 
     let one_sided_lat = matches!(o.test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
     if one_sided_lat {
         oob.hand_shake(&local[0])?;
     }
     let mut remote = local.iter().map(|l| oob.hand_shake(l)).collect::<Result<Vec<_>, _>>()?;
-    let mut rts: Vec<RcQp<'_, Rts>> = Vec::with_capacity(nq);
     for ((qp, l), r) in qps.into_iter().zip(&local).zip(&remote) {
         let grh = gid_index.map(|g| GlobalRoute {
             dgid: r.gid,
@@ -180,20 +248,23 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
     if o.test.is_send() {
         oob.hand_shake(&local[0])?;
     }
+    // -R: perftest prints addresses as its exchange QP's (a SEND test's:
+    // no OUT, RKey, VAddr).
+    let shown = if o.rdma_cm { Test::SendLat } else { o.test };
     let mut out = String::new();
     for l in &local {
-        out.push_str(&l.describe("local", o.test, oob.with_gid));
+        out.push_str(&l.describe("local", shown, oob.with_gid));
     }
     for (l, r) in local.iter().zip(remote.iter_mut()) {
         *r = oob.hand_shake(l)?;
-        out.push_str(&r.describe("remote", o.test, oob.with_gid));
+        out.push_str(&r.describe("remote", shown, oob.with_gid));
     }
     out.push_str(report::RULE);
     println!("{out}");
     oob.hand_shake(&local[0])?;
 
     let size = o.size as usize;
-    match o.test {
+    let result = match o.test {
         Test::SendLat => {
             print!("{}", lat::send_lat(o, &mut rts[0], &send_cq, &recv_cq, &ssges[0], &rsges[0])?);
             oob.close(&local[0])
@@ -235,5 +306,11 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
             print!("{}", report::bw_table(o, &theirs, 0));
             oob.close(&local[0])
         }
+    };
+    // -R: the client disconnects the test's connections (perftest's
+    // rdma_cm_disconnect_nodes); the server's go with the process.
+    if let Some(ids) = cm_ids {
+        ids.disconnect();
     }
+    result
 }

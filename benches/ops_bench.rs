@@ -20,13 +20,18 @@
 //! Output lines: `ops_bench impl=ours op=<name> calls=<n> items=<n> ns_per_call=<wall>`.
 //! Needs an RDMA device: scripts/bench.sh runs it in the VM. Run without
 //! arguments (as `cargo test --all-targets` does) it only says so.
-//! usage: ops_bench [-d dev] [-x gid_index] [-n post_iters] [-b batch] [-r poll_rounds]
+//! usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]
+//! (`-c ip`: A and B connected by the connection manager on that address,
+//! as siw0 needs; the device is the address's)
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use verbs::discovery::devices;
-use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
+use core::net::SocketAddr;
+
+use verbs::cm::{CmId, ConnParam, EventChannel, EventKind, PortSpace};
+use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Reset, Rts};
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge};
 use verbs::{AccessFlags, Context, Cq, Mr, Pd, Wc};
 
@@ -77,8 +82,14 @@ fn bench_poll_cq_empty(wc: &mut [Wc], cq: &Cq<'_>) -> verbs::Result<usize> {
 
 // ---- setup --------------------------------------------------------------------------
 
+/// Milliseconds one connection-manager step may take under TCG.
+const CM_MS: i32 = 20_000;
+
 struct Opts {
     dev: String,
+    /// `-c IP`: connect A and B through the connection manager on this
+    /// address (iWARP/siw0 needs it); the device is the address's.
+    cm_ip: Option<String>,
     gid_index: u32,
     iters: u64,
     batch: usize,
@@ -88,6 +99,7 @@ struct Opts {
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         dev: std::env::var("VERBS_TEST_RXE").unwrap_or_else(|_| "rxe0".into()),
+        cm_ip: None,
         gid_index: std::env::var("VM_RXE_GID_INDEX").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
         iters: 2000,
         batch: 16,
@@ -103,6 +115,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         match a.as_str() {
             "-d" => o.dev = v.clone(),
             "-x" => o.gid_index = v.parse().map_err(bad)?,
+            "-c" => o.cm_ip = Some(v.clone()),
             "-n" => o.iters = v.parse().map_err(bad)?,
             "-b" => o.batch = v.parse().map_err(bad)?,
             "-r" => o.rounds = v.parse().map_err(bad)?,
@@ -160,27 +173,49 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(o: &Opts) -> Result<(), String> {
-    let list = devices().map_err(e("ibv_get_device_list"))?;
-    let ctx = Context::open(list.by_name(&o.dev).map_err(e("device"))?).map_err(e("ibv_open_device"))?;
+/// `-c`: a listener and a client resolved on `ip` (the client's device
+/// is the address's).
+fn cm_start<'ch>(ch: &'ch [EventChannel; 2], ip: &str) -> Result<[CmId<'ch>; 2], String> {
+    let addr: SocketAddr = format!("{ip}:7471").parse().map_err(e("address"))?;
+    let listener = CmId::create(&ch[1], PortSpace::Tcp).map_err(e("rdma_create_id"))?;
+    listener.bind_addr(&addr).map_err(e("rdma_bind_addr"))?;
+    listener.listen(1).map_err(e("rdma_listen"))?;
+    let client = CmId::create(&ch[0], PortSpace::Tcp).map_err(e("rdma_create_id"))?;
+    client.resolve_addr(None, &addr, 2000).map_err(e("rdma_resolve_addr"))?;
+    client.wait(EventKind::AddrResolved, CM_MS).map_err(|w| format!("ADDR_RESOLVED: {}", w.error))?;
+    client.resolve_route(2000).map_err(e("rdma_resolve_route"))?;
+    client.wait(EventKind::RouteResolved, CM_MS).map_err(|w| format!("ROUTE_RESOLVED: {}", w.error))?;
+    Ok([listener, client])
+}
+
+/// `-c`: connects `a` (the client's QP) and the QP `make_b` makes for the
+/// request; returns both in RTS and the accepted id.
+fn cm_connect<'ch, 'a>(
+    ch: &'ch [EventChannel; 2],
+    client: &CmId<'ch>,
+    a: RcQp<'a, Reset>,
+    make_b: impl FnOnce() -> Result<RcQp<'a, Reset>, String>,
+) -> Result<(RcQp<'a, Rts>, RcQp<'a, Rts>, CmId<'ch>), String> {
+    let param = ConnParam { retry_count: 7, rnr_retry_count: 7, ..ConnParam::default() };
+    let a = client.init_qp(a).map_err(|t| format!("rdma_init_qp_attr: {}", t.error))?;
+    client.connect(&a, &param).map_err(e("rdma_connect"))?;
+    let mut req = ch[1].get_event_timeout(CM_MS).map_err(e("rdma_get_cm_event"))?.ok_or("no connect request")?;
+    let server = req.take_request().ok_or("no connect request")?;
+    drop(req);
+    let b = server.init_qp(make_b()?).map_err(|t| format!("rdma_init_qp_attr: {}", t.error))?;
+    let b = server.accept(b, &param).map_err(|t| format!("rdma_accept: {}", t.error))?;
+    let ev = ch[0].get_event_timeout(CM_MS).map_err(e("rdma_get_cm_event"))?.ok_or("no answer to rdma_connect")?;
+    let a = client.establish(a, &ev).map_err(|t| format!("rdma_connect: {}", t.error))?;
+    server.wait(EventKind::Established, CM_MS).map_err(|w| format!("ESTABLISHED: {}", w.error))?;
+    Ok((a, b, server))
+}
+
+/// Without `-c`: A and B connected to each other by the transitions (rxe).
+fn connect_by_hand<'a>(o: &Opts, ctx: &Context, a: RcQp<'a, Reset>, b: RcQp<'a, Reset>) -> Result<(RcQp<'a, Rts>, RcQp<'a, Rts>), String> {
     let gid = ctx.query_gid(1, o.gid_index).map_err(e("ibv_query_gid"))?;
-    let pd = Pd::alloc(&ctx).map_err(e("ibv_alloc_pd"))?;
-    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
-    let mut mr = Mr::alloc(&pd, 1 << 16, access).map_err(e("ibv_reg_mr"))?;
-    mr.fill(0, 1 << 16, 0x5a).map_err(e("fill"))?;
-    let scq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // A's send CQ
-    let rcq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // B's recv CQ
-    let ocq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // the other two
-    let cap = QpCap { max_send_wr: SQ_DEPTH, max_recv_wr: RQ_DEPTH, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let init = ConnInitAttr { pkey_index: 0, port_num: 1, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
-    let mk = |send_cq, recv_cq| {
-        RcQp::create(&pd, QpInitAttr { send_cq, recv_cq, srq: None, cap, sq_sig_all: false })
-            .map_err(e("ibv_create_qp"))?
-            .into_init(init)
-            .map_err(|t| format!("INIT: {}", t.error))
-    };
-    let a = mk(&scq, &ocq)?;
-    let b = mk(&ocq, &rcq)?;
+    let a = a.into_init(init).map_err(|t| format!("INIT: {}", t.error))?;
+    let b = b.into_init(init).map_err(|t| format!("INIT: {}", t.error))?;
     let rtr = |dest: u32| {
         let grh = GlobalRoute { dgid: gid, flow_label: 0, sgid_index: o.gid_index as u8, hop_limit: 1, traffic_class: 0 };
         RcRtrAttr {
@@ -195,9 +230,45 @@ fn run(o: &Opts) -> Result<(), String> {
     let rts = RcRtsAttr { sq_psn: 0x1234, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 1 };
     let (an, bn) = (a.qp_num(), b.qp_num());
     let a = a.into_rtr(rtr(bn)).map_err(|t| format!("RTR: {}", t.error))?;
-    let mut a = a.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
+    let a = a.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
     let b = b.into_rtr(rtr(an)).map_err(|t| format!("RTR: {}", t.error))?;
-    let mut b = b.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
+    let b = b.into_rts(rts).map_err(|t| format!("RTS: {}", t.error))?;
+    Ok((a, b))
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    let ch = [EventChannel::create().map_err(e("rdma_create_event_channel"))?, EventChannel::create().map_err(e("rdma_create_event_channel"))?];
+    let cm = o.cm_ip.as_deref().map(|ip| cm_start(&ch, ip)).transpose()?;
+    let ctx = match &cm {
+        Some([_, client]) => client.open_device().map_err(e("rdma_cm_id.verbs"))?,
+        None => {
+            let list = devices().map_err(e("ibv_get_device_list"))?;
+            Context::open(list.by_name(&o.dev).map_err(e("device"))?).map_err(e("ibv_open_device"))?
+        }
+    };
+    let pd = Pd::alloc(&ctx).map_err(e("ibv_alloc_pd"))?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let mut mr = Mr::alloc(&pd, 1 << 16, access).map_err(e("ibv_reg_mr"))?;
+    mr.fill(0, 1 << 16, 0x5a).map_err(e("fill"))?;
+    let scq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // A's send CQ
+    let rcq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // B's recv CQ
+    let ocq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // the other two
+    let cap = QpCap { max_send_wr: SQ_DEPTH, max_recv_wr: RQ_DEPTH, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let create = |send_cq, recv_cq| {
+        RcQp::create(&pd, QpInitAttr { send_cq, recv_cq, srq: None, cap, sq_sig_all: false }).map_err(e("ibv_create_qp"))
+    };
+    // (-c: the accepted id keeps B's connection for the run)
+    let (mut a, mut b, _accepted) = match &cm {
+        Some([_, client]) => {
+            let (a, b, id) = cm_connect(&ch, client, create(&scq, &ocq)?, || create(&ocq, &rcq))?;
+            (a, b, Some(id))
+        }
+        None => {
+            let (a, b) = connect_by_hand(o, &ctx, create(&scq, &ocq)?, create(&ocq, &rcq)?)?;
+            (a, b, None)
+        }
+    };
+
 
     let (lkey, rkey, base) = (mr.lkey(), mr.rkey(), mr.addr());
     let sge = [Sge { addr: base, length: MSG, lkey }];

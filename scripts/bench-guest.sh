@@ -13,6 +13,7 @@
 #   LAT_SIZES    message sizes of the latency tests (default "2 16 128 1024 4096")
 #   LAT_ITERS, BW_ITERS, BW_SIZE, OPS_ITERS, POLL_BATCH, POLL_ROUNDS
 #   DEV, GIDX    device and RoCE v2 GID index (default rxe0, $VM_RXE_GID_INDEX)
+#   SIW_DEV, SIW_IP, SIW_LAT_SIZES   the siw0 rows (default siw0, $VM_SIW_IP, "2 1024")
 set -uo pipefail
 : "${OUT:?}"
 REPS=${REPS:-3}
@@ -51,8 +52,10 @@ wait_listen() {
 }
 
 # run_pair OUTFILE CMD ARGS...: server (CMD ARGS) in the background, client (CMD ARGS
-# 127.0.0.1) in the foreground; the client's output goes to OUTFILE, the server's to
-# OUTFILE.server.  Each pair gets a fresh port.
+# $PAIR_HOST, default 127.0.0.1) in the foreground; the client's output goes to OUTFILE, the
+# server's to OUTFILE.server.  Each pair gets a fresh port.  (With -R on siw0 the listener is
+# siw's kernel TCP socket on the same port, so wait_listen sees it too.)
+PAIR_HOST=127.0.0.1
 run_pair() {
     local out=$1 spid rc; shift
     PORT=$((PORT + 1))
@@ -60,7 +63,7 @@ run_pair() {
     if ! wait_listen "$PORT"; then
         echo "bench-guest: server did not listen: $*" >> "$out"; kill "$spid" 2>/dev/null; wait "$spid"; return 1
     fi
-    timeout 120 "$@" -p "$PORT" 127.0.0.1 > "$out" 2>&1; rc=$?
+    timeout 120 "$@" -p "$PORT" "$PAIR_HOST" > "$out" 2>&1; rc=$?
     wait "$spid" || rc=$((rc ? rc : 1))
     echo "exit=$rc" >> "$out"
     return "$rc"
@@ -133,4 +136,53 @@ for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_po
         echo "exit=$?" >> "$out"
     done
 done
+# ---- siw0 (SoftiWARP): perftest's rdma_cm mode (-R) on both sides, and the ops benches
+# with their QPs connected by the connection manager (-c), against rdma-core's libsiw.
+SIW_DEV=${SIW_DEV:-siw0}
+SIW_IP=${SIW_IP:-${VM_SIW_IP:-}}
+SIW_LAT_SIZES=${SIW_LAT_SIZES:-"2 1024"}
+if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
+    mkdir -p "$OUT/siw/lat" "$OUT/siw/bw" "$OUT/siw/cg"
+    echo "siw_device=$SIW_DEV siw_ip=$SIW_IP" >> "$OUT/guest-info.txt"
+    PAIR_HOST=$SIW_IP
+    echo "bench-guest: [${SECONDS}s] siw0 latency with -R (sizes $SIW_LAT_SIZES)" >&2
+    for test in send_lat write_lat; do
+        for size in $SIW_LAT_SIZES; do
+            for rep in $(seq "$REPS"); do
+                for side in "${SIDES[@]}"; do
+                    perf_cmd "$side" "$test"
+                    run_pair "$OUT/siw/lat/$test.s$size.$side.$rep.txt" "${CMD[@]}" -R -d "$SIW_DEV" \
+                        -s "$size" -n "$LAT_ITERS" -F || echo "bench-guest: FAILED siw $test s$size $side #$rep" >&2
+                done
+            done
+        done
+    done
+    # send_bw on iWARP needs perftest's receive credits (verbs-perf refuses it): write_bw only.
+    echo "bench-guest: [${SECONDS}s] siw0 message rate with -R" >&2
+    for cfg in "q1 l1" "q1 l8"; do
+        set -- $cfg; q=${1#q}; l=${2#l}
+        for rep in $(seq "$REPS"); do
+            for side in "${SIDES[@]}"; do
+                perf_cmd "$side" write_bw
+                run_pair "$OUT/siw/bw/write_bw.q$q.l$l.$side.$rep.txt" "${CMD[@]}" -R -d "$SIW_DEV" \
+                    -s "$BW_SIZE" -n "$BW_ITERS" -q "$q" -l "$l" -F || echo "bench-guest: FAILED siw write_bw q$q l$l $side #$rep" >&2
+            done
+        done
+    done
+    PAIR_HOST=127.0.0.1
+    echo "bench-guest: [${SECONDS}s] siw0 callgrind (instructions per call)" >&2
+    SIW_OPS_ARGS=(-c "$SIW_IP" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
+    for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_poll_cq_empty; do
+        for side in "${OPS_SIDES[@]}"; do
+            [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
+            out=$OUT/siw/cg/$fn.$side.txt
+            timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
+                --callgrind-out-file="$OUT/siw/cg/$fn.$side.callgrind" \
+                "$(ops_bin "$side")" "${SIW_OPS_ARGS[@]}" > "$out" 2>&1
+            echo "exit=$?" >> "$out"
+        done
+    done
+else
+    echo "bench-guest: no $SIW_DEV (or no VM_SIW_IP): siw rows not measured" >&2
+fi
 echo "bench-guest: [${SECONDS}s] done" >&2

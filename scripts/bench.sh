@@ -8,7 +8,7 @@
 #   --out FILE   the report (default BENCHMARKS.md in the repository)
 #
 # 1. scripts/setup.sh (qemu, kernel, perftest, libibverbs-dev, valgrind; idempotent)
-# 2. builds benches/c/ops_bench.c with gcc -libverbs, and ours in release
+# 2. builds benches/c/ops_bench.c with gcc -libverbs -lrdmacm, and ours in release
 #    (cargo build --release --bin verbs-perf --bench ops_bench)
 # 3. boots the VM once: scripts/bench-guest.sh alternates C and ours for every workload:
 #    perftest ib_{send,write}_lat vs verbs-perf {send,write}_lat (sizes 2..4096),
@@ -43,7 +43,7 @@ if [ "$SETUP" = 1 ]; then "$ROOT/scripts/setup.sh"; fi
 
 echo "bench: building (gcc, cargo --release)" >&2
 mkdir -p "$BENCH"
-gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs
+gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs -lrdmacm
 # Ours: a missing or broken Rust side is reported as "not measured", never hidden.
 OURS_PERF="" OURS_OPS=""
 if cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \

@@ -3,7 +3,7 @@
 # everything cached does no network access and takes about a second.
 #   - installs the host tools (check-then-install; never removes a host package: --no-remove):
 #     qemu-system-x86 (bookworm-backports), busybox-static, kmod, iproute2, rdma-core,
-#     ibverbs-utils, ibverbs-providers, perftest, rdmacm-utils, libibverbs-dev, strace, valgrind
+#     ibverbs-utils, ibverbs-providers, perftest, rdmacm-utils, libibverbs-dev, librdmacm-dev, strace, valgrind
 #     and what the siw build needs (gcc-12, make, binutils, ...)
 #   - downloads a PINNED stock Debian kernel package (below; if the mirror no longer has that
 #     exact version, the current candidate of linux-image-6.12-amd64 is used, with a warning)
@@ -58,7 +58,7 @@ CHANGED=0
 # qemu-system-x86 7.2 would remove a preinstalled qemu-utils 10.0 from bookworm-backports,
 # which Breaks qemu-system-common << 8.0).
 PKGS=(busybox-static kmod iproute2 xz-utils zstd bc coreutils
-      rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev
+      rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
       strace valgrind)
 # out-of-tree siw build: the kernel's compiler (gcc-12) + what the prebuilt kbuild tools link to
 [ "$BUILD_SIW" = 1 ] && PKGS+=(gcc-12 make binutils libelf1 libssl3 zlib1g)

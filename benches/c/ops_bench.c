@@ -1,6 +1,7 @@
 /* ops_bench: rdma-core's libibverbs, one verb at a time, for instruction counts.
  *
- * Opens one device (rxe0), makes two RC QPs on it connected to each other (A -> B),
+ * Opens one device (rxe0), makes two RC QPs on it connected to each other (A -> B)
+ * (with -c IP: connected by librdmacm on that address, as iWARP/siw0 needs),
  * and calls each measured verb through a noinline wrapper so that
  *   valgrind --tool=callgrind --toggle-collect='bench_*' ops_bench ...
  * collects only the userspace instructions spent inside the verb:
@@ -16,11 +17,13 @@
  * (items = completions returned, for poll_cq). Exit status 0 only if every
  * operation succeeded (short poll batches are counted and only warned about).
  *
- * usage: ops_bench [-d dev] [-x gid_index] [-n post_iters] [-b batch] [-r poll_rounds]
- * build: gcc -O2 -g -o ops_bench ops_bench.c -libverbs
+ * usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]
+ * build: gcc -O2 -g -o ops_bench ops_bench.c -libverbs -lrdmacm
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +130,26 @@ static void to_rtr_rts(struct env *e, struct ibv_qp *qp, uint32_t dest)
 		die("modify_qp RTS");
 }
 
+/* The resources on ctx (after the device is known). */
+static void resources(struct env *e)
+{
+	e->pd = ibv_alloc_pd(e->ctx);
+	if (!e->pd)
+		die("ibv_alloc_pd");
+	e->len = 1 << 16;
+	e->buf = aligned_alloc(4096, e->len);
+	memset(e->buf, 0x5a, e->len);
+	e->mr = ibv_reg_mr(e->pd, e->buf, e->len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!e->mr)
+		die("ibv_reg_mr");
+	e->scq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
+	e->rcq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
+	e->ocq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
+	if (!e->scq || !e->rcq || !e->ocq)
+		die("ibv_create_cq");
+}
+
 static struct ibv_qp *make_qp(struct env *e, struct ibv_cq *scq, struct ibv_cq *rcq)
 {
 	struct ibv_qp_init_attr ia = {
@@ -159,25 +182,75 @@ static void setup(struct env *e, const char *name)
 	}
 	if (ibv_query_gid(e->ctx, 1, e->gid_index, &e->gid))
 		die("ibv_query_gid");
-	e->pd = ibv_alloc_pd(e->ctx);
-	if (!e->pd)
-		die("ibv_alloc_pd");
-	e->len = 1 << 16;
-	e->buf = aligned_alloc(4096, e->len);
-	memset(e->buf, 0x5a, e->len);
-	e->mr = ibv_reg_mr(e->pd, e->buf, e->len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (!e->mr)
-		die("ibv_reg_mr");
-	e->scq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
-	e->rcq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
-	e->ocq = ibv_create_cq(e->ctx, 512, NULL, NULL, 0);
-	if (!e->scq || !e->rcq || !e->ocq)
-		die("ibv_create_cq");
+	resources(e);
 	e->a = make_qp(e, e->scq, e->ocq);
 	e->b = make_qp(e, e->ocq, e->rcq);
 	to_rtr_rts(e, e->a, e->b->qp_num);
 	to_rtr_rts(e, e->b, e->a->qp_num);
+}
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+	if (rdma_get_cm_event(ch, &ev))
+		die("rdma_get_cm_event");
+	if (ev->event != type) {
+		fprintf(stderr, "ops_bench: got %s, wanted %s\n", rdma_event_str(ev->event), rdma_event_str(type));
+		exit(1);
+	}
+	return ev;
+}
+
+/* A (client) and B (accepted) connected by librdmacm on ip:port: the way iWARP QPs reach RTS. */
+static void setup_cm(struct env *e, const char *ip)
+{
+	struct rdma_event_channel *chs = rdma_create_event_channel(), *chc = rdma_create_event_channel();
+	struct rdma_cm_id *listener, *client, *server;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(7471) };
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr ia = {
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	if (!chs || !chc || inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+		die("rdma_create_event_channel / address");
+	if (rdma_create_id(chs, &listener, NULL, RDMA_PS_TCP) || rdma_create_id(chc, &client, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (rdma_bind_addr(listener, (struct sockaddr *)&sin) || rdma_listen(listener, 1))
+		die("rdma_bind_addr/rdma_listen");
+	if (rdma_resolve_addr(client, NULL, (struct sockaddr *)&sin, 2000))
+		die("rdma_resolve_addr");
+	rdma_ack_cm_event(expect(chc, RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(client, 2000))
+		die("rdma_resolve_route");
+	rdma_ack_cm_event(expect(chc, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	e->ctx = client->verbs;
+	resources(e);
+	ia.send_cq = e->scq;
+	ia.recv_cq = e->ocq;
+	if (rdma_create_qp(client, e->pd, &ia))
+		die("rdma_create_qp A");
+	e->a = client->qp;
+	if (rdma_connect(client, &cp))
+		die("rdma_connect");
+	ev = expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST);
+	server = ev->id;
+	rdma_ack_cm_event(ev);
+	if (server->verbs != e->ctx) {
+		fprintf(stderr, "ops_bench: the request arrived on another context\n");
+		exit(1);
+	}
+	ia.send_cq = e->ocq;
+	ia.recv_cq = e->rcq;
+	if (rdma_create_qp(server, e->pd, &ia))
+		die("rdma_create_qp B");
+	e->b = server->qp;
+	if (rdma_accept(server, &cp))
+		die("rdma_accept");
+	rdma_ack_cm_event(expect(chc, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(expect(chs, RDMA_CM_EVENT_ESTABLISHED));
+	/* the ids and channels stay for the process (the connection with them) */
 }
 
 /* Poll (unmeasured) until `want` completions came from `cq`; all must be successful. */
@@ -213,18 +286,20 @@ int main(int argc, char **argv)
 {
 	struct env e = { 0 };
 	const char *dev = getenv("VERBS_TEST_RXE") ? getenv("VERBS_TEST_RXE") : "rxe0";
+	const char *cm_ip = NULL;
 	long iters = 2000, rounds = 50;
 	int batch = 16, opt;
 	e.gid_index = getenv("VM_RXE_GID_INDEX") ? atoi(getenv("VM_RXE_GID_INDEX")) : 1;
-	while ((opt = getopt(argc, argv, "d:x:n:b:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:x:c:n:b:r:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'x': e.gid_index = atoi(optarg); break;
+		case 'c': cm_ip = optarg; break;
 		case 'n': iters = atol(optarg); break;
 		case 'b': batch = atoi(optarg); break;
 		case 'r': rounds = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s [-d dev] [-x gid_index] [-n post_iters] [-b batch] [-r poll_rounds]\n",
+			fprintf(stderr, "usage: %s [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]\n",
 				argv[0]);
 			return 2;
 		}
@@ -233,7 +308,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ops_bench: batch must be 1..%d\n", MAX_BATCH);
 		return 2;
 	}
-	setup(&e, dev);
+	if (cm_ip)
+		setup_cm(&e, cm_ip);
+	else
+		setup(&e, dev);
 	char *local = e.buf, *remote = e.buf + 4096;
 	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = MSG, .lkey = e.mr->lkey };
 	struct ibv_send_wr wr = {
@@ -341,15 +419,17 @@ int main(int argc, char **argv)
 	}
 	report("poll_cq_empty", iters, 0, ns);
 
-	ibv_destroy_qp(e.a);
-	ibv_destroy_qp(e.b);
-	ibv_destroy_cq(e.scq);
-	ibv_destroy_cq(e.rcq);
-	ibv_destroy_cq(e.ocq);
-	ibv_dereg_mr(e.mr);
-	ibv_dealloc_pd(e.pd);
-	ibv_close_device(e.ctx);
-	free(e.buf);
+	if (!cm_ip) { /* with -c the ids own the QPs; the process exit tears down the rest */
+		ibv_destroy_qp(e.a);
+		ibv_destroy_qp(e.b);
+		ibv_destroy_cq(e.scq);
+		ibv_destroy_cq(e.rcq);
+		ibv_destroy_cq(e.ocq);
+		ibv_dereg_mr(e.mr);
+		ibv_dealloc_pd(e.pd);
+		ibv_close_device(e.ctx);
+		free(e.buf);
+	}
 	if (short_batches)
 		fprintf(stderr, "ops_bench: warning: %ld short poll batches (the device was slower than the wait)\n",
 			short_batches);

@@ -279,7 +279,7 @@ impl<'ctx> Cq<'ctx> {
     /// [`ErrorKind::Busy`] (try again). An empty CQ is answered without
     /// taking the flag.
     #[doc(alias = "ibv_poll_cq")]
-    #[inline]
+    #[inline(always)]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
         match *ring {

@@ -3,7 +3,8 @@
 # everything cached does no network access and takes about a second.
 #   - installs the host tools (check-then-install; never removes a host package: --no-remove):
 #     qemu-system-x86 (bookworm-backports), busybox-static, kmod, iproute2, rdma-core,
-#     ibverbs-utils, ibverbs-providers, perftest, rdmacm-utils, libibverbs-dev, librdmacm-dev, strace, valgrind
+#     ibverbs-utils, ibverbs-providers, perftest, rdmacm-utils, libibverbs-dev, librdmacm-dev,
+#     python3-pyverbs (rdma-core's test suite), strace, valgrind
 #     and what the siw build needs (gcc-12, make, binutils, ...)
 #   - downloads a PINNED stock Debian kernel package (below; if the mirror no longer has that
 #     exact version, the current candidate of linux-image-6.12-amd64 is used, with a warning)
@@ -59,6 +60,7 @@ CHANGED=0
 # which Breaks qemu-system-common << 8.0).
 PKGS=(busybox-static kmod iproute2 xz-utils zstd bc coreutils
       rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
+      python3-pyverbs
       strace valgrind)
 # out-of-tree siw build: the kernel's compiler (gcc-12) + what the prebuilt kbuild tools link to
 [ "$BUILD_SIW" = 1 ] && PKGS+=(gcc-12 make binutils libelf1 libssl3 zlib1g)

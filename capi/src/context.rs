@@ -70,6 +70,11 @@ pub(crate) extern "C" fn ibv_open_device(device: *mut IbvDevice) -> *mut IbvCont
     let mut vctx: VerbsContext = unsafe { core::mem::zeroed() };
     vctx.query_port = Some(query_port_ex);
     vctx.query_device_ex = Some(crate::query_device::query_device_ex);
+    type CreateCqEx = unsafe extern "C" fn(*mut IbvContext, *mut crate::abi::objects::IbvCqInitAttrEx) -> *mut crate::abi::objects::IbvCqEx;
+    let create_cq_ex: CreateCqEx = crate::cq::create_cq_ex;
+    // SAFETY: only the pointer's type is erased: verbs.h's ibv_create_cq_ex
+    // calls verbs_context.create_cq_ex with exactly this signature.
+    vctx.create_cq_ex = Some(unsafe { core::mem::transmute::<CreateCqEx, unsafe extern "C" fn()>(create_cq_ex) });
     vctx.sz = size_of::<VerbsContext>();
     vctx.context.device = device;
     vctx.context.ops = crate::ops::context_ops();

@@ -1,8 +1,12 @@
 //! # Safety
 //!
 //! Completion queues: `ibv_create_cq`, `ibv_resize_cq`, `ibv_destroy_cq`,
-//! `ibv_get_cq_event`, `ibv_ack_cq_events`, and the ops-table entries
-//! `poll_cq` and `req_notify_cq`.
+//! `ibv_get_cq_event`, `ibv_ack_cq_events`, the ops-table entries
+//! `poll_cq` and `req_notify_cq`, and `verbs_context.create_cq_ex` with the
+//! extended polling API (`ibv_start_poll`, `ibv_next_poll`,
+//! `ibv_end_poll`, `ibv_wc_read_*`): each poll copies one completion into
+//! the CQ's `current` slot (under its own mutex), whose `wr_id` and
+//! `status` are also written into the C struct, where verbs.h reads them.
 //!
 //! A CQ is a boxed [`CCq`] whose first field is the C view, a
 //! `struct ibv_cq_ex` (which begins with every field of `struct ibv_cq`,
@@ -25,12 +29,12 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use verbs::{Context, Cq, ErrorKind};
 
 use crate::abi::device::IbvContext;
-use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx};
+use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx, IbvCqInitAttrEx, IbvPollCqAttr};
 use crate::abi::wr::IbvWc;
 use crate::acks::Counters;
 use crate::comp_channel::{self, CCompChannel};
@@ -51,6 +55,8 @@ pub(crate) struct CCq {
     users: AtomicU32,
     channel: Option<&'static CCompChannel>,
     user_handle: u64,
+    /// The extended polling API's current completion.
+    current: Mutex<IbvWc>,
     /// Keeps the context `cq` borrows alive; dropped after `cq`.
     _ctx: Arc<Context>,
 }
@@ -136,6 +142,165 @@ pub(crate) extern "C" fn ibv_create_cq(
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
 ) -> *mut IbvCq {
+    create(context, cqe, cq_context, channel, comp_vector, false)
+}
+
+/// The `read_*` fields every provider here fills (`IBV_WC_STANDARD_FLAGS`:
+/// byte_len, imm, qp_num, src_qp, slid, sl, dlid_path_bits), as librxe.
+const WC_STANDARD_FLAGS: u64 = 0x7f;
+/// `IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD`.
+const CQ_INIT_ATTR_MASKS: u32 = 0x3;
+/// `IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN`.
+const CQ_CREATE_FLAGS: u32 = 0x3;
+
+/// `verbs_context.create_cq_ex` (behind the `ibv_create_cq_ex` inline): a
+/// CQ with the extended polling API; NULL with errno (`EOPNOTSUPP` for
+/// timestamps, flow tags, TM info or a parent domain, as librxe; `EINVAL`
+/// for unknown mask bits).
+///
+/// # Safety
+///
+/// `attr` is NULL or points to a readable `struct ibv_cq_init_attr_ex`.
+pub(crate) unsafe extern "C" fn create_cq_ex(context: *mut IbvContext, attr: *mut IbvCqInitAttrEx) -> *mut IbvCqEx {
+    if attr.is_null() {
+        return fail_null(libc::EINVAL);
+    }
+    // SAFETY: non-NULL; the caller promises a readable struct.
+    let a = unsafe { &*attr };
+    if a.comp_mask & !CQ_INIT_ATTR_MASKS != 0 {
+        return fail_null(libc::EINVAL);
+    }
+    if a.wc_flags & !WC_STANDARD_FLAGS != 0
+        || (a.comp_mask & 1 != 0 && a.flags & !CQ_CREATE_FLAGS != 0)
+        || (a.comp_mask & 2 != 0 && !a.parent_domain.is_null())
+    {
+        return fail_null(libc::EOPNOTSUPP);
+    }
+    let (Ok(cqe), Ok(vector)) = (c_int::try_from(a.cqe), c_int::try_from(a.comp_vector)) else {
+        return fail_null(libc::EINVAL);
+    };
+    create(context, cqe, a.cq_context, a.channel, vector, true).cast()
+}
+
+/// As a C function pointer of the extended CQ API.
+macro_rules! any_fn {
+    ($f:expr, $t:ty) => {{
+        let f: $t = $f;
+        // SAFETY: only the pointer's type is erased; C calls it through
+        // the struct ibv_cq_ex member of exactly this signature.
+        Some(unsafe { core::mem::transmute::<$t, unsafe extern "C" fn()>(f) })
+    }};
+}
+
+/// Fills the extended polling API of `ibv`.
+fn set_poll_api(ibv: &mut IbvCqEx) {
+    type Cx = *mut IbvCqEx;
+    ibv.start_poll = any_fn!(start_poll, unsafe extern "C" fn(Cx, *mut IbvPollCqAttr) -> c_int);
+    ibv.next_poll = any_fn!(next_poll, unsafe extern "C" fn(Cx) -> c_int);
+    ibv.end_poll = any_fn!(end_poll, unsafe extern "C" fn(Cx));
+    ibv.read_opcode = any_fn!(read_opcode, unsafe extern "C" fn(Cx) -> c_int);
+    ibv.read_vendor_err = any_fn!(read_vendor_err, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_byte_len = any_fn!(read_byte_len, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_imm_data = any_fn!(read_imm_data, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_qp_num = any_fn!(read_qp_num, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_src_qp = any_fn!(read_src_qp, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_wc_flags = any_fn!(read_wc_flags, unsafe extern "C" fn(Cx) -> core::ffi::c_uint);
+    ibv.read_slid = any_fn!(read_slid, unsafe extern "C" fn(Cx) -> u32);
+    ibv.read_sl = any_fn!(read_sl, unsafe extern "C" fn(Cx) -> u8);
+    ibv.read_dlid_path_bits = any_fn!(read_dlid_path_bits, unsafe extern "C" fn(Cx) -> u8);
+}
+
+/// `ibv_start_poll`: takes the first completion; 0, `ENOENT` when the CQ
+/// is empty (then `ibv_end_poll` must not be called), or an errno value.
+unsafe extern "C" fn start_poll(cq: *mut IbvCqEx, attr: *mut IbvPollCqAttr) -> c_int {
+    // SAFETY: attr is NULL or the caller's struct (verbs.h passes it on).
+    if !attr.is_null() && unsafe { (*attr).comp_mask } != 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: as next_poll.
+    unsafe { next_poll(cq) }
+}
+
+/// `ibv_next_poll`: takes the next completion; 0, `ENOENT`, or errno.
+unsafe extern "C" fn next_poll(cq: *mut IbvCqEx) -> c_int {
+    let Some(c) = from_c(cq.cast()) else { return libc::EINVAL };
+    let g = c.cq.read().unwrap_or_else(|p| p.into_inner());
+    let Some(inner) = g.as_ref() else { return libc::EINVAL };
+    let mut wc = [verbs::Wc::ZERO; 1];
+    loop {
+        match inner.poll(&mut wc) {
+            Ok(0) => return libc::ENOENT,
+            Ok(_) => break,
+            Err(e) if e.kind() == ErrorKind::Busy => core::hint::spin_loop(),
+            Err(e) => return errno_of(&e),
+        }
+    }
+    let w = c_wc(&wc[0]);
+    let (wr_id, status) = (w.wr_id, w.status);
+    *c.current.lock().unwrap_or_else(|p| p.into_inner()) = w;
+    let ibv = c.ibv.get();
+    // SAFETY: plain stores into the C struct's fields, which C reads after
+    // this call returns (verbs.h: cq->wr_id, cq->status).
+    unsafe { (*ibv).wr_id = wr_id };
+    // SAFETY: as above.
+    unsafe { (*ibv).status = status };
+    0
+}
+
+/// `ibv_end_poll`: nothing to release (each poll took its completion).
+unsafe extern "C" fn end_poll(_cq: *mut IbvCqEx) {}
+
+/// The current completion of `cq` (zeroes for a pointer not ours).
+fn current(cq: *mut IbvCqEx) -> IbvWc {
+    match from_c(cq.cast()) {
+        Some(c) => *c.current.lock().unwrap_or_else(|p| p.into_inner()),
+        // SAFETY: IbvWc is plain integers: all-zero is valid.
+        None => unsafe { core::mem::zeroed() },
+    }
+}
+
+unsafe extern "C" fn read_opcode(cq: *mut IbvCqEx) -> c_int {
+    current(cq).opcode
+}
+unsafe extern "C" fn read_vendor_err(cq: *mut IbvCqEx) -> u32 {
+    current(cq).vendor_err
+}
+unsafe extern "C" fn read_byte_len(cq: *mut IbvCqEx) -> u32 {
+    current(cq).byte_len
+}
+/// In network byte order, as C's `__be32`.
+unsafe extern "C" fn read_imm_data(cq: *mut IbvCqEx) -> u32 {
+    current(cq).imm_data
+}
+unsafe extern "C" fn read_qp_num(cq: *mut IbvCqEx) -> u32 {
+    current(cq).qp_num
+}
+unsafe extern "C" fn read_src_qp(cq: *mut IbvCqEx) -> u32 {
+    current(cq).src_qp
+}
+unsafe extern "C" fn read_wc_flags(cq: *mut IbvCqEx) -> core::ffi::c_uint {
+    current(cq).wc_flags
+}
+unsafe extern "C" fn read_slid(cq: *mut IbvCqEx) -> u32 {
+    u32::from(current(cq).slid)
+}
+unsafe extern "C" fn read_sl(cq: *mut IbvCqEx) -> u8 {
+    current(cq).sl
+}
+unsafe extern "C" fn read_dlid_path_bits(cq: *mut IbvCqEx) -> u8 {
+    current(cq).dlid_path_bits
+}
+
+/// The CQ behind `ibv_create_cq` and `create_cq_ex` (`ex`: with the
+/// extended polling API).
+fn create(
+    context: *mut IbvContext,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut IbvCompChannel,
+    comp_vector: c_int,
+    ex: bool,
+) -> *mut IbvCq {
     let Some(c) = context::from_c(context) else { return fail_null(libc::EINVAL) };
     let ch: Option<&'static CCompChannel> = if channel.is_null() {
         None
@@ -173,6 +338,9 @@ pub(crate) extern "C" fn ibv_create_cq(
     ibv.cq_context = cq_context;
     ibv.handle = cq.handle();
     ibv.cqe = cq.cqe() as c_int;
+    if ex {
+        set_poll_api(&mut ibv);
+    }
     let user_handle = cq.user_handle();
     let b = Box::new(CCq {
         ibv: UnsafeCell::new(ibv),
@@ -181,6 +349,8 @@ pub(crate) extern "C" fn ibv_create_cq(
         users: AtomicU32::new(0),
         channel: ch,
         user_handle,
+        // SAFETY: IbvWc is plain integers: all-zero is valid.
+        current: Mutex::new(unsafe { core::mem::zeroed() }),
         _ctx: arc,
     });
     let p = Box::into_raw(b);

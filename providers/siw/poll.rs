@@ -99,12 +99,20 @@ pub fn is_empty(cq: &CqRing) -> bool {
 /// `ibv_poll_cq` on siw: moves up to `out.len()` completions into `out`,
 /// handing each element back to the kernel as it is read. Returns how
 /// many, or `Err` with the state of the claim if another consumer holds
-/// the CQ (never waits).
-#[inline]
+/// the CQ (never waits). The empty case is inlined into the caller; the
+/// copying is not (it would give every caller of `Cq::poll`, rxe's
+/// included, its registers and stack frame).
+#[inline(always)]
 pub fn poll(cq: &CqRing, out: &mut [Wc]) -> Result<usize, Claim> {
     if out.is_empty() || is_empty(cq) {
         return Ok(0);
     }
+    poll_copy(cq, out)
+}
+
+/// [`poll`] past the empty check.
+#[inline(never)]
+fn poll_copy(cq: &CqRing, out: &mut [Wc]) -> Result<usize, Claim> {
     let c = cq.try_consumer()?;
     let mut n = 0;
     for slot in out.iter_mut() {

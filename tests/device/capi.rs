@@ -182,3 +182,19 @@ fn capi_qp_c_program_is_identical() {
     assert!(out.contains("async event ok SRQ limit reached element the srq"), "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_cq_ex_c_program_is_identical() {
+    // ibv_create_cq_ex (refused flags), and the polling API
+    // over sends, a send with immediate, an RDMA write and two receives.
+    let exe = compile_c("capi_cq_ex");
+    let gid = super::common::gid_index().to_string();
+    let out = same_on_both(exe.to_str().unwrap(), &[&rxe_name(), &gid]);
+    assert!(out.contains("create_cq_ex(flow tag) Operation not supported"), "{out}");
+    assert!(out.contains("create_cq_ex ok ok cqe at least 16") && out.contains("start_poll(new cq) ENOENT"), "{out}");
+    assert!(out.contains("send completions 3 of 3") && out.contains("recv completions 2 of 2"), "{out}");
+    assert!(out.contains("recv wr_id 72 status success opcode 128 byte_len 6 imm 4660"), "{out}");
+    assert!(out.contains("send start_poll(empty) ENOENT") && out.contains("written 'hello'"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

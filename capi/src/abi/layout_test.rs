@@ -39,6 +39,9 @@ fn rust_rows() -> Vec<Row> {
             read_opcode, read_vendor_err, read_byte_len, read_imm_data, read_qp_num, read_src_qp,
             read_wc_flags, read_slid, read_sl, read_dlid_path_bits, read_completion_ts,
             read_cvlan, read_flow_tag, read_tm_info, read_completion_wallclock_ns }
+        "ibv_cq_init_attr_ex" => IbvCqInitAttrEx {
+            cqe, cq_context, channel, comp_vector, wc_flags, comp_mask, flags, parent_domain }
+        "ibv_poll_cq_attr" => IbvPollCqAttr { comp_mask }
         "ibv_device" => IbvDevice { _ops, node_type, transport_type, name, dev_name, dev_path, ibdev_path }
         "ibv_context_ops" => IbvContextOps {
             _compat_query_device, _compat_query_port, _compat_alloc_pd, _compat_dealloc_pd,

@@ -96,6 +96,28 @@ pub(crate) struct IbvCqEx {
     pub(crate) read_completion_wallclock_ns: AnyFn,
 }
 
+/// `struct ibv_cq_init_attr_ex` (`ibv_create_cq_ex`).
+#[repr(C)]
+pub(crate) struct IbvCqInitAttrEx {
+    pub(crate) cqe: u32,
+    pub(crate) cq_context: *mut c_void,
+    pub(crate) channel: *mut IbvCompChannel,
+    pub(crate) comp_vector: u32,
+    /// `IBV_WC_EX_WITH_*`: what the `read_*` calls may ask for.
+    pub(crate) wc_flags: u64,
+    /// `IBV_CQ_INIT_ATTR_MASK_FLAGS` (1), `IBV_CQ_INIT_ATTR_MASK_PD` (2).
+    pub(crate) comp_mask: u32,
+    /// `IBV_CREATE_CQ_ATTR_SINGLE_THREADED` (1), `IGNORE_OVERRUN` (2).
+    pub(crate) flags: u32,
+    pub(crate) parent_domain: *mut IbvPd,
+}
+
+/// `struct ibv_poll_cq_attr` (`ibv_start_poll`).
+#[repr(C)]
+pub(crate) struct IbvPollCqAttr {
+    pub(crate) comp_mask: u32,
+}
+
 /// `struct ibv_srq`.
 #[repr(C)]
 pub(crate) struct IbvSrq {

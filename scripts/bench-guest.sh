@@ -9,6 +9,8 @@
 #   C_OPS        rdma-core ops bench (benches/c/ops_bench.c, built with gcc -libverbs)
 #   OURS_OPS     our ops bench (benches/ops_bench.rs)       -- optional: missing = not measured
 #   OURS_PERF    our perftest twin (verbs-perf)             -- optional: missing = not measured
+#   CAPI_LIB     a directory with libibverbs.so.1 -> ours   -- optional: side "capi" (perftest and
+#                the C ops bench on our C library)
 #   REPS         runs per workload and side (default 5 from bench.sh)
 #   LAT_SIZES    message sizes of the latency tests (default "2 16 128 1024 4096")
 #   LAT_ITERS, BW_ITERS, BW_SIZE, OPS_ITERS, POLL_BATCH, POLL_ROUNDS
@@ -70,14 +72,17 @@ run_pair() {
 }
 
 # sides: name -> command prefix for the perftest-like workloads
+# capi: perftest itself, on our libibverbs.so.1 (CAPI_LIB holds the libibverbs.so.1 link)
 perf_cmd() {  # SIDE TEST -> prints nothing, sets CMD array
     case "$1" in
         c) CMD=("ib_$2") ;;
         ours) CMD=("$OURS_PERF" "$2") ;;
+        capi) CMD=(env "LD_LIBRARY_PATH=$CAPI_LIB" "ib_$2") ;;
     esac
 }
 SIDES=(c)
 have "${OURS_PERF:-}" && SIDES+=(ours)
+[ -n "${CAPI_LIB:-}" ] && [ -e "$CAPI_LIB/libibverbs.so.1" ] && SIDES+=(capi)
 
 echo "bench-guest: [${SECONDS}s] latency (sizes $LAT_SIZES, $REPS reps, sides ${SIDES[*]})" >&2
 for test in send_lat write_lat; do
@@ -108,14 +113,17 @@ done
 
 OPS_SIDES=(c)
 have "${OURS_OPS:-}" && OPS_SIDES+=(ours)
-ops_bin() { case "$1" in c) echo "$C_OPS" ;; ours) echo "$OURS_OPS" ;; esac; }
+[ -n "${CAPI_LIB:-}" ] && [ -e "$CAPI_LIB/libibverbs.so.1" ] && OPS_SIDES+=(capi)
+ops_bin() { case "$1" in c|capi) echo "$C_OPS" ;; ours) echo "$OURS_OPS" ;; esac; }
+# the library the C ops bench runs on: rdma-core's, or ours for side capi
+ops_env() { if [ "$1" = capi ]; then echo "LD_LIBRARY_PATH=$CAPI_LIB"; else echo "VERBS_BENCH_SIDE=$1"; fi; }
 OPS_ARGS=(-d "$DEV" -x "$GIDX" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
 
 echo "bench-guest: [${SECONDS}s] ops benches, wall time (emulated; informative)" >&2
 for rep in $(seq "$REPS"); do
     for side in "${OPS_SIDES[@]}"; do
         out=$OUT/ops/wall.$side.$rep.txt
-        timeout 300 "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
+        env "$(ops_env "$side")" timeout 300 "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
         echo "exit=$?" >> "$out"
     done
 done
@@ -129,8 +137,9 @@ for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_po
     for side in "${OPS_SIDES[@]}"; do
         # poll_with is ours only (the report compares it with ibv_poll_cq)
         [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
+        [ "$fn" = bench_poll_with ] && [ "$side" = capi ] && continue
         out=$OUT/cg/$fn.$side.txt
-        timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
+        env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
             --callgrind-out-file="$OUT/cg/$fn.$side.callgrind" \
             "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
         echo "exit=$?" >> "$out"
@@ -145,11 +154,15 @@ if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     mkdir -p "$OUT/siw/lat" "$OUT/siw/bw" "$OUT/siw/cg"
     echo "siw_device=$SIW_DEV siw_ip=$SIW_IP" >> "$OUT/guest-info.txt"
     PAIR_HOST=$SIW_IP
+    # the C-ABI rows are rxe0's: here rdma-core's side and ours only
+    SIW_SIDES=(c) SIW_OPS_SIDES=(c)
+    have "${OURS_PERF:-}" && SIW_SIDES+=(ours)
+    have "${OURS_OPS:-}" && SIW_OPS_SIDES+=(ours)
     echo "bench-guest: [${SECONDS}s] siw0 latency with -R (sizes $SIW_LAT_SIZES)" >&2
     for test in send_lat write_lat; do
         for size in $SIW_LAT_SIZES; do
             for rep in $(seq "$REPS"); do
-                for side in "${SIDES[@]}"; do
+                for side in "${SIW_SIDES[@]}"; do
                     perf_cmd "$side" "$test"
                     run_pair "$OUT/siw/lat/$test.s$size.$side.$rep.txt" "${CMD[@]}" -R -d "$SIW_DEV" \
                         -s "$size" -n "$LAT_ITERS" -F || echo "bench-guest: FAILED siw $test s$size $side #$rep" >&2
@@ -162,7 +175,7 @@ if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     for cfg in "q1 l1" "q1 l8"; do
         set -- $cfg; q=${1#q}; l=${2#l}
         for rep in $(seq "$REPS"); do
-            for side in "${SIDES[@]}"; do
+            for side in "${SIW_SIDES[@]}"; do
                 perf_cmd "$side" write_bw
                 run_pair "$OUT/siw/bw/write_bw.q$q.l$l.$side.$rep.txt" "${CMD[@]}" -R -d "$SIW_DEV" \
                     -s "$BW_SIZE" -n "$BW_ITERS" -q "$q" -l "$l" -F || echo "bench-guest: FAILED siw write_bw q$q l$l $side #$rep" >&2
@@ -173,7 +186,7 @@ if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     echo "bench-guest: [${SECONDS}s] siw0 callgrind (instructions per call)" >&2
     SIW_OPS_ARGS=(-c "$SIW_IP" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
     for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_poll_cq_empty; do
-        for side in "${OPS_SIDES[@]}"; do
+        for side in "${SIW_OPS_SIDES[@]}"; do
             [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
             out=$OUT/siw/cg/$fn.$side.txt
             timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \

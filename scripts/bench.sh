@@ -14,7 +14,8 @@
 #    perftest ib_{send,write}_lat vs verbs-perf {send,write}_lat (sizes 2..4096),
 #    ib_{send,write}_bw vs verbs-perf {send,write}_bw (post lists, 1 and 4 QPs),
 #    the ops benches natively and under callgrind (instructions per post_send, post_recv,
-#    poll_cq batch, empty poll_cq)
+#    poll_cq batch, empty poll_cq); the same perftest and C ops bench also on our
+#    libibverbs.so.1 (capi/, side "capi": the C ABI's cost); siw0 rows with -R
 # 4. renders the raw results in target/bench/raw/ into BENCHMARKS.md
 #    (scripts/bench_report.py): medians, ratios, targets with PASS/MISS marks.
 # Targets are printed, never asserted: the exit status only says whether the harness ran.
@@ -56,8 +57,19 @@ else
     tail -n 20 "$BENCH/cargo.log" >&2
 fi
 
+# Our libibverbs.so.1 (capi/): the same C programs (perftest, the C ops bench) on it.
+CAPI_LIB=""
+if cargo build --release -p verbs-capi > "$BENCH/capi-build.log" 2>&1 && [ -f "$CARGO_TARGET_DIR/release/libibverbs.so" ]; then
+    CAPI_LIB=$BENCH/capi-lib
+    mkdir -p "$CAPI_LIB"
+    ln -sf "$CARGO_TARGET_DIR/release/libibverbs.so" "$CAPI_LIB/libibverbs.so.1"
+else
+    echo "bench: cargo build -p verbs-capi failed (see $BENCH/capi-build.log); no C-ABI rows" >&2
+fi
+
 rm -rf "$RAW"; mkdir -p "$RAW"
-ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$OURS_OPS" -e "OURS_PERF=$OURS_PERF")
+ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$OURS_OPS" -e "OURS_PERF=$OURS_PERF"
+      -e "CAPI_LIB=$CAPI_LIB")
 if [ "$QUICK" = 1 ]; then ENVS+=(-e "LAT_SIZES=2 256 4096" -e "OPS_ITERS=500" -e "POLL_ROUNDS=20"); fi
 for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS; do
     [ -n "${!v:-}" ] && ENVS+=(-e "$v=${!v}")

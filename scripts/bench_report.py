@@ -16,7 +16,8 @@ import re
 import statistics
 import sys
 
-SIDES = ("c", "ours")
+SIDES = ("c", "ours", "capi")
+CAPI_INS_TARGET = 0.75  # instructions through our libibverbs.so.1 / rdma-core's <= 0.75
 LAT_TARGET = 1.0   # ours/perftest median latency <= 1.0
 BW_TARGET = 1.0    # ours/perftest message rate >= 1.0
 INS_TARGET = 0.5   # ours/rdma-core instructions per call <= 0.5
@@ -118,7 +119,7 @@ def ratio(ours, c):
 def collect(raw):
     """Everything the report needs, as plain dicts."""
     res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}}
-    pat = re.compile(r"^(\w+)\.(s\d+|q\d+\.l\d+)\.(c|ours)\.(\d+)\.txt$")
+    pat = re.compile(r"^(\w+)\.(s\d+|q\d+\.l\d+)\.(c|ours|capi)\.(\d+)\.txt$")
     for kind in ("lat", "bw"):
         d = os.path.join(raw, kind)
         for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
@@ -130,7 +131,7 @@ def collect(raw):
             res[kind].setdefault((test, cfg), {}).setdefault(side, []).append(val)
     d = os.path.join(raw, "ops")
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        m = re.match(r"^wall\.(c|ours)\.\d+\.txt$", name)
+        m = re.match(r"^wall\.(c|ours|capi)\.\d+\.txt$", name)
         if m:
             text = open(os.path.join(d, name), errors="replace").read()
             if run_ok(text):
@@ -139,7 +140,7 @@ def collect(raw):
                         res["wall"].setdefault(op, {}).setdefault(m.group(1), []).append(f["ns_per_call"])
     d = os.path.join(raw, "cg")
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        m = re.match(r"^bench_(\w+)\.(c|ours)\.txt$", name)
+        m = re.match(r"^bench_(\w+)\.(c|ours|capi)\.txt$", name)
         if not m:
             continue
         op, side = m.groups()
@@ -404,6 +405,7 @@ def render(raw):
         w(f"| {op} | {fmt(c, 0)} | {fmt(o, 0)} | {fmt(ratio(o, c))} |")
     w("")
 
+    render_capi(res, w, summary)
     render_siw(raw, w, summary)
 
     # --- summary (placed at the top) ---
@@ -430,6 +432,63 @@ def render(raw):
     idx = out.index("## Userspace instructions per call (callgrind)\n")
     out[idx:idx] = top
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_capi(res, w, summary):
+    """The C-ABI rows: the same C programs on rdma-core's libibverbs.so.1 (side c) and on ours
+    (side capi, capi/ built by cargo, loaded by LD_LIBRARY_PATH)."""
+    w("## Through the C ABI: the same C programs on our libibverbs.so.1 (rxe0)\n")
+    have = any("capi" in d for d in res["lat"].values()) or any("capi" in d for d in res["cg"].values())
+    if not have:
+        w("Not measured (our libibverbs.so.1 was not built).\n")
+        for name in ("C ABI: instructions per ibv_post_send/ibv_post_recv/ibv_poll_cq",
+                     "C ABI: ping-pong median latency", "C ABI: message rate"):
+            summary.append((name, "", [None], False, 1.0))
+        return
+    w("Unmodified perftest binaries and benches/c/ops_bench.c, run once on rdma-core's library (librxe) and "
+      "once with `LD_LIBRARY_PATH` pointing at ours, alternating in the same VM boot. The data-path calls go "
+      "through verbs.h's inline functions into the `ibv_context_ops` table, as in any C program. Target for "
+      f"instructions: ours <= {CAPI_INS_TARGET}x rdma-core.\n")
+    w("| operation | rdma-core | ours (C ABI) | ours / rdma-core | target | |\n| --- | ---: | ---: | ---: | ---: | --- |")
+    rows = (("post_send", "ibv_post_send (8 B RDMA WRITE, list of 1)", "per_call"),
+            ("post_recv", "ibv_post_recv (1 WR, 1 SGE)", "per_call"),
+            ("poll_cq", "ibv_poll_cq, batch of N (per call)", "per_call"),
+            ("poll_cq", "ibv_poll_cq, batch of N (per completion)", "per_item"),
+            ("poll_cq_empty", "ibv_poll_cq on an empty CQ", "per_call"))
+    ins = []
+    for op, label, key in rows:
+        d = res["cg"].get(op, {})
+        c = d.get("c") and d["c"][key]
+        o = d.get("capi") and d["capi"][key]
+        r = ratio(o, c)
+        if key == "per_call":
+            ins.append(r)
+        w(f"| {label} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {CAPI_INS_TARGET} | {mark(r, CAPI_INS_TARGET, False)} |")
+    summary.append(("C ABI: instructions per ibv_post_send/ibv_post_recv/ibv_poll_cq", f"<= {CAPI_INS_TARGET}x",
+                    ins, False, CAPI_INS_TARGET))
+    w("")
+    w("| perftest test | size / QPs, post list | on rdma-core | on ours | ours / rdma-core | rdma-core runs | "
+      "our runs | target | |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    lat, bw = [], []
+    for kind, higher, target, digits in (("lat", False, LAT_TARGET, 2), ("bw", True, BW_TARGET, 4)):
+        for (test, cfg) in sorted(res[kind], key=lambda k: (k[0], size_key(k[1]))):
+            d = res[kind][(test, cfg)]
+            if "capi" not in d:
+                continue
+            pick = (lambda v: v[0] if v else None) if kind == "lat" else (lambda v: v)
+            cvals = [pick(v) for v in d.get("c", []) if pick(v) is not None]
+            ovals = [pick(v) for v in d.get("capi", []) if pick(v) is not None]
+            c, o = median(cvals), median(ovals)
+            r = ratio(o, c)
+            (lat if kind == "lat" else bw).append(r)
+            what = f"{cfg[1:]} B" if kind == "lat" else "q{} l{}".format(*size_key(cfg))
+            unit = "us" if kind == "lat" else "Mpps"
+            w(f"| ib_{test} | {what} | {fmt(c, digits)} {unit} | {fmt(o, digits)} {unit} | {fmt(r)} | "
+              f"{len(cvals)}: {spread(cvals, digits)} | {len(ovals)}: {spread(ovals, digits)} | "
+              f"{'>=' if higher else '<='} {target} | {mark(r, target, higher)}{noisy(cvals, ovals)} |")
+    summary.append(("C ABI: ping-pong median latency", f"<= {LAT_TARGET}x", lat, False, LAT_TARGET))
+    summary.append(("C ABI: message rate", f">= {BW_TARGET}x", bw, True, BW_TARGET))
+    w("")
 
 
 def render_siw(raw, w, summary):

@@ -75,6 +75,11 @@ pub(crate) extern "C" fn ibv_open_device(device: *mut IbvDevice) -> *mut IbvCont
     // SAFETY: only the pointer's type is erased: verbs.h's ibv_create_cq_ex
     // calls verbs_context.create_cq_ex with exactly this signature.
     vctx.create_cq_ex = Some(unsafe { core::mem::transmute::<CreateCqEx, unsafe extern "C" fn()>(create_cq_ex) });
+    type CreateQpEx = unsafe extern "C" fn(*mut IbvContext, *mut crate::abi::objects::IbvQpInitAttrEx) -> *mut crate::abi::objects::IbvQp;
+    let create_qp_ex: CreateQpEx = crate::qp::create_qp_ex;
+    // SAFETY: only the pointer's type is erased: verbs.h's ibv_create_qp_ex
+    // calls verbs_context.create_qp_ex with exactly this signature.
+    vctx.create_qp_ex = Some(unsafe { core::mem::transmute::<CreateQpEx, unsafe extern "C" fn()>(create_qp_ex) });
     vctx.sz = size_of::<VerbsContext>();
     vctx.context.device = device;
     vctx.context.ops = crate::ops::context_ops();

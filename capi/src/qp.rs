@@ -28,7 +28,8 @@ use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
 use zerocopy::FromZeros;
 use verbs::qp::{AnyQp, QpCap, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
 
-use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpEx, IbvQpInitAttr};
+use crate::abi::device::IbvContext;
+use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpEx, IbvQpInitAttr, IbvQpInitAttrEx};
 use crate::cq::{self, CCq};
 use crate::acks::Counters;
 use crate::errno::{errno_of, fail_errno, fail_null};
@@ -159,6 +160,41 @@ fn release(pd: &CPd, send: &CCq, recv: &CCq, srq: Option<&CSrq>) {
 ///
 /// `init_attr` is NULL or points to a readable and writable
 /// `struct ibv_qp_init_attr`.
+/// `IBV_QP_INIT_ATTR_PD`, `IBV_QP_INIT_ATTR_CREATE_FLAGS`.
+const QP_INIT_ATTR_PD: u32 = 1;
+const QP_INIT_ATTR_CREATE_FLAGS: u32 = 4;
+
+/// `verbs_context.create_qp_ex` (behind the `ibv_create_qp_ex` inline when
+/// the mask is more than `IBV_QP_INIT_ATTR_PD`): a QP of a PD as
+/// `ibv_create_qp` makes it. Creation flags are refused with `EOPNOTSUPP`
+/// (the rxe and siw kernels take none), as are the `ibv_wr_*` send
+/// operations (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: not yet), XRC domains,
+/// TSO, RSS and a source QPN.
+///
+/// # Safety
+///
+/// `attr` is NULL or points to a readable and writable `struct
+/// ibv_qp_init_attr_ex`.
+pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *mut IbvQpInitAttrEx) -> *mut IbvQp {
+    if attr.is_null() {
+        return fail_null(libc::EINVAL);
+    }
+    // SAFETY: non-NULL; the caller promises a valid struct.
+    let a = unsafe { &*attr };
+    if a.comp_mask & QP_INIT_ATTR_PD == 0 {
+        return fail_null(libc::EINVAL);
+    }
+    if a.comp_mask & !(QP_INIT_ATTR_PD | QP_INIT_ATTR_CREATE_FLAGS) != 0
+        || (a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
+    {
+        return fail_null(libc::EOPNOTSUPP);
+    }
+    // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
+    // ibv_qp_init_attr (layout test), which ibv_create_qp reads and writes
+    // back (the granted caps), as verbs.h's own PD-only path does.
+    unsafe { ibv_create_qp(a.pd, attr.cast::<IbvQpInitAttr>()) }
+}
+
 pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;

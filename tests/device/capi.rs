@@ -196,5 +196,6 @@ fn capi_cq_ex_c_program_is_identical() {
     assert!(out.contains("send completions 3 of 3") && out.contains("recv completions 2 of 2"), "{out}");
     assert!(out.contains("recv wr_id 72 status success opcode 128 byte_len 6 imm 4660"), "{out}");
     assert!(out.contains("send start_poll(empty) ENOENT") && out.contains("written 'hello'"), "{out}");
+    assert_eq!(out.matches("create_qp_ex ok caps granted").count(), 2, "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }

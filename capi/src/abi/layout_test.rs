@@ -122,6 +122,10 @@ fn rust_rows() -> Vec<Row> {
         "ibv_ah_attr" => IbvAhAttr { grh, dlid, sl, src_path_bits, static_rate, is_global, port_num }
         "ibv_qp_cap" => IbvQpCap { max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data }
         "ibv_qp_init_attr" => IbvQpInitAttr { qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all }
+        "ibv_rx_hash_conf" => IbvRxHashConf { rx_hash_function, rx_hash_key_len, rx_hash_key, rx_hash_fields_mask }
+        "ibv_qp_init_attr_ex" => IbvQpInitAttrEx {
+            qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all, comp_mask, pd, xrcd,
+            create_flags, max_tso_header, rwq_ind_tbl, rx_hash_conf, source_qpn, send_ops_flags }
         "ibv_qp_attr" => IbvQpAttr {
             qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn, dest_qp_num,
             qp_access_flags, cap, ah_attr, alt_ah_attr, pkey_index, alt_pkey_index,

@@ -238,6 +238,38 @@ pub(crate) struct IbvQpInitAttr {
     pub(crate) sq_sig_all: c_int,
 }
 
+/// `struct ibv_rx_hash_conf` (inside [`IbvQpInitAttrEx`]).
+#[repr(C)]
+pub(crate) struct IbvRxHashConf {
+    pub(crate) rx_hash_function: u8,
+    pub(crate) rx_hash_key_len: u8,
+    pub(crate) rx_hash_key: *mut u8,
+    pub(crate) rx_hash_fields_mask: u64,
+}
+
+/// `struct ibv_qp_init_attr_ex` (`ibv_create_qp_ex`): `struct
+/// ibv_qp_init_attr`'s fields first, as verbs.h relies on.
+#[repr(C)]
+pub(crate) struct IbvQpInitAttrEx {
+    pub(crate) qp_context: *mut c_void,
+    pub(crate) send_cq: *mut IbvCq,
+    pub(crate) recv_cq: *mut IbvCq,
+    pub(crate) srq: *mut IbvSrq,
+    pub(crate) cap: IbvQpCap,
+    pub(crate) qp_type: c_int,
+    pub(crate) sq_sig_all: c_int,
+    /// `IBV_QP_INIT_ATTR_*`
+    pub(crate) comp_mask: u32,
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) xrcd: *mut c_void,
+    pub(crate) create_flags: u32,
+    pub(crate) max_tso_header: u16,
+    pub(crate) rwq_ind_tbl: *mut c_void,
+    pub(crate) rx_hash_conf: IbvRxHashConf,
+    pub(crate) source_qpn: u32,
+    pub(crate) send_ops_flags: u64,
+}
+
 /// `struct ibv_qp_attr`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]

@@ -2,7 +2,7 @@
  * ibv_start_poll / ibv_next_poll / ibv_end_poll / ibv_wc_read_*), run by
  * tests/device/capi.rs on rdma-core's libibverbs and on ours: the outputs
  * must be identical. Two RC QPs on one device connected to each other (RoCE
- * v2 GID index from argv); A's sends complete on one extended CQ, B's
+ * v2 GID index from argv; made by ibv_create_qp_ex); A's sends complete on one extended CQ, B's
  * receives on another. Prints values and errno names, never addresses, keys
  * or QP numbers.
  * Usage: capi_cq_ex DEVICE GID_INDEX */
@@ -24,15 +24,17 @@ static union ibv_gid gid;
 
 static struct ibv_qp *rc_qp(struct ibv_cq_ex *scq, struct ibv_cq_ex *rcq)
 {
-	struct ibv_qp_init_attr ia = {
+	/* through ibv_create_qp_ex with more than the PD in the mask, so that
+	 * verbs_context.create_qp_ex is called (not ibv_create_qp) */
+	struct ibv_qp_init_attr_ex ia = {
 		.send_cq = ibv_cq_ex_to_cq(scq), .recv_cq = ibv_cq_ex_to_cq(rcq), .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, .pd = pd, .create_flags = 0,
 	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	if (!qp) {
-		printf("create_qp %s\n", strerror(errno));
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
+	printf("create_qp_ex %s caps %s\n", P(qp), ia.cap.max_send_wr >= 8 && ia.cap.max_recv_wr >= 8 ? "granted" : "short");
+	if (!qp)
 		exit(1);
-	}
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {

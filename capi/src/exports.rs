@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{ah, async_event, comp_channel, context, cq, device, marshall, misc, mr, pd, qp, query_device, srq, stubs};
+use crate::{ah, async_event, comp_channel, context, cq, device, marshall, misc, mr, pd, qp, qp_ex, query_device, srq, stubs};
 
 macro_rules! exports {
     (
@@ -85,7 +85,7 @@ exports! {
         // IBVERBS_1.5
         ibv_get_pkey_index = context::ibv_get_pkey_index,
         // IBVERBS_1.6
-        ibv_qp_to_qp_ex = stubs::ibv_qp_to_qp_ex,
+        ibv_qp_to_qp_ex = qp_ex::ibv_qp_to_qp_ex,
         // IBVERBS_1.7
         ibv_reg_mr_iova = mr::ibv_reg_mr_iova,
         // IBVERBS_1.8

@@ -44,6 +44,7 @@ mod ops;
 mod pd;
 mod post;
 mod qp;
+mod qp_ex;
 mod query_device;
 mod registry;
 mod srq;

@@ -78,6 +78,8 @@ pub(crate) struct CQp {
     recv_cq: &'static CCq,
     srq: Option<&'static CSrq>,
     user_handle: u64,
+    /// The `ibv_wr_*` batch of a QP made with send operations.
+    wr: Option<Mutex<crate::qp_ex::Batch>>,
 }
 
 // SAFETY: the C view is touched only by C, under `qp`'s lock, or through
@@ -104,6 +106,12 @@ impl CQp {
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Any>> {
         self.qp.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The `ibv_wr_*` batch (a QP made by `ibv_create_qp_ex` with send
+    /// operations), else `None`.
+    pub(crate) fn wr_batch(&self) -> Option<&Mutex<crate::qp_ex::Batch>> {
+        self.wr.as_ref()
     }
 
     /// `ibv_qp.qp_type`.
@@ -153,23 +161,18 @@ fn release(pd: &CPd, send: &CCq, recv: &CCq, srq: Option<&CSrq>) {
     }
 }
 
-/// `ibv_create_qp`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
-/// to the granted capacities. NULL with errno on failure.
-///
-/// # Safety
-///
-/// `init_attr` is NULL or points to a readable and writable
-/// `struct ibv_qp_init_attr`.
-/// `IBV_QP_INIT_ATTR_PD`, `IBV_QP_INIT_ATTR_CREATE_FLAGS`.
+/// `IBV_QP_INIT_ATTR_PD`, `IBV_QP_INIT_ATTR_CREATE_FLAGS`,
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
 const QP_INIT_ATTR_PD: u32 = 1;
 const QP_INIT_ATTR_CREATE_FLAGS: u32 = 4;
+const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 
 /// `verbs_context.create_qp_ex` (behind the `ibv_create_qp_ex` inline when
 /// the mask is more than `IBV_QP_INIT_ATTR_PD`): a QP of a PD as
-/// `ibv_create_qp` makes it. Creation flags are refused with `EOPNOTSUPP`
-/// (the rxe and siw kernels take none), as are the `ibv_wr_*` send
-/// operations (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: not yet), XRC domains,
-/// TSO, RSS and a source QPN.
+/// `ibv_create_qp` makes it, with the `ibv_wr_*` table when send
+/// operations are asked for (`crate::qp_ex`). Creation flags are refused
+/// with `EOPNOTSUPP` (the rxe and siw kernels take none), as are TSO and
+/// ATOMIC_WRITE send operations, XRC domains, RSS and a source QPN.
 ///
 /// # Safety
 ///
@@ -184,18 +187,37 @@ pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *m
     if a.comp_mask & QP_INIT_ATTR_PD == 0 {
         return fail_null(libc::EINVAL);
     }
-    if a.comp_mask & !(QP_INIT_ATTR_PD | QP_INIT_ATTR_CREATE_FLAGS) != 0
+    let send_ops = if a.comp_mask & QP_INIT_ATTR_SEND_OPS_FLAGS != 0 { a.send_ops_flags } else { 0 };
+    if a.comp_mask & !(QP_INIT_ATTR_PD | QP_INIT_ATTR_CREATE_FLAGS | QP_INIT_ATTR_SEND_OPS_FLAGS) != 0
         || (a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
+        || send_ops & !crate::qp_ex::SUPPORTED_SEND_OPS != 0
     {
         return fail_null(libc::EOPNOTSUPP);
     }
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
-    // ibv_qp_init_attr (layout test), which ibv_create_qp reads and writes
-    // back (the granted caps), as verbs.h's own PD-only path does.
-    unsafe { ibv_create_qp(a.pd, attr.cast::<IbvQpInitAttr>()) }
+    // ibv_qp_init_attr (layout test), which create reads and writes back
+    // (the granted caps), as verbs.h's own PD-only path does.
+    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0) }
 }
 
+/// `ibv_create_qp`: see [`create`].
+///
+/// # Safety
+///
+/// As [`create`].
 pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { create(pd, init_attr, false) }
+}
+
+/// `ibv_create_qp` and `create_qp_ex`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
+/// to the granted capacities. NULL with errno on failure.
+///
+/// # Safety
+///
+/// `init_attr` is NULL or points to a readable and writable
+/// `struct ibv_qp_init_attr`. `wr_api`: with the `ibv_wr_*` table.
+unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool) -> *mut IbvQp {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
     if init_attr.is_null() {
@@ -282,6 +304,9 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
     ibv.qp_num = qp_num;
     ibv.state = QpStateKind::Reset as c_int;
     ibv.qp_type = ia.qp_type;
+    if wr_api {
+        crate::qp_ex::set_api(&mut ex);
+    }
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(MAGIC),
@@ -291,6 +316,7 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
         recv_cq: rcq,
         srq: csrq,
         user_handle,
+        wr: wr_api.then(|| crate::qp_ex::Batch::new(cap.max_send_wr)),
     });
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Qp, p as usize);

@@ -51,7 +51,7 @@ macro_rules! void_stubs {
 const E: c_int = libc::EOPNOTSUPP;
 
 null_stubs!(E =>
-    ibv_qp_to_qp_ex, ibv_import_device,
+    ibv_import_device,
     ibv_import_mr, ibv_import_pd, ibv_reg_dmabuf_mr, ibv_import_dm,
     _verbs_init_and_alloc_context, verbs_open_device,
 );

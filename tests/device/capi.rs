@@ -213,3 +213,19 @@ fn capi_cq_ex_c_program_is_identical() {
     assert!(theirs.contains("  wr complete Success"), "rdma-core accepts the same batch:\n{theirs}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_import_and_ece_errnos_are_identical() {
+    // import of a context/PD/MR/DM, dma-buf registration and ECE, which
+    // neither rxe nor siw has: the same answers and errno as rdma-core's.
+    let exe = compile_c("capi_import_ece");
+    for dev in [rxe_name(), siw_name()] {
+        let out = same_on_both(exe.to_str().unwrap(), &[&dev]);
+        assert!(out.contains("setup ok ok ok"), "{dev}: {out}");
+        for verb in ["import_pd", "import_mr", "import_dm", "reg_dmabuf_mr", "query_ece", "set_ece"] {
+            assert!(out.lines().any(|l| l.starts_with(verb) && !l.ends_with(" ok")), "{dev}: {verb} must fail:\n{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

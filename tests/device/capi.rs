@@ -217,13 +217,15 @@ fn capi_cq_ex_c_program_is_identical() {
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn capi_import_and_ece_errnos_are_identical() {
-    // import of a context/PD/MR/DM, dma-buf registration and ECE, which
-    // neither rxe nor siw has: the same answers and errno as rdma-core's.
+    // import of a context/PD/MR/DM, dma-buf registration, ECE and
+    // tag-matching SRQs, which neither rxe nor siw has: the same answers
+    // and errno as rdma-core's; a basic SRQ through ibv_create_srq_ex.
     let exe = compile_c("capi_import_ece");
     for dev in [rxe_name(), siw_name()] {
         let out = same_on_both(exe.to_str().unwrap(), &[&dev]);
         assert!(out.contains("setup ok ok ok"), "{dev}: {out}");
-        for verb in ["import_pd", "import_mr", "import_dm", "reg_dmabuf_mr", "query_ece", "set_ece"] {
+        assert!(out.contains("create_srq_ex(basic) ok max_wr at least 4"), "{dev}: {out}");
+        for verb in ["import_pd", "import_mr", "import_dm", "reg_dmabuf_mr", "query_ece", "set_ece", "create_srq_ex(tm)"] {
             assert!(out.lines().any(|l| l.starts_with(verb) && !l.ends_with(" ok")), "{dev}: {verb} must fail:\n{out}");
         }
     }

@@ -1,6 +1,6 @@
 /* The verbs a soft device lacks, through the C ABI: importing a context,
  * PD, MR or DM from another process's command fd, dma-buf registration and
- * ECE. Run by tests/device/capi.rs on rdma-core's libibverbs and on ours:
+ * ECE, and the SRQ types of ibv_create_srq_ex. Run by tests/device/capi.rs on rdma-core's libibverbs and on ours:
  * return values and errno names must be identical (rdma-core answers for
  * rxe and siw, whose providers have none of these, with the errno printed
  * here).
@@ -54,6 +54,24 @@ int main(int argc, char **argv)
 	ece.vendor_id = 0x15b3;
 	errno = 0;
 	printf("set_ece %s\n", RC(ibv_set_ece(qp, &ece)));
+
+	/* ibv_create_srq_ex: a basic SRQ of a PD (verbs.h takes it to
+	 * ibv_create_srq), and what neither device has: tag matching. */
+	struct ibv_srq_init_attr_ex sx = { .attr = { .max_wr = 4, .max_sge = 1 },
+					   .comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE,
+					   .srq_type = IBV_SRQT_BASIC, .pd = pd };
+	struct ibv_srq *srq = ibv_create_srq_ex(ctx, &sx);
+	printf("create_srq_ex(basic) %s max_wr %s\n", P(srq), sx.attr.max_wr >= 4 ? "at least 4" : "small");
+	if (srq)
+		ibv_destroy_srq(srq);
+	/* (An XRC SRQ needs an XRC domain, which neither device opens.) */
+	sx.cq = cq;
+	sx.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+	sx.srq_type = IBV_SRQT_TM;
+	sx.tm_cap.max_num_tags = 4;
+	sx.tm_cap.max_ops = 4;
+	errno = 0;
+	printf("create_srq_ex(tm) %s\n", P(ibv_create_srq_ex(ctx, &sx)));
 
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);

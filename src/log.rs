@@ -21,7 +21,9 @@
 //! The environment is read once per process ([`logger`]). Code and tests
 //! that need a different configuration build their own [`Logger`]
 //! ([`Logger::from_vars`], [`Logger::memory`]) instead of touching the
-//! process environment.
+//! process environment. A program (or the C library, which must behave as
+//! rdma-core's release build) can choose the process logger before its
+//! first use with [`install`], e.g. `install(Logger::from_env_with(Fallback::Off))`.
 
 use core::fmt;
 use std::ffi::OsStr;
@@ -106,6 +108,20 @@ impl Sink {
     }
 }
 
+/// What the leveled log does when `VERBS_LOG_LEVEL` asks for output but
+/// `VERBS_LOG_FILE` is unset or cannot be opened (rdma-core's
+/// `verbs_log_file_fallback`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// Log to stderr: rdma-core built with `VERBS_DEBUG`, and this crate's
+    /// default (setting `VERBS_LOG_LEVEL` is taken as asking for output).
+    Stderr,
+    /// Log nothing (the level drops to 0): rdma-core's release build, which
+    /// distributions ship; the C library follows it so that an unmodified
+    /// C program prints the same on both libraries.
+    Off,
+}
+
 /// A log configuration and its output.
 pub struct Logger {
     level: u32,
@@ -127,16 +143,32 @@ impl fmt::Debug for Logger {
 impl Logger {
     /// A logger configured from the values of `VERBS_LOG_LEVEL`,
     /// `VERBS_LOG_FILE` and whether `IBV_SHOW_WARNINGS` is set.
+    /// Without a usable file the log goes to stderr ([`Fallback::Stderr`]).
     pub fn from_vars(level: Option<&OsStr>, file: Option<&OsStr>, show_warnings: bool) -> Self {
-        let level = level.and_then(OsStr::to_str).map_or(0, parse_log_level);
-        let log = match file {
-            Some(path) if level > 0 => {
-                match OpenOptions::new().append(true).create(true).open(path) {
-                    Ok(f) => Sink::File(Mutex::new(f)),
-                    Err(_) => Sink::Stderr,
+        Self::from_vars_with(level, file, show_warnings, Fallback::Stderr)
+    }
+
+    /// [`Logger::from_vars`] with the given behaviour for a missing or
+    /// unopenable `VERBS_LOG_FILE`.
+    pub fn from_vars_with(
+        level: Option<&OsStr>,
+        file: Option<&OsStr>,
+        show_warnings: bool,
+        fallback: Fallback,
+    ) -> Self {
+        let mut level = level.and_then(OsStr::to_str).map_or(0, parse_log_level);
+        let opened = match file {
+            Some(path) if level > 0 => OpenOptions::new().append(true).create(true).open(path).ok(),
+            _ => None,
+        };
+        let log = match opened {
+            Some(f) => Sink::File(Mutex::new(f)),
+            None => {
+                if fallback == Fallback::Off {
+                    level = 0;
                 }
+                Sink::Stderr
             }
-            _ => Sink::Stderr,
         };
         Self {
             level,
@@ -148,10 +180,16 @@ impl Logger {
 
     /// The logger the process environment asks for.
     pub fn from_env() -> Self {
+        Self::from_env_with(Fallback::Stderr)
+    }
+
+    /// The logger the process environment asks for, with the given
+    /// behaviour for a missing or unopenable `VERBS_LOG_FILE`.
+    pub fn from_env_with(fallback: Fallback) -> Self {
         let level = std::env::var_os("VERBS_LOG_LEVEL");
         let file = std::env::var_os("VERBS_LOG_FILE");
         let show = std::env::var_os("IBV_SHOW_WARNINGS").is_some();
-        Self::from_vars(level.as_deref(), file.as_deref(), show)
+        Self::from_vars_with(level.as_deref(), file.as_deref(), show, fallback)
     }
 
     /// A logger that keeps everything (leveled log and console warnings) in
@@ -216,10 +254,19 @@ impl Logger {
     }
 }
 
-/// The process-wide logger, configured from the environment on first use.
+static LOGGER: OnceLock<Logger> = OnceLock::new();
+
+/// The process-wide logger: the one [`install`]ed, or else configured from
+/// the environment ([`Logger::from_env`]) on first use.
 pub fn logger() -> &'static Logger {
-    static LOGGER: OnceLock<Logger> = OnceLock::new();
     LOGGER.get_or_init(Logger::from_env)
+}
+
+/// Makes `logger` the process-wide logger. Only before the first use of
+/// [`logger`] (or the first message): afterwards the logger is fixed and
+/// `logger` is handed back.
+pub fn install(logger: Logger) -> Result<(), Logger> {
+    LOGGER.set(logger)
 }
 
 /// Logs at error level through the process logger (`verbs_err`).
@@ -294,6 +341,15 @@ mod tests {
             text,
             "before\nlibibverbs: debug line\nlibibverbs: err line\n"
         );
+        // Release behaviour (rdma-core without VERBS_DEBUG): no file, no log.
+        let off = Logger::from_vars_with(Some(OsStr::new("4")), None, false, Fallback::Off);
+        assert_eq!(off.level(), 0);
+        assert!(!off.enabled(LogLevel::Err));
+        let bad = dir.join("no-such-dir").join("log");
+        let off = Logger::from_vars_with(Some(OsStr::new("4")), Some(bad.as_os_str()), false, Fallback::Off);
+        assert_eq!(off.level(), 0);
+        let on = Logger::from_vars_with(Some(OsStr::new("4")), None, false, Fallback::Stderr);
+        assert!(on.enabled(LogLevel::Debug));
         // Level 0: the file is not even opened, nothing is written.
         let l = Logger::from_vars(Some(OsStr::new("0")), Some(path.as_os_str()), false);
         l.log(LogLevel::Err, format_args!("dropped"));

@@ -21,8 +21,16 @@ pub(crate) fn set_errno(e: c_int) {
     unsafe { *p = e };
 }
 
-/// The errno a C caller sees for a `verbs` error.
+/// The errno a C caller sees for a `verbs` error. The error itself, with
+/// the verb and the cause rdma-core's library cannot tell its callers, goes
+/// to the `VERBS_LOG_LEVEL` log (error level; an `EAGAIN` of a non-blocking
+/// read at debug level): see `init.rs` for when that log is written.
 pub(crate) fn errno_of(e: &verbs::Error) -> c_int {
+    let level = match e.kind() {
+        verbs::ErrorKind::WouldBlock => verbs::log::LogLevel::Debug,
+        _ => verbs::log::LogLevel::Err,
+    };
+    verbs::log::logger().log(level, format_args!("{e}"));
     e.raw_os_error()
 }
 

@@ -110,7 +110,7 @@ fn capi_ibv_devinfo_verbose_is_identical() {
 
 /// Compiles `tests/device/c/<name>.c` against rdma-core's verbs.h (linked
 /// with `-libverbs`; which library it runs on is `LD_LIBRARY_PATH`'s choice).
-fn compile_c(name: &str) -> PathBuf {
+pub(super) fn compile_c(name: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/device/c/{name}.c"));
     let dir = std::env::temp_dir().join(format!("verbs-capi-c-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

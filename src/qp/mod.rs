@@ -232,8 +232,15 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         cmd.qp_type = T::QP_TYPE as u8;
         // rxe_create_qp_resp and siw_uresp_create_qp are both 32 bytes.
         let mut drv_out = [0u8; 32];
-        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
         let has_srq = init.srq.is_some();
+        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out).map_err(|e| {
+            // The kernel's bare EINVAL: name the capacity the device refuses
+            // (an extra query, on this error path only).
+            match (e.kind(), cap_over_device_limit(ctx, &c, has_srq)) {
+                (ErrorKind::InvalidArgument, Some(detail)) => e.with_detail(detail),
+                _ => e,
+            }
+        })?;
         let ring = match ctx.provider() {
             #[cfg(feature = "rxe")]
             ProviderKind::Rxe => {
@@ -279,6 +286,23 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
             inner,
             _state: PhantomData,
         })
+    }
+}
+
+/// Which requested capacity is above the device's limit
+/// (`ibv_query_device`), if one is.
+fn cap_over_device_limit(ctx: &crate::Context, c: &QpCap, has_srq: bool) -> Option<&'static str> {
+    let a = ctx.query_device().ok()?.ex.base;
+    if c.max_send_wr > a.max_qp_wr {
+        Some("max_send_wr exceeds the device's max_qp_wr")
+    } else if !has_srq && c.max_recv_wr > a.max_qp_wr {
+        Some("max_recv_wr exceeds the device's max_qp_wr")
+    } else if c.max_send_sge > a.max_sge {
+        Some("max_send_sge exceeds the device's max_sge")
+    } else if !has_srq && c.max_recv_sge > a.max_sge {
+        Some("max_recv_sge exceeds the device's max_sge")
+    } else {
+        None
     }
 }
 

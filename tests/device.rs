@@ -39,6 +39,8 @@ mod device {
     mod async_event;
     mod capi;
     mod capi_apps;
+    mod capi_cm;
+    mod capi_log;
     mod checks;
     mod cm;
     mod cm_datapath;

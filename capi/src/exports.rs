@@ -25,7 +25,7 @@
 //! functions themselves (their `# Safety` sections and `stubs.rs`).
 #![allow(unsafe_code)]
 
-use crate::{ah, async_event, comp_channel, context, cq, device, marshall, misc, mr, pd, qp, qp_ex, query_device, srq, stubs};
+use crate::{ah, async_event, comp_channel, context, cq, device, marshall, mcast, misc, mr, pd, qp, qp_ex, query_device, srq, stubs};
 
 macro_rules! exports {
     (
@@ -187,7 +187,7 @@ exports! {
         ibv_ack_async_event_v1_1 => ibv_ack_async_event "@@IBVERBS_1.1" = async_event::ibv_ack_async_event,
         ibv_ack_cq_events_v1_1 => ibv_ack_cq_events "@@IBVERBS_1.1" = cq::ibv_ack_cq_events,
         ibv_alloc_pd_v1_1 => ibv_alloc_pd "@@IBVERBS_1.1" = pd::ibv_alloc_pd,
-        ibv_attach_mcast_v1_1 => ibv_attach_mcast "@@IBVERBS_1.1" = stubs::ibv_attach_mcast,
+        ibv_attach_mcast_v1_1 => ibv_attach_mcast "@@IBVERBS_1.1" = mcast::ibv_attach_mcast,
         ibv_close_device_v1_1 => ibv_close_device "@@IBVERBS_1.1" = context::ibv_close_device,
         ibv_create_ah_v1_1 => ibv_create_ah "@@IBVERBS_1.1" = ah::ibv_create_ah,
         ibv_create_cq_v1_1 => ibv_create_cq "@@IBVERBS_1.1" = cq::ibv_create_cq,
@@ -199,7 +199,7 @@ exports! {
         ibv_destroy_cq_v1_1 => ibv_destroy_cq "@@IBVERBS_1.1" = cq::ibv_destroy_cq,
         ibv_destroy_qp_v1_1 => ibv_destroy_qp "@@IBVERBS_1.1" = qp::ibv_destroy_qp,
         ibv_destroy_srq_v1_1 => ibv_destroy_srq "@@IBVERBS_1.1" = srq::ibv_destroy_srq,
-        ibv_detach_mcast_v1_1 => ibv_detach_mcast "@@IBVERBS_1.1" = stubs::ibv_detach_mcast,
+        ibv_detach_mcast_v1_1 => ibv_detach_mcast "@@IBVERBS_1.1" = mcast::ibv_detach_mcast,
         ibv_free_device_list_v1_1 => ibv_free_device_list "@@IBVERBS_1.1" = device::ibv_free_device_list,
         ibv_get_async_event_v1_1 => ibv_get_async_event "@@IBVERBS_1.1" = async_event::ibv_get_async_event,
         ibv_get_cq_event_v1_1 => ibv_get_cq_event "@@IBVERBS_1.1" = cq::ibv_get_cq_event,

@@ -35,8 +35,11 @@ mod cq;
 mod device;
 mod errno;
 #[cfg(not(test))]
+mod init;
+#[cfg(not(test))]
 mod exports;
 mod marshall;
+mod mcast;
 mod misc;
 mod mr;
 mod mw;

@@ -57,7 +57,6 @@ null_stubs!(E =>
 );
 
 errno_stubs!(E =>
-    ibv_attach_mcast, ibv_detach_mcast,
     ibv_query_ece, ibv_set_ece, execute_ioctl,
     ibv_cmd_advise_mr, ibv_cmd_alloc_dm, ibv_cmd_alloc_mw, ibv_cmd_alloc_pd, ibv_cmd_attach_mcast,
     ibv_cmd_close_xrcd, ibv_cmd_create_ah, ibv_cmd_create_counters, ibv_cmd_create_cq,

@@ -193,3 +193,19 @@ impl<'a, T: Transport> AnyQp<'a, T> {
         each!(self, qp => qp.cap())
     }
 }
+
+impl AnyQp<'_, super::Ud> {
+    /// `ibv_attach_mcast` on a UD QP whose state is known only at run time
+    /// (see [`QueuePair::attach_mcast`]).
+    #[doc(alias = "ibv_attach_mcast")]
+    pub fn attach_mcast(&self, gid: &[u8; 16], lid: u16) -> Result<()> {
+        each!(self, qp => qp.attach_mcast(gid, lid))
+    }
+
+    /// `ibv_detach_mcast` on a UD QP whose state is known only at run time
+    /// (see [`QueuePair::detach_mcast`]).
+    #[doc(alias = "ibv_detach_mcast")]
+    pub fn detach_mcast(&self, gid: &[u8; 16], lid: u16) -> Result<()> {
+        each!(self, qp => qp.detach_mcast(gid, lid))
+    }
+}

@@ -5,6 +5,7 @@
 //! it read.
 
 use core::time::Duration;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
@@ -27,8 +28,15 @@ fn ping_text(i: usize, size: usize) -> String {
     s
 }
 
-fn run(prog: &str, args: &[String], deadline: Instant) -> Output {
-    let mut child = Command::new(prog)
+/// Runs `prog` (on the libibverbs.so.1 in `lib` if given) until it exits
+/// or `deadline`.
+fn run(prog: &str, lib: Option<&Path>, args: &[String], deadline: Instant) -> Output {
+    let mut cmd = Command::new(prog);
+    cmd.env_remove("LD_LIBRARY_PATH");
+    if let Some(d) = lib {
+        cmd.env("LD_LIBRARY_PATH", d);
+    }
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -46,6 +54,13 @@ fn run(prog: &str, args: &[String], deadline: Instant) -> Output {
 }
 
 fn pair(dev: &str, server: &str, client: &str) {
+    pair_on(dev, (server, None), (client, None));
+}
+
+/// [`pair`] with each side's program on the libibverbs.so.1 in its
+/// directory, if given (our C library, `tests/device/capi_cm.rs`).
+pub(super) fn pair_on(dev: &str, server: (&str, Option<&Path>), client: (&str, Option<&Path>)) {
+    let ((server, slib), (client, clib)) = (server, client);
     let ip = ip_of(dev);
     let port = next_port().to_string();
     let size = 64;
@@ -54,12 +69,13 @@ fn pair(dev: &str, server: &str, client: &str) {
     };
     let (sargs, cargs) = (common("-s"), common("-c"));
     let srv_prog = server.to_string();
-    let srv = std::thread::spawn(move || run(&srv_prog, &sargs, Instant::now() + TIMEOUT));
+    let srv_lib = slib.map(Path::to_path_buf);
+    let srv = std::thread::spawn(move || run(&srv_prog, srv_lib.as_deref(), &sargs, Instant::now() + TIMEOUT));
     // The client retries until the server listens (a refused connect exits 1 at once).
     let start = Instant::now();
     let out = loop {
         std::thread::sleep(Duration::from_millis(500));
-        let out = run(client, &cargs, Instant::now() + TIMEOUT);
+        let out = run(client, clib, &cargs, Instant::now() + TIMEOUT);
         let refused = !out.status.success() && String::from_utf8_lossy(&out.stdout).is_empty();
         if !refused || start.elapsed() > TIMEOUT {
             break out;

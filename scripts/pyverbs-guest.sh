@@ -15,7 +15,8 @@ for spec in "$@"; do
         t=$(date +%s.%N)
         if [ "$lib" = ours ]; then
             env LD_LIBRARY_PATH="$LIBDIR" /usr/bin/python3 "$HERE/pyverbs_run.py" --suite "$SUITE" \
-                --dev "$dev" --gid "$gid" --map-netdev --out "$OUT/$lib-$dev.tsv" --retry-file "$RATCHET"
+                --dev "$dev" --gid "$gid" --map-netdev --out "$OUT/$lib-$dev.tsv" --retry-file "$RATCHET" \
+                --baseline "$OUT/rdma-core-$dev.tsv"
         else
             /usr/bin/python3 "$HERE/pyverbs_run.py" --suite "$SUITE" --dev "$dev" --gid "$gid" \
                 --map-netdev --out "$OUT/$lib-$dev.tsv"

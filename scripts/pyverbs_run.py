@@ -6,7 +6,7 @@ python3-pyverbs ships in /usr/share/doc/rdma-core/tests (copied and gunzipped by
 which libibverbs.so.1 it runs on is decided by the caller's LD_LIBRARY_PATH.
 
   pyverbs_run.py --suite DIR --dev rxe0 --gid 1 --out FILE [--map-netdev] [--stall S] [--budget S]
-                 [--retry-file RATCHET]
+                 [--retry-file RATCHET] [--baseline RDMA_CORE_RESULTS] [--retries N]
 
 Results go to FILE, one tab-separated record a line, written as they happen:
   lib   PATH                     the libibverbs the tests' process mapped (/proc/self/maps)
@@ -14,7 +14,9 @@ Results go to FILE, one tab-separated record a line, written as they happen:
   result ID OUTCOME DETAIL       pass | fail | error | skip | xfail | upass
   result ID crash|timeout DETAIL the test's process died, or made no progress for --stall s
   result ID notrun DETAIL        never reached (--budget exhausted, or no progress after a crash)
-  retry ID OUTCOME DETAIL        second run of a test the ratchet expects to pass (--retry-file)
+  retry ID OUTCOME DETAIL        a rerun of a test expected to pass that did not: one in the
+                                 ratchet (--retry-file) or passing on --baseline; up to
+                                 --retries (2) reruns, each recorded, the last one counts
 The tests run in a child process; when it dies or hangs (a crash in the library under test
 must not take the other tests with it), the parent records the test in flight and starts a
 new child that skips every test already started.
@@ -237,6 +239,9 @@ def main():
     ap.add_argument("--stall", type=float, default=120)
     ap.add_argument("--budget", type=float, default=900)
     ap.add_argument("--retry-file")
+    ap.add_argument("--baseline", help="results of the same suite on rdma-core's library: "
+                    "its passing tests are retried too")
+    ap.add_argument("--retries", type=int, default=2)
     a = ap.parse_args()
     a.suite = os.path.abspath(a.suite)
     if a.child:
@@ -248,18 +253,28 @@ def main():
         for t in ids:
             if t not in results:
                 f.write(f"result\t{t}\tnotrun\tnever started\n")
+    # Tests expected to pass: the ratchet's for this device, and those that passed in the
+    # baseline run (rdma-core's library, same boot). Each one that did not pass is run again,
+    # alone, up to --retries times (TCG timing races), and every rerun is recorded.
+    want = set()
     if a.retry_file and os.path.exists(a.retry_file):
         with open(a.retry_file) as f:
-            want = {line.split()[1] for line in f
-                    if line.strip() and not line.startswith("#") and line.split()[0] == a.dev}
-        again = [t for t in ids if t in want and results.get(t, ("notrun",))[0] != "pass"]
-        if again:
-            retry_out = a.out + ".retry"
-            _, rr = supervise(a, retry_out, only=again)
-            with open(a.out, "a") as f:
-                for t in again:
-                    o, d = rr.get(t, ("notrun", ""))
-                    f.write(f"retry\t{t}\t{o}\t{d}\n")
+            want |= {line.split()[1] for line in f
+                     if line.strip() and not line.startswith("#") and line.split()[0] == a.dev}
+    if a.baseline and os.path.exists(a.baseline):
+        _, base = read_records(a.baseline)
+        want |= {t for t, (o, _) in base.items() if o in ("pass", "xfail")}
+    again = [t for t in ids if t in want and results.get(t, ("notrun",))[0] not in ("pass", "xfail")]
+    for n in range(a.retries):
+        if not again:
+            break
+        retry_out = f"{a.out}.retry{n + 1}"
+        _, rr = supervise(a, retry_out, only=again)
+        with open(a.out, "a") as f:
+            for t in again:
+                o, d = rr.get(t, ("notrun", ""))
+                f.write(f"retry\t{t}\t{o}\t{d}\n")
+        again = [t for t in again if rr.get(t, ("notrun",))[0] not in ("pass", "xfail")]
     return 0
 
 

@@ -15,7 +15,7 @@
 //!   destroys its listener once it accepted (the port is free again);
 //! * every message is the one the TCP exchange sends, in the same order
 //!   (client writes first), except a QP address: `struct pingpong_dest`
-//!   in binary, big-endian fields ([`Dest::encode_bin`]); the close is a
+//!   in binary, big-endian fields ([`crate::dest::Dest::encode_bin`]); the close is a
 //!   last handshake without `done`;
 //! * the test's QPs: a handshake, a second listener on the same port (the
 //!   client retries while it is not there yet: 10 times, 100 ms apart),

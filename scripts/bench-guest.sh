@@ -170,7 +170,8 @@ if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
             done
         done
     done
-    # send_bw on iWARP needs perftest's receive credits (verbs-perf refuses it): write_bw only.
+    # write_bw only (send_bw on iWARP adds perftest's receive credits: tested in
+    # tests/device/perf_interop.rs, not measured here).
     echo "bench-guest: [${SECONDS}s] siw0 message rate with -R" >&2
     for cfg in "q1 l1" "q1 l8"; do
         set -- $cfg; q=${1#q}; l=${2#l}

@@ -545,8 +545,8 @@ def render_siw(raw, w, summary):
     summary.append(("siw: ping-pong median latency (-R)", f"<= {LAT_TARGET}x", lat, False, LAT_TARGET))
     w("")
     w("### Message rate (-R)\n")
-    w("`write_bw`, 8-byte messages (`send_bw` on iWARP needs perftest's receive credits, which verbs-perf "
-      "does not speak: it refuses).\n")
+    w("`write_bw`, 8-byte messages (`send_bw` on iWARP, with perftest's receive credits, is tested "
+      "against perftest but not measured here).\n")
     w("| test | QPs | post list | perftest Mpps | ours Mpps | ours / perftest | perftest runs (min-max) | "
       "ours runs (min-max) | target | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     bw = []

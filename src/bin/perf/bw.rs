@@ -4,6 +4,8 @@
 //! length, else 100 as perftest); the rate is messages / (first post ..
 //! last completion). For SEND the server reposts a receive per completion
 //! and reports what it received; for WRITE and READ its CPU does nothing.
+//! On iWARP send_bw adds perftest's receive credits (`credit`): the server
+//! writes its receive count back, the client stays within `rx_depth` of it.
 
 use std::time::Instant;
 
@@ -12,6 +14,7 @@ use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, Sge};
 use verbs::{Cq, Wc};
 
 use super::args::{Opts, Test};
+use super::credit::Credits;
 use super::dest::Dest;
 use super::lat::{check, TIMEOUT};
 use super::run::s;
@@ -23,6 +26,7 @@ pub(crate) fn client(
     send_cq: &Cq<'_>,
     ssges: &[[Sge; 1]],
     remote: &[Dest],
+    mut credits: Option<&mut Credits<'_>>,
 ) -> Result<(u64, u64), String> {
     let (iters, l, depth) = (u64::from(o.iters), o.post_list as usize, u64::from(o.tx_depth));
     let cq_mod = if l > 1 { l as u64 } else { 100.min(depth) };
@@ -46,6 +50,11 @@ pub(crate) fn client(
         for (q, qp) in qps.iter_mut().enumerate() {
             while scnt[q] < iters && scnt[q] + l as u64 - ccnt[q] <= depth {
                 let n = (l as u64).min(iters - scnt[q]) as usize;
+                if let Some(c) = credits.as_deref_mut() {
+                    if !c.may_send(q, scnt[q], n as u64)? {
+                        break;
+                    }
+                }
                 for (j, wr) in lists[q][..n].iter_mut().enumerate() {
                     let c = scnt[q] + j as u64 + 1;
                     wr.wr_id = ((q as u64) << 32) | c;
@@ -78,9 +87,11 @@ pub(crate) fn send_server(
     qps: &mut [RcQp<'_, Rts>],
     recv_cq: &Cq<'_>,
     rsges: &[[Sge; 1]],
+    mut credits: Option<(&mut Credits<'_>, &Cq<'_>, &[Dest])>,
 ) -> Result<(u64, u64), String> {
     let iters = u64::from(o.iters);
     let mut posted = vec![u64::from(o.rx_depth); qps.len()];
+    let mut rcnt = vec![0u64; qps.len()];
     let total = iters * qps.len() as u64;
     let (mut got, t0) = (0u64, Instant::now());
     let mut first: Option<Instant> = None;
@@ -100,6 +111,13 @@ pub(crate) fn send_server(
                     .map_err(|e| format!("ibv_post_recv: {}", e.error))?;
                 posted[q] += 1;
             }
+            rcnt[q] += 1;
+            if let Some((c, send_cq, peer)) = credits.as_mut() {
+                c.received(q, rcnt[q], &mut qps[q], send_cq, &peer[q])?;
+            }
+        }
+        if let Some((c, send_cq, _)) = credits.as_mut() {
+            c.reap(send_cq)?;
         }
         got += n as u64;
         spins = spins.wrapping_add(1);
@@ -107,5 +125,17 @@ pub(crate) fn send_server(
             return Err(format!("timed out: {got} of {total} messages received"));
         }
     }
-    Ok((total, first.map_or(0, |f| f.elapsed().as_nanos() as u64)))
+    let ns = first.map_or(0, |f| f.elapsed().as_nanos() as u64);
+    // every credit WRITE completes before the report (perftest's
+    // clean_scq_credit)
+    if let Some((c, send_cq, _)) = credits {
+        while !c.all_done() {
+            c.reap(send_cq)?;
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT * 2 {
+                return Err("timed out waiting for the credit WRITEs to complete".into());
+            }
+        }
+    }
+    Ok((total, ns))
 }

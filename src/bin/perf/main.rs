@@ -12,6 +12,7 @@
 
 mod args;
 mod bw;
+mod credit;
 mod cm_link;
 mod dest;
 mod exchange;

@@ -8,7 +8,9 @@
 //! 3. handshakes (H = each side sends its QP 0 address, Hn = one per QP):
 //!    `write_lat`, `read_lat`, `atomic_lat` start with an H; then Hn, the
 //!    QPs to RTR and RTS, an H for SEND tests; our addresses printed, Hn
-//!    with the peer's printed, an H as the start barrier;
+//!    with the peer's printed, an H as the start barrier (send_bw on
+//!    iWARP: every Hn carries the receive-credit word's RKey and VAddr,
+//!    see `credit`);
 //! 4. the workload (`lat`, `bw`) and the end, which differs per test:
 //!    * `send_lat`, `send_bw`: both sides work and report; close;
 //!    * `write_lat`: both sides work and report; no close;
@@ -17,7 +19,7 @@
 //!    * `write_bw`, `read_bw`: the client works and reports, then H and
 //!      sends its result; the server does H, receives and prints it; close.
 
-use verbs::discovery::devices;
+use verbs::discovery::{devices, TransportType};
 use verbs::cm::ConnParam;
 use verbs::qp::{AhAttr, ConnInitAttr, GlobalRoute, Init, Mtu, QpCap, QpInitAttr, RcQp, RcRtrAttr, RcRtsAttr, Rts};
 use verbs::wr::Sge;
@@ -25,6 +27,7 @@ use verbs::{AccessFlags, Context, Cq, Mr, Pd};
 
 use super::args::{Opts, Test};
 use super::cm_link::TestIds;
+use super::credit::Credits;
 use super::dest::Dest;
 use super::exchange::{self, Oob};
 use super::{bw, lat, report};
@@ -67,23 +70,7 @@ fn random_psn(q: usize) -> u32 {
     (h.finish() & 0xff_ffff) as u32
 }
 
-/// perftest's send_bw on iWARP adds receive credits written back by RDMA
-/// WRITE (`send_rcredit`), which we do not speak: refuse rather than hang
-/// a perftest peer.
-fn refuse_credits(o: &Opts, provider: Option<verbs::ProviderKind>) -> Result<(), String> {
-    #[cfg(feature = "siw")]
-    if o.test == Test::SendBw && provider == Some(verbs::ProviderKind::Siw) {
-        return Err("send_bw on iWARP (siw) needs perftest's receive credits, which verbs-perf does not speak yet".into());
-    }
-    let _ = (o, provider);
-    Ok(())
-}
-
 pub(crate) fn run(o: &Opts) -> Result<(), String> {
-    if let Some(name) = &o.dev {
-        let list = devices().map_err(s("ibv_get_device_list"))?;
-        refuse_credits(o, list.by_name(name).ok().and_then(|d| d.provider()))?;
-    }
     let client = o.server.is_some();
     let mut oob = match &o.server {
         _ if o.rdma_cm => {
@@ -127,7 +114,6 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         None if port.link_layer == ETHERNET => Some(best_gid(ctx, o.ib_port)?),
         None => None,
     };
-    refuse_credits(o, Some(ctx.provider()))?;
     oob.with_gid = gid_index.is_some();
     oob.gid_index = gid_index.unwrap_or(0);
     let gid = match gid_index {
@@ -146,6 +132,12 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
 
     let pd = Pd::alloc(ctx).map_err(s("ibv_alloc_pd"))?;
     let nq = o.qps as usize;
+    // perftest's send_bw on iWARP: receive credits (`credit`)
+    let iwarp = devices().map_err(s("ibv_get_device_list"))?.by_name(ctx.name()).map_err(s("device"))?.transport() == TransportType::Iwarp;
+    let mut credits = match o.test == Test::SendBw && iwarp {
+        true => Some(Credits::new(&pd, nq, o.tx_depth, o.rx_depth)?),
+        false => None,
+    };
     let slot = (o.size.max(page) as usize).next_multiple_of(64);
     let mut access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
     if o.test == Test::AtomicLat {
@@ -213,11 +205,16 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         }
     }
     let qpns: Vec<u32> = if o.rdma_cm { rts.iter().map(|q| q.qp_num()).collect() } else { qps.iter().map(|q| q.qp_num()).collect() };
-    let local: Vec<Dest> = qpns
+    let mut local: Vec<Dest> = qpns
         .iter()
         .enumerate()
         .map(|(q, &qpn)| Dest { lid: port.lid, out_reads, qpn, psn: random_psn(q), rkey: mr.rkey(), vaddr: remote_area(q), gid, srqn: 0 })
         .collect();
+    if let Some(c) = &credits {
+        for (q, l) in local.iter_mut().enumerate() {
+            c.announce(q, l);
+        }
+    }
     print!("{}", report::banner(o, ctx.name(), gid_index, 128 << mtu_raw, out_reads));
 
     let one_sided_lat = matches!(o.test, Test::WriteLat | Test::ReadLat | Test::AtomicLat);
@@ -285,7 +282,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
             oob.close(&local[0])
         }
         Test::SendBw | Test::WriteBw | Test::ReadBw if client => {
-            let (msgs, ns) = bw::client(o, &mut rts, &send_cq, &ssges, &remote)?;
+            let (msgs, ns) = bw::client(o, &mut rts, &send_cq, &ssges, &remote, credits.as_mut())?;
             let mine = report::bw_report(o, msgs, ns);
             print!("{}", report::bw_table(o, &mine, ns));
             if o.test != Test::SendBw {
@@ -295,7 +292,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
             oob.close(&local[0])
         }
         Test::SendBw => {
-            let (msgs, ns) = bw::send_server(o, &mut rts, &recv_cq, &rsges)?;
+            let (msgs, ns) = bw::send_server(o, &mut rts, &recv_cq, &rsges, credits.as_mut().map(|c| (c, &send_cq, &remote[..])))?;
             print!("{}", report::bw_table(o, &report::bw_report(o, msgs, ns), ns));
             oob.close(&local[0])
         }

@@ -25,6 +25,7 @@
 use core::ffi::c_int;
 use core::mem::MaybeUninit;
 
+use verbs::qp::QpStateKind;
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 use crate::abi::objects::{IbvQp, IbvSrq};
@@ -206,6 +207,12 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     };
     let qp_type = c.qp_type();
     let mut g = c.lock();
+    // Not ready to send as far as this library knows: the kernel may have
+    // moved it (iWARP's connection manager does, after librdmacm's RTR and
+    // RTS requests, which the kernel answers without a state change).
+    if g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
+        c.refresh_state(&mut g);
+    }
     let Some(any) = g.as_mut() else {
         set_bad(wr);
         return fail_errno(libc::EINVAL);

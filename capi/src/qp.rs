@@ -108,6 +108,24 @@ impl CQp {
         self.qp.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Retypes the QP in `g` (this QP's lock, held) in the state the kernel
+    /// reports if the kernel moved it on its own (to RTS on iWARP, or to
+    /// ERROR; [`AnyQp::refresh_state`]), and keeps the C view's `state` in
+    /// step. A failed query leaves everything as it was.
+    pub(crate) fn refresh_state(&self, g: &mut MutexGuard<'_, Option<Any>>) {
+        let Some(any) = g.take() else { return };
+        let any = match any {
+            Any::Rc(q) => Any::Rc(q.refresh_state().unwrap_or_else(|e| e.qp)),
+            Any::Uc(q) => Any::Uc(q.refresh_state().unwrap_or_else(|e| e.qp)),
+            Any::Ud(q) => Any::Ud(q.refresh_state().unwrap_or_else(|e| e.qp)),
+        };
+        let state = each!(&any, q => q.state());
+        **g = Some(any);
+        // SAFETY: `state` is written only under the lock (held by the
+        // caller through `g`).
+        unsafe { (*self.ibv.get()).qp_base.state = state as c_int };
+    }
+
     /// The `ibv_wr_*` batch (a QP made by `ibv_create_qp_ex` with send
     /// operations), else `None`.
     pub(crate) fn wr_batch(&self) -> Option<&Mutex<crate::qp_ex::Batch>> {

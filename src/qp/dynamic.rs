@@ -83,6 +83,29 @@ impl<'a, T: Transport> AnyQp<'a, T> {
         each!(self, qp => qp.query())
     }
 
+    /// `ibv_query_qp`, then this QP retyped in the state the kernel reports
+    /// if the kernel moved it on its own: to RTS (iWARP: the connection
+    /// manager moves a connected QP there when the connection is
+    /// established, after the RTR/RTS requests librdmacm makes, which the
+    /// kernel answers without a state change) or to ERROR (a failed
+    /// request, a broken connection). Any other difference leaves the QP
+    /// as it was: those states are entered only by `ibv_modify_qp`. A
+    /// failed query hands the QP back unchanged.
+    #[doc(alias = "ibv_query_qp")]
+    pub fn refresh_state(self) -> core::result::Result<Self, TransitionError<Self>> {
+        let kernel = match self.query() {
+            Ok(a) => a.qp_state,
+            Err(error) => return Err(TransitionError { error, qp: self }),
+        };
+        Ok(match (kernel, self) {
+            (Some(QpStateKind::Rts), AnyQp::Init(qp)) => AnyQp::Rts(qp.assume_state()),
+            (Some(QpStateKind::Rts), AnyQp::Rtr(qp)) => AnyQp::Rts(qp.assume_state()),
+            (Some(QpStateKind::Error), AnyQp::Error(qp)) => AnyQp::Error(qp),
+            (Some(QpStateKind::Error), any) => each!(any, qp => AnyQp::Error(qp.assume_state())),
+            (_, any) => any,
+        })
+    }
+
     /// `ibv_modify_qp` to ERROR from whatever state the QP is in.
     pub fn into_error(self) -> core::result::Result<Self, TransitionError<Self>> {
         each!(self, qp => qp.into_error().map(Self::from).map_err(wrap))

@@ -128,6 +128,8 @@ pub enum WcOpcode {
     LocalInv,
     /// `IBV_WC_TSO`.
     Tso,
+    /// `IBV_WC_ATOMIC_WRITE` (Linux 6.2+).
+    AtomicWrite,
     /// `IBV_WC_RECV`: a receive consumed by a SEND.
     Recv,
     /// `IBV_WC_RECV_RDMA_WITH_IMM`: a receive consumed by an RDMA WRITE
@@ -149,6 +151,7 @@ impl WcOpcode {
             5 => Self::BindMw,
             6 => Self::LocalInv,
             7 => Self::Tso,
+            9 => Self::AtomicWrite,
             128 => Self::Recv,
             129 => Self::RecvRdmaWithImm,
             v => Self::Other(v),

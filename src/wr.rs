@@ -254,6 +254,18 @@ pub enum SendOp<'w> {
         /// Added to the remote value.
         add: u64,
     } = op::WR_ATOMIC_FETCH_AND_ADD,
+    /// `IBV_WR_ATOMIC_WRITE` (rxe, Linux 6.2+): writes the 8 bytes of
+    /// `value` to `remote_addr` (8-byte aligned) as one atomic store; the
+    /// request carries them itself, so its gather list is empty. Only
+    /// through [`SendWr::atomic_write`] or with an empty SGE list.
+    AtomicWrite {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The bytes stored, in memory order.
+        value: [u8; 8],
+    } = op::WR_ATOMIC_WRITE,
     /// `IBV_WR_LOCAL_INV`: invalidate a local rkey.
     LocalInv {
         /// The rkey to invalidate.
@@ -275,6 +287,7 @@ impl SendOp<'_> {
             SendOp::RdmaRead { .. } => op::WR_RDMA_READ,
             SendOp::AtomicCmpSwp { .. } => op::WR_ATOMIC_CMP_AND_SWP,
             SendOp::AtomicFetchAdd { .. } => op::WR_ATOMIC_FETCH_AND_ADD,
+            SendOp::AtomicWrite { .. } => op::WR_ATOMIC_WRITE,
             SendOp::LocalInv { .. } => op::WR_LOCAL_INV,
             SendOp::BindMw(_) => op::WR_BIND_MW,
         }
@@ -397,6 +410,15 @@ impl<'w> SendWr<'w> {
     /// 8-byte SGE).
     pub const fn fetch_add(wr_id: u64, result: &'w [Sge], remote_addr: u64, rkey: u32, add: u64) -> Self {
         Self::new(wr_id, SendOp::AtomicFetchAdd { remote_addr, rkey, add }, result)
+    }
+
+    /// `IBV_WR_ATOMIC_WRITE` (`ibv_wr_atomic_write`; rxe on Linux 6.2+):
+    /// stores the 8 bytes of `value` at `remote_addr`/`rkey` (8-byte
+    /// aligned) as one atomic write. The target region needs remote write
+    /// access.
+    #[doc(alias = "ibv_wr_atomic_write")]
+    pub const fn atomic_write(wr_id: u64, remote_addr: u64, rkey: u32, value: [u8; 8]) -> Self {
+        Self::new(wr_id, SendOp::AtomicWrite { remote_addr, rkey, value }, &[])
     }
 
     /// `IBV_WR_RDMA_WRITE` of `sg_list` to `remote_addr`/`rkey`.
@@ -568,6 +590,14 @@ pub(crate) fn check_send(
         {
             Err(Refusal(Inval, "an atomic needs an 8-byte aligned remote_addr and at least 8 bytes of SGE"))
         }
+        SendOp::AtomicWrite { remote_addr, .. }
+            if len != 0 || matches!(wr.payload, Payload::Inline(_)) || remote_addr % 8 != 0 =>
+        {
+            Err(Refusal(
+                Inval,
+                "an ATOMIC_WRITE carries its 8 bytes itself (no SGEs, no inline data) to an 8-byte aligned remote_addr",
+            ))
+        }
         SendOp::BindMw(_) | SendOp::LocalInv { .. } if len != 0 => {
             Err(Refusal(Inval, "a bind or local invalidate carries no data"))
         }
@@ -611,7 +641,22 @@ mod tests {
         assert_eq!(SendOp::RdmaRead { remote_addr: 0, rkey: 0 }.opcode(), 4);
         assert_eq!(SendOp::LocalInv { rkey: 0 }.opcode(), 7);
         assert_eq!(SendOp::SendWithInv { invalidate_rkey: 0 }.opcode(), 9);
+        assert_eq!(SendOp::AtomicWrite { remote_addr: 0, rkey: 0, value: [0; 8] }.opcode(), 15);
         assert_eq!(SendFlags::all().bits() | SEND_INLINE, 0xf);
+    }
+
+    #[test]
+    fn atomic_write_checks() {
+        let c = |wr: &SendWr<'_>, t| kind(check_send(wr, t, 4, 64));
+        assert_eq!(c(&SendWr::atomic_write(1, 64, 7, [1; 8]), QpType::Rc), Ok(0));
+        // RC only (IB spec: an RC operation; rxe refuses it elsewhere).
+        assert_eq!(c(&SendWr::atomic_write(1, 64, 7, [1; 8]), QpType::Uc), Err(ErrorKind::UnsupportedOpcode));
+        let inval = Err(ErrorKind::InvalidArgument);
+        assert_eq!(c(&SendWr::atomic_write(1, 68, 7, [1; 8]), QpType::Rc), inval, "misaligned");
+        let one = [sge(8)];
+        let with_sge = SendWr::new(1, SendOp::AtomicWrite { remote_addr: 64, rkey: 7, value: [1; 8] }, &one);
+        assert_eq!(c(&with_sge, QpType::Rc), inval, "the value travels in the request, not an SGE");
+        assert_eq!(c(&SendWr::atomic_write(1, 64, 7, [1; 8]).inline(b""), QpType::Rc), inval);
     }
 
     #[test]

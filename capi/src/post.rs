@@ -57,6 +57,7 @@ mod op {
     pub(super) const LOCAL_INV: i32 = 7;
     pub(super) const BIND_MW: i32 = 8;
     pub(super) const SEND_WITH_INV: i32 = 9;
+    pub(super) const ATOMIC_WRITE: i32 = 15;
 }
 
 /// `IBV_WR_BIND_MW`, for `mw.rs`.
@@ -95,6 +96,10 @@ unsafe fn sges<'a>(sg: *mut IbvSge, n: c_int) -> Option<&'a [Sge]> {
 unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, usize)) -> Option<SendWr<'a>> {
     // SAFETY: forwarded contract.
     let sg = unsafe { sges(w.sg_list, w.num_sge) }?;
+    if w.opcode == op::ATOMIC_WRITE {
+        // SAFETY: forwarded contract.
+        return unsafe { atomic_write_wr(w, sg, qp_type) };
+    }
     let payload = if w.send_flags & SEND_INLINE != 0 {
         match sg {
             [] => Payload::Inline(&[]),
@@ -166,6 +171,30 @@ unsafe fn send_wr<'a>(w: &'a IbvSendWr, qp_type: c_int, inline: &mut (*mut u8, u
     };
     let flags = SendFlags::from_bits_retain(w.send_flags & !SEND_INLINE);
     Some(SendWr { wr_id: w.wr_id, payload, op, flags, ud })
+}
+
+/// `IBV_WR_ATOMIC_WRITE` through `ibv_post_send`: the 8 bytes written are
+/// those of the request's one 8-byte SGE, read at post time (what
+/// `ibv_wr_atomic_write` gathers into; librxe's own `ibv_post_send` has no
+/// defined form for it). Anything else is refused (`EINVAL`).
+///
+/// # Safety
+///
+/// The SGE's 8 bytes are readable during the call (the post verbs' C
+/// contract for the memory an SGE names).
+#[cold]
+unsafe fn atomic_write_wr<'a>(w: &'a IbvSendWr, sg: &'a [Sge], qp_type: c_int) -> Option<SendWr<'a>> {
+    let [one] = sg else { return None };
+    if one.length != 8 || w.send_flags & SEND_INLINE != 0 || qp_type != qp::QPT_RC || one.addr == 0 {
+        return None;
+    }
+    // SAFETY: the caller's 8 readable bytes (non-NULL), read unaligned.
+    let value = unsafe { (one.addr as usize as *const [u8; 8]).read_unaligned() };
+    // SAFETY: the union's members are plain data; the opcode selects `rdma`.
+    let rdma = unsafe { w.wr.rdma };
+    let op = SendOp::AtomicWrite { remote_addr: rdma.remote_addr, rkey: rdma.rkey, value };
+    let flags = SendFlags::from_bits_retain(w.send_flags);
+    Some(SendWr { wr_id: w.wr_id, payload: Payload::Sges(&[]), op, flags, ud: None })
 }
 
 /// Posts `wrs` with C's semantics: on a refusal of request `i`, requests

@@ -212,6 +212,13 @@ pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *m
     {
         return fail_null(libc::EOPNOTSUPP);
     }
+    // What the device cannot do at all is refused at creation, as a
+    // provider without those operations does: siw has no immediate data,
+    // atomics, local invalidate or memory windows.
+    let siw = pd::from_c(a.pd).and_then(|p| p.pd()).is_some_and(|p| p.context().provider() == verbs::ProviderKind::Siw);
+    if siw && send_ops & !crate::qp_ex::SIW_SEND_OPS != 0 {
+        return fail_null(libc::EOPNOTSUPP);
+    }
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
     // ibv_qp_init_attr (layout test), which create reads and writes back
     // (the granted caps), as verbs.h's own PD-only path does.

@@ -38,8 +38,11 @@ const SEND_INLINE: c_uint = 8;
 
 /// `IBV_QP_EX_WITH_*` this API supports: RDMA WRITE (with immediate),
 /// SEND (with immediate, with invalidate), RDMA READ, both atomics,
-/// LOCAL_INV and BIND_MW. TSO and ATOMIC_WRITE are refused.
-pub(crate) const SUPPORTED_SEND_OPS: u64 = 0x3ff;
+/// LOCAL_INV, BIND_MW and ATOMIC_WRITE (1 << 12). TSO and FLUSH are
+/// refused.
+pub(crate) const SUPPORTED_SEND_OPS: u64 = 0x3ff | 1 << 12;
+/// Those siw has: RDMA WRITE, SEND, RDMA READ, SEND with invalidate.
+pub(crate) const SIW_SEND_OPS: u64 = 1 << 0 | 1 << 2 | 1 << 4 | 1 << 9;
 
 /// One gathered request.
 struct Pending {
@@ -102,6 +105,11 @@ fn with<R>(qp: *mut IbvQpEx, f: impl FnOnce(&mut Batch, &IbvQpEx) -> R) -> Optio
 
 /// Starts a request with `opcode`: `wr_id` and `wr_flags` as C set them.
 fn push(qp: *mut IbvQpEx, opcode: c_int, fill: impl FnOnce(&mut IbvSendWr)) {
+    push_pending(qp, opcode, |p| fill(&mut p.wr));
+}
+
+/// [`push`] with the whole gathered request (its SGE and inline storage).
+fn push_pending(qp: *mut IbvQpEx, opcode: c_int, fill: impl FnOnce(&mut Pending)) {
     with(qp, |b, v| {
         if !b.open {
             b.fail(libc::EINVAL);
@@ -118,7 +126,7 @@ fn push(qp: *mut IbvQpEx, opcode: c_int, fill: impl FnOnce(&mut IbvSendWr)) {
         p.wr.wr_id = v.wr_id;
         p.wr.send_flags = v.wr_flags;
         p.wr.opcode = opcode;
-        fill(&mut p.wr);
+        fill(p);
     });
 }
 
@@ -189,6 +197,7 @@ const WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
 const WR_LOCAL_INV: c_int = 7;
 const WR_BIND_MW: c_int = 8;
 const WR_SEND_WITH_INV: c_int = 9;
+const WR_ATOMIC_WRITE: c_int = 15;
 
 unsafe extern "C" fn wr_send(qp: *mut IbvQpEx) {
     push(qp, WR_SEND, |_| {});
@@ -240,6 +249,30 @@ unsafe extern "C" fn wr_atomic_fetch_add(qp: *mut IbvQpEx, rkey: u32, remote_add
         w.wr.atomic.rkey = rkey;
         w.wr.atomic.remote_addr = remote_addr;
         w.wr.atomic.compare_add = add;
+    });
+}
+
+/// `ibv_wr_atomic_write`: the 8 bytes at `atomic_wr` are copied now into
+/// the request's own storage, which its one SGE points at (the classic
+/// form `post.rs` reads them from: one 8-byte SGE).
+///
+/// # Safety
+///
+/// `atomic_wr` is NULL (refused) or points to 8 readable bytes.
+unsafe extern "C" fn wr_atomic_write(qp: *mut IbvQpEx, rkey: u32, remote_addr: u64, atomic_wr: *const c_void) {
+    if atomic_wr.is_null() {
+        with(qp, |b, _| b.fail(libc::EINVAL));
+        return;
+    }
+    // SAFETY: non-NULL; the caller promises 8 readable bytes (any
+    // alignment: read unaligned, copied out).
+    let value = unsafe { atomic_wr.cast::<[u8; 8]>().read_unaligned() };
+    push_pending(qp, WR_ATOMIC_WRITE, |p| {
+        rdma(&mut p.wr, rkey, remote_addr);
+        p.inline[..8].copy_from_slice(&value);
+        // The items are boxed: this address is stable while the batch lives.
+        p.sges[0] = IbvSge { addr: p.inline.as_ptr() as u64, length: 8, lkey: 0 };
+        p.wr.num_sge = 1;
     });
 }
 
@@ -378,6 +411,7 @@ pub(crate) fn set_api(ex: &mut IbvQpEx) {
     ex.wr_rdma_read = any_fn!(wr_rdma_read, unsafe extern "C" fn(Q, u32, u64));
     ex.wr_atomic_cmp_swp = any_fn!(wr_atomic_cmp_swp, unsafe extern "C" fn(Q, u32, u64, u64, u64));
     ex.wr_atomic_fetch_add = any_fn!(wr_atomic_fetch_add, unsafe extern "C" fn(Q, u32, u64, u64));
+    ex.wr_atomic_write = any_fn!(wr_atomic_write, unsafe extern "C" fn(Q, u32, u64, *const c_void));
     ex.wr_bind_mw = any_fn!(wr_bind_mw, unsafe extern "C" fn(Q, *mut IbvMw, u32, *const IbvMwBindInfo));
     ex.wr_set_ud_addr = any_fn!(wr_set_ud_addr, unsafe extern "C" fn(Q, *mut IbvAh, u32, u32));
     ex.wr_set_sge = any_fn!(wr_set_sge, unsafe extern "C" fn(Q, u32, u64, u32));

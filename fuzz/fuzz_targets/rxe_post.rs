@@ -88,7 +88,7 @@ fuzz_target!(|data: &[u8]| {
                     .enumerate()
                     .map(|(i, (&(k, op, flags, addr, key, val, inl), store))| {
                         let list = &store[..k];
-                        let op = match op % 9 {
+                        let op = match op % 10 {
                             0 => SendOp::Send,
                             1 => SendOp::SendWithImm { imm: key },
                             2 => SendOp::SendWithInv { invalidate_rkey: key },
@@ -97,6 +97,7 @@ fuzz_target!(|data: &[u8]| {
                             5 => SendOp::RdmaRead { remote_addr: addr, rkey: key },
                             6 => SendOp::AtomicCmpSwp { remote_addr: addr, rkey: key, compare: val, swap: !val },
                             7 => SendOp::AtomicFetchAdd { remote_addr: addr, rkey: key, add: val },
+                            8 => SendOp::AtomicWrite { remote_addr: addr, rkey: key, value: val.to_ne_bytes() },
                             _ => SendOp::LocalInv { rkey: key },
                         };
                         let mut wr = SendWr::new(i as u64, op, list).flags(SendFlags::from_bits_retain(flags & 0x7f));

@@ -100,10 +100,11 @@ fn write_send(
     qp_type: QpType,
     lim: &SendLimits,
 ) -> Result<bool, Refusal> {
-    let len = check_send(wr, qp_type, lim.max_sge, lim.max_inline)?;
+    let mut len = check_send(wr, qp_type, lim.max_sge, lim.max_inline)?;
     let mut iova = 0;
     let mut ex = 0;
     let mut bind = false;
+    let mut atomic_wr = None;
     match wr.op {
         SendOp::Send => {}
         SendOp::SendWithImm { imm } => ex = imm.to_be(),
@@ -126,6 +127,14 @@ fn write_send(
         SendOp::AtomicFetchAdd { remote_addr, rkey, add } => {
             slot.put::<WR_UNION, _>(RxeSendWrAtomic { remote_addr, compare_add: add, swap: 0, rkey, reserved: 0 });
             iova = remote_addr;
+        }
+        // librxe's `wr_atomic_write`: RETH fields in `wr.rdma`, the 8 bytes
+        // in `dma.atomic_wr` (where SGEs would go), `dma.length` 8.
+        SendOp::AtomicWrite { remote_addr, rkey, value } => {
+            slot.put::<WR_UNION, _>(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
+            iova = remote_addr;
+            atomic_wr = Some(value);
+            len = 8;
         }
         SendOp::BindMw(b) => {
             slot.put::<WR_UNION, _>(RxeSendWrMw {
@@ -169,6 +178,11 @@ fn write_send(
     // Set by the kernel when it takes a read/atomic credit for the WQE.
     slot.put::<HAS_RD_ATOMIC, u32>(0);
     slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    if let Some(v) = atomic_wr {
+        if !slot.put_bytes(SEND_HDR, &v) {
+            return Err(Refusal(ErrorKind::InvalidArgument, "the kernel's send queue element has no room for ATOMIC_WRITE's 8 bytes"));
+        }
+    }
     // More than the granted capacity was refused above; this refuses what
     // the granted capacity allows but the kernel's element cannot hold.
     match wr.payload {

@@ -90,7 +90,9 @@ const fn lacks(op: &SendOp<'_>) -> Option<&'static str> {
         SendOp::SendWithImm { .. } | SendOp::RdmaWriteWithImm { .. } => {
             Some("siw (iWARP) has no immediate data: SEND and RDMA WRITE with immediate are not supported")
         }
-        SendOp::AtomicCmpSwp { .. } | SendOp::AtomicFetchAdd { .. } => Some("siw (iWARP) has no atomic operations"),
+        SendOp::AtomicCmpSwp { .. } | SendOp::AtomicFetchAdd { .. } | SendOp::AtomicWrite { .. } => {
+            Some("siw (iWARP) has no atomic operations")
+        }
         SendOp::LocalInv { .. } => Some("siw offers local invalidate to kernel clients only"),
         SendOp::BindMw(_) => Some("siw has no memory windows"),
     }

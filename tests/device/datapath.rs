@@ -175,6 +175,33 @@ fn rxe_atomics_update_the_peer() {
     assert_eq!(bmr.read_u64(8).unwrap(), 7, "the successful swap stored 7");
 }
 
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_atomic_write_stores_eight_bytes() {
+    let ctx = open_rxe();
+    let pd = Pd::alloc(&ctx).unwrap();
+    let cq = Cq::create(&ctx, 64, None, 0).unwrap();
+    let (mut a, _b) = rc_pair(&pd, init_attr(&cq, &cq, None, CAP), init_attr(&cq, &cq, None, CAP));
+    let bmr = Mr::reg(&pd, vec![0xeeu8; 64], ALL_ACCESS).unwrap();
+    let (raddr, rkey) = (bmr.addr() + 16, bmr.rkey());
+    let value = *b"atomic!!";
+    // Misaligned, or with a gather list: refused before the ring, nothing posted.
+    let e = a.post_send(&[SendWr::atomic_write(1, raddr + 4, rkey, value).flags(SIG)]).unwrap_err();
+    assert_eq!((e.index, e.error.kind()), (0, ErrorKind::InvalidArgument), "{e}");
+    let one = [Sge::from_mr(&bmr, 0, 8)];
+    let e = a.post_send(&[SendWr::new(1, SendOp::AtomicWrite { remote_addr: raddr, rkey, value }, &one)]).unwrap_err();
+    assert_eq!(e.error.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert_quiet(&cq);
+    a.post_send(&[SendWr::atomic_write(2, raddr, rkey, value).flags(SIG)]).expect("ibv_post_send ATOMIC_WRITE");
+    let c = wait(&cq, 1);
+    assert_eq!((c[0].wr_id(), c[0].status(), c[0].opcode()), (2, WcStatus::Success, WcOpcode::AtomicWrite));
+    let mut got = [0u8; 32];
+    bmr.read_at(8, &mut got).unwrap();
+    assert_eq!(&got[..8], &[0xee; 8], "nothing before the target");
+    assert_eq!(&got[8..16], &value, "the 8 bytes landed");
+    assert_eq!(&got[16..], &[0xee; 16], "nothing after the target");
+}
+
 fn inline_unsignaled_and_sq_sig_all(dev: &str) {
     let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();

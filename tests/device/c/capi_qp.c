@@ -113,25 +113,36 @@ static void up(struct ibv_qp *qp, uint32_t remote)
 	       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+static int by_wr_id(const void *a, const void *b)
+{
+	const struct ibv_wc *x = a, *y = b;
+
+	return x->wr_id < y->wr_id ? -1 : x->wr_id > y->wr_id;
+}
+
+/* Polls until `want` completions arrived (or a minute passed) and prints
+ * them sorted by wr_id: the send and receive sides of one CQ complete in
+ * an order that depends on timing, on either library. */
 static void drain(int want)
 {
-	struct ibv_wc wc[8];
+	struct ibv_wc all[64];
 	time_t end = time(NULL) + 60;
 	int got = 0, n, i;
 
-	while (got < want && time(NULL) < end) {
-		n = ibv_poll_cq(cq, 8, wc);
+	while (got < want && got < 64 && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 64 - got < 8 ? 64 - got : 8, all + got);
 		if (n < 0) {
 			printf("  poll_cq %d\n", n);
 			return;
 		}
-		for (i = 0; i < n; i++)
-			printf("  wc id %llu status %s opcode %d len %u flags %u imm %x\n",
-			       (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status),
-			       wc[i].opcode, wc[i].status ? 0 : wc[i].byte_len,
-			       wc[i].wc_flags, wc[i].wc_flags & IBV_WC_WITH_IMM ? be32toh(wc[i].imm_data) : 0);
 		got += n;
 	}
+	qsort(all, got, sizeof(all[0]), by_wr_id);
+	for (i = 0; i < got; i++)
+		printf("  wc id %llu status %s opcode %d len %u flags %u imm %x\n",
+		       (unsigned long long)all[i].wr_id, ibv_wc_status_str(all[i].status),
+		       all[i].opcode, all[i].status ? 0 : all[i].byte_len,
+		       all[i].wc_flags, all[i].wc_flags & IBV_WC_WITH_IMM ? be32toh(all[i].imm_data) : 0);
 	printf("  completions %d of %d\n", got, want);
 }
 

@@ -53,6 +53,18 @@ fn run(prog: &str, lib: Option<&Path>, args: &[String], deadline: Instant) -> Ou
     child.wait_with_output().expect("output")
 }
 
+/// Whether a TCP socket listens on `port` (`/proc/net/tcp`, `tcp6`).
+fn tcp_listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3
+                && cols[3] == "0A"
+                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+        })
+    })
+}
+
 fn pair(dev: &str, server: &str, client: &str) {
     pair_on(dev, (server, None), (client, None));
 }
@@ -71,8 +83,18 @@ pub(super) fn pair_on(dev: &str, server: (&str, Option<&Path>), client: (&str, O
     let srv_prog = server.to_string();
     let srv_lib = slib.map(Path::to_path_buf);
     let srv = std::thread::spawn(move || run(&srv_prog, srv_lib.as_deref(), &sargs, Instant::now() + TIMEOUT));
-    // The client retries until the server listens (a refused connect exits 1 at once).
+    // On iWARP the listener is a kernel TCP socket: wait for it, because C
+    // rping's client does not exit after a refused connect on siw (on
+    // either library; it hangs until killed). On RoCE a refused connect
+    // exits at once, and the client retries below.
     let start = Instant::now();
+    if dev == super::common::siw_name() {
+        let p: u16 = port.parse().unwrap();
+        while !tcp_listening(p) && start.elapsed() < TIMEOUT {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // The client retries until the server listens (a refused connect exits 1 at once).
     let out = loop {
         std::thread::sleep(Duration::from_millis(500));
         let out = run(client, clib, &cargs, Instant::now() + TIMEOUT);

@@ -224,13 +224,6 @@ impl Wc {
         &self.0
     }
 
-    /// The kernel's record, for a provider that puts right what its kernel
-    /// driver reports differently.
-    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
-    pub(crate) fn as_abi_mut(&mut self) -> &mut AbiWc {
-        &mut self.0
-    }
-
     /// The `wr_id` of the work request that completed.
     pub const fn wr_id(&self) -> u64 {
         self.0.wr_id
@@ -364,5 +357,34 @@ mod tests {
         assert!(Wc::ZERO.is_success());
         assert_eq!(Wc::zeroed(), Wc::ZERO);
         assert_eq!(Wc::default(), Wc::zeroed());
+    }
+}
+
+/// Where a poll stores completions: an array of [`Wc`]
+/// ([`Cq::poll`](crate::Cq::poll)) or of `MaybeUninit<Wc>`
+/// ([`Cq::poll_uninit`](crate::Cq::poll_uninit): memory a C caller hands
+/// in, never read). Sealed: implemented for those two only.
+pub trait WcOut: sealed::Sealed {
+    /// Stores `wc` in this slot.
+    fn set(&mut self, wc: Wc);
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Wc {}
+    impl Sealed for core::mem::MaybeUninit<super::Wc> {}
+}
+
+impl WcOut for Wc {
+    #[inline(always)]
+    fn set(&mut self, wc: Wc) {
+        *self = wc;
+    }
+}
+
+impl WcOut for core::mem::MaybeUninit<Wc> {
+    #[inline(always)]
+    fn set(&mut self, wc: Wc) {
+        self.write(wc);
     }
 }

@@ -559,15 +559,26 @@ pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: 
     // used by nothing else during the call; MaybeUninit: nothing is read,
     // and `verbs::Wc` has `ibv_wc`'s size, alignment and field offsets.
     let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<verbs::Wc>>(), num_entries as usize) };
+    match inner.poll_uninit(out) {
+        Ok(n) => n as c_int,
+        Err(e) => poll_again(inner, out, e),
+    }
+}
+
+/// [`poll_cq`] after an error: retries while another thread holds the CQ
+/// (`Busy`), else -1 with errno. Out of line, so that the common path
+/// keeps few registers.
+#[cold]
+#[inline(never)]
+fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>], mut e: verbs::Error) -> c_int {
     loop {
+        if e.kind() != ErrorKind::Busy {
+            return fail_neg1(errno_of(&e));
+        }
+        core::hint::spin_loop();
         match inner.poll_uninit(out) {
             Ok(n) => return n as c_int,
-            Err(e) => {
-                if e.kind() != ErrorKind::Busy {
-                    return fail_neg1(errno_of(&e));
-                }
-                core::hint::spin_loop();
-            }
+            Err(next) => e = next,
         }
     }
 }

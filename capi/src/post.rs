@@ -255,12 +255,44 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     };
     match each!(any, q => q.post_send(core::slice::from_ref(&s))) {
         Ok(()) => 0,
-        Err(e) => {
-            drop(g);
-            // SAFETY: forwarded caller contract.
-            unsafe { refuse(bad_wr, wr, errno_of(&e.error)) }
+        // SAFETY: forwarded caller contract.
+        Err(e) => unsafe { post_send_again(c, g, &s, e, wr, bad_wr) },
+    }
+}
+
+/// The straight path of [`post_send`] after a refusal: if this library
+/// still has the QP in INIT or RTR, the kernel may have moved it to RTS on
+/// its own (iWARP's connection manager does, after librdmacm's RTR and RTS
+/// requests, which the kernel answers without a state change): the QP is
+/// retyped and the request posted again (a refused request wrote nothing).
+/// Else, or if it is refused again, `*bad_wr` is set and the errno
+/// returned. Out of line: the common path keeps its registers.
+///
+/// # Safety
+///
+/// As [`post_send`]; `g` is `c`'s lock.
+#[cold]
+#[inline(never)]
+unsafe fn post_send_again(
+    c: &qp::CQp,
+    mut g: qp::QpGuard<'_>,
+    s: &SendWr<'_>,
+    mut e: PostError,
+    wr: *mut IbvSendWr,
+    bad_wr: *mut *mut IbvSendWr,
+) -> c_int {
+    if g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
+        c.refresh_state(&mut g);
+        if let Some(any) = g.as_mut() {
+            match each!(any, q => q.post_send(core::slice::from_ref(s))) {
+                Ok(()) => return 0,
+                Err(again) => e = again,
+            }
         }
     }
+    drop(g);
+    // SAFETY: forwarded caller contract.
+    unsafe { refuse(bad_wr, wr, errno_of(&e.error)) }
 }
 
 /// Sets `*bad_wr` (when not NULL) to `wr` and returns `errno` (also

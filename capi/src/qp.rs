@@ -201,7 +201,7 @@ impl CQp {
     /// reports if the kernel moved it on its own (to RTS on iWARP, or to
     /// ERROR; [`AnyQp::refresh_state`]), and keeps the C view's `state` in
     /// step. A failed query leaves everything as it was.
-    pub(crate) fn refresh_state(&self, g: &mut MutexGuard<'_, Option<Any>>) {
+    pub(crate) fn refresh_state(&self, g: &mut QpGuard<'_>) {
         let Some(any) = g.take() else { return };
         let any = match any {
             Any::Rc(q) => Any::Rc(q.refresh_state().unwrap_or_else(|e| e.qp)),

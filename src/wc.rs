@@ -224,6 +224,13 @@ impl Wc {
         &self.0
     }
 
+    /// The kernel's record, for a provider that puts right what its kernel
+    /// driver reports differently.
+    #[cfg_attr(not(feature = "rxe"), allow(dead_code))]
+    pub(crate) fn as_abi_mut(&mut self) -> &mut AbiWc {
+        &mut self.0
+    }
+
     /// The `wr_id` of the work request that completed.
     pub const fn wr_id(&self) -> u64 {
         self.0.wr_id
@@ -365,8 +372,8 @@ mod tests {
 /// ([`Cq::poll_uninit`](crate::Cq::poll_uninit): memory a C caller hands
 /// in, never read). Sealed: implemented for those two only.
 pub trait WcOut: sealed::Sealed {
-    /// Stores `wc` in this slot.
-    fn set(&mut self, wc: Wc);
+    /// Stores `wc` in this slot and returns it, stored.
+    fn set(&mut self, wc: Wc) -> &mut Wc;
 }
 
 mod sealed {
@@ -377,14 +384,15 @@ mod sealed {
 
 impl WcOut for Wc {
     #[inline(always)]
-    fn set(&mut self, wc: Wc) {
+    fn set(&mut self, wc: Wc) -> &mut Wc {
         *self = wc;
+        self
     }
 }
 
 impl WcOut for core::mem::MaybeUninit<Wc> {
     #[inline(always)]
-    fn set(&mut self, wc: Wc) {
-        self.write(wc);
+    fn set(&mut self, wc: Wc) -> &mut Wc {
+        self.write(wc)
     }
 }

@@ -20,6 +20,13 @@
 //! resize and destroy take the write lock and refuse (`EBUSY`) while the
 //! count is not 0, so no `&mut Cq` ever coexists with those borrows.
 //!
+//! `ibv_poll_cq`, the hot path, takes no lock: it reaches the `Cq` through
+//! [`CCq::live`], a pointer to it that `ibv_destroy_cq` clears under the
+//! write lock before it takes the `Cq` out, and relies on C's rule that no
+//! call on a CQ runs during or after its destroy (rdma-core's destroy
+//! frees the CQ). It copies completions straight into the caller's
+//! `struct ibv_wc` array (`verbs::Wc` has that layout, asserted below).
+//!
 //! `ibv_destroy_cq` waits, as rdma-core does, until `ibv_ack_cq_events`
 //! and `ibv_ack_async_event` acknowledged as many events as the kernel
 //! reports having delivered for the CQ; the counters and the wait use the
@@ -113,7 +120,7 @@ impl CCq {
     /// (or after) `ibv_destroy_cq` of this CQ; the borrow ends before the
     /// call returns.
     #[inline(always)]
-    unsafe fn live<'a>(&'a self) -> Option<&'a Cq<'static>> {
+    unsafe fn live(&self) -> Option<&Cq<'static>> {
         let p = self.live.load(Ordering::Acquire);
         // SAFETY: non-NULL, `p` points to the `Cq` in `self.cq`'s `Some`,
         // at a fixed address in this box from creation until destroy,

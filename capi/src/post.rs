@@ -3,8 +3,10 @@
 //! The data path of `ibv_context_ops`: `post_send`, `post_recv`,
 //! `post_srq_recv` (behind the `static inline` verbs of verbs.h).
 //!
-//! C's linked lists become `verbs` work requests in batches of [`BATCH`]
-//! on the stack (no heap allocation per call). Their scatter/gather lists
+//! A list of one request (the common case) is converted into one `verbs`
+//! work request on the stack and posted directly; longer lists become
+//! `verbs` work requests in batches of [`BATCH`] on the stack (no heap
+//! allocation per call). Their scatter/gather lists
 //! are the caller's `struct ibv_sge` arrays themselves (same layout as
 //! `verbs::Sge`, checked below), borrowed for the call; inline payloads
 //! are the caller's bytes, borrowed for the call (one SGE) or copied into

@@ -470,13 +470,14 @@ fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
     let got = out.get_mut(..n as usize).unwrap_or_default();
-    ring.copy_into(cons, got, |slot, mut wc| {
+    ring.copy_into(cons, got, |slot, wc| {
+        let slot = slot.set(Wc::from_abi(wc));
         // The flag bits are put right in the copy, and only when one
         // of the two swapped bits is set: a test, not a rewrite.
-        if wc.wc_flags & FLAGS_SWAPPED != 0 {
-            wc.wc_flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+        let flags = &mut slot.as_abi_mut().wc_flags;
+        if *flags & FLAGS_SWAPPED != 0 {
+            *flags = kernel_wc_flags_to_ibv(*flags);
         }
-        slot.set(Wc::from_abi(wc));
     });
     c.release(cons, n);
     Ok(n as usize)

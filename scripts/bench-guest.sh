@@ -16,6 +16,7 @@
 #   LAT_ITERS, BW_ITERS, BW_SIZE, OPS_ITERS, POLL_BATCH, POLL_ROUNDS
 #   DEV, GIDX    device and RoCE v2 GID index (default rxe0, $VM_RXE_GID_INDEX)
 #   SIW_DEV, SIW_IP, SIW_LAT_SIZES   the siw0 rows (default siw0, $VM_SIW_IP, "2 1024")
+#   ONLY         "capi-cg": only the callgrind runs of the C ops bench (sides c and capi)
 set -uo pipefail
 : "${OUT:?}"
 REPS=${REPS:-3}
@@ -84,6 +85,9 @@ SIDES=(c)
 have "${OURS_PERF:-}" && SIDES+=(ours)
 [ -n "${CAPI_LIB:-}" ] && [ -e "$CAPI_LIB/libibverbs.so.1" ] && SIDES+=(capi)
 
+ONLY=${ONLY:-}
+if [ "$ONLY" = capi-cg ]; then SIDES=(); fi
+
 echo "bench-guest: [${SECONDS}s] latency (sizes $LAT_SIZES, $REPS reps, sides ${SIDES[*]})" >&2
 for test in send_lat write_lat; do
     for size in $LAT_SIZES; do
@@ -119,8 +123,9 @@ ops_bin() { case "$1" in c|capi) echo "$C_OPS" ;; ours) echo "$OURS_OPS" ;; esac
 ops_env() { if [ "$1" = capi ]; then echo "LD_LIBRARY_PATH=$CAPI_LIB"; else echo "VERBS_BENCH_SIDE=$1"; fi; }
 OPS_ARGS=(-d "$DEV" -x "$GIDX" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
 
+[ "$ONLY" = capi-cg ] && OPS_SIDES=(c capi)
 echo "bench-guest: [${SECONDS}s] ops benches, wall time (emulated; informative)" >&2
-for rep in $(seq "$REPS"); do
+[ "$ONLY" = capi-cg ] || for rep in $(seq "$REPS"); do
     for side in "${OPS_SIDES[@]}"; do
         out=$OUT/ops/wall.$side.$rep.txt
         env "$(ops_env "$side")" timeout 300 "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
@@ -150,7 +155,9 @@ done
 SIW_DEV=${SIW_DEV:-siw0}
 SIW_IP=${SIW_IP:-${VM_SIW_IP:-}}
 SIW_LAT_SIZES=${SIW_LAT_SIZES:-"2 1024"}
-if [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
+if [ "$ONLY" = capi-cg ]; then
+    :  # rxe0's C-ABI rows only
+elif [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     mkdir -p "$OUT/siw/lat" "$OUT/siw/bw" "$OUT/siw/cg"
     echo "siw_device=$SIW_DEV siw_ip=$SIW_IP" >> "$OUT/guest-info.txt"
     PAIR_HOST=$SIW_IP

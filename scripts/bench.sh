@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The performance harness (issue #6): ours vs rdma-core's C libibverbs on rxe0, one VM boot.
 #
-# usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE]
+# usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE] [--capi-ops]
 #   --quick      one run per workload and side, three latency sizes (a smoke run, ~2 min)
+#   --capi-ops   only the C-ABI instruction counts: the C ops bench under callgrind on
+#                rdma-core's library and on ours (sides c and capi); prints instructions per
+#                call and leaves the report alone (callgrind counts are deterministic: one run)
 #   --no-setup   skip scripts/setup.sh
 #   --reps N     runs per workload and side (default 5; results are medians over the runs)
 #   --out FILE   the report (default BENCHMARKS.md in the repository)
@@ -22,11 +25,12 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-SETUP=1 REPS=5 QUICK=0 REPORT=$ROOT/BENCHMARKS.md
+SETUP=1 REPS=5 QUICK=0 CAPI_OPS=0 REPORT=$ROOT/BENCHMARKS.md
 CMDLINE="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; REPS=1; shift ;;
+        --capi-ops) CAPI_OPS=1; REPS=1; shift ;;
         --no-setup) SETUP=0; shift ;;
         --reps) REPS=$2; shift 2 ;;
         --out) REPORT=$2; shift 2 ;;
@@ -47,7 +51,9 @@ mkdir -p "$BENCH"
 gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs -lrdmacm
 # Ours: a missing or broken Rust side is reported as "not measured", never hidden.
 OURS_PERF="" OURS_OPS=""
-if cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \
+if [ "$CAPI_OPS" = 1 ]; then
+    :  # only the C ops bench on both libraries
+elif cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \
         > "$BENCH/cargo.json" 2> "$BENCH/cargo.log"; then
     exe() { grep '"reason":"compiler-artifact"' "$BENCH/cargo.json" | grep "\"name\":\"$1\"" \
             | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1; }
@@ -70,6 +76,7 @@ fi
 rm -rf "$RAW"; mkdir -p "$RAW"
 ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$OURS_OPS" -e "OURS_PERF=$OURS_PERF"
       -e "CAPI_LIB=$CAPI_LIB")
+if [ "$CAPI_OPS" = 1 ]; then ENVS+=(-e "ONLY=capi-cg"); fi
 if [ "$QUICK" = 1 ]; then ENVS+=(-e "LAT_SIZES=2 256 4096" -e "OPS_ITERS=500" -e "POLL_ROUNDS=20"); fi
 for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS; do
     [ -n "${!v:-}" ] && ENVS+=(-e "$v=${!v}")
@@ -81,6 +88,22 @@ set +e
 VMRC=$?
 set -e
 wait  # the tee
+if [ "$CAPI_OPS" = 1 ]; then
+    python3 - "$RAW" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("r", "scripts/bench_report.py")
+r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)
+cg = r.collect(sys.argv[1])["cg"]
+for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
+    d = cg.get(op, {})
+    c, o = (d.get(s) and d[s]["per_call"] for s in ("c", "capi"))
+    f = lambda x: "n/a" if x is None else f"{x:.1f}"
+    r = f"{o / c:.2f}" if c and o else "n/a"
+    print(f"capi-ops: {op:14} rdma-core {f(c):>7}  ours {f(o):>7}  ratio {r}")
+PY
+    [ "$VMRC" = 0 ] || { echo "bench: the VM run failed (exit $VMRC)" >&2; exit 1; }
+    exit 0
+fi
 ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail -1)
 {
     echo "command=$CMDLINE"

@@ -281,6 +281,21 @@ impl<'ctx> Cq<'ctx> {
     #[doc(alias = "ibv_poll_cq")]
     #[inline(always)]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
+        self.poll_out(wc)
+    }
+
+    /// [`Cq::poll`] into memory that need not be initialised (a C
+    /// caller's `struct ibv_wc` array: [`Wc`](crate::Wc) has its layout):
+    /// returns `n`, and the first `n` elements of `wc` are then written.
+    /// Nothing in `wc` is read.
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline(always)]
+    pub fn poll_uninit(&self, wc: &mut [core::mem::MaybeUninit<crate::wc::Wc>]) -> Result<usize> {
+        self.poll_out(wc)
+    }
+
+    #[inline(always)]
+    fn poll_out<S: crate::wc::WcOut>(&self, wc: &mut [S]) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
         match *ring {
             #[cfg(feature = "rxe")]

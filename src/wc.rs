@@ -366,3 +366,33 @@ mod tests {
         assert_eq!(Wc::default(), Wc::zeroed());
     }
 }
+
+/// Where a poll stores completions: an array of [`Wc`]
+/// ([`Cq::poll`](crate::Cq::poll)) or of `MaybeUninit<Wc>`
+/// ([`Cq::poll_uninit`](crate::Cq::poll_uninit): memory a C caller hands
+/// in, never read). Sealed: implemented for those two only.
+pub trait WcOut: sealed::Sealed {
+    /// Stores `wc` in this slot and returns it, stored.
+    fn set(&mut self, wc: Wc) -> &mut Wc;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Wc {}
+    impl Sealed for core::mem::MaybeUninit<super::Wc> {}
+}
+
+impl WcOut for Wc {
+    #[inline(always)]
+    fn set(&mut self, wc: Wc) -> &mut Wc {
+        *self = wc;
+        self
+    }
+}
+
+impl WcOut for core::mem::MaybeUninit<Wc> {
+    #[inline(always)]
+    fn set(&mut self, wc: Wc) -> &mut Wc {
+        self.write(wc)
+    }
+}

@@ -20,6 +20,13 @@
 //! resize and destroy take the write lock and refuse (`EBUSY`) while the
 //! count is not 0, so no `&mut Cq` ever coexists with those borrows.
 //!
+//! `ibv_poll_cq`, the hot path, takes no lock: it reaches the `Cq` through
+//! [`CCq::live`], a pointer to it that `ibv_destroy_cq` clears under the
+//! write lock before it takes the `Cq` out, and relies on C's rule that no
+//! call on a CQ runs during or after its destroy (rdma-core's destroy
+//! frees the CQ). It copies completions straight into the caller's
+//! `struct ibv_wc` array (`verbs::Wc` has that layout, asserted below).
+//!
 //! `ibv_destroy_cq` waits, as rdma-core does, until `ibv_ack_cq_events`
 //! and `ibv_ack_async_event` acknowledged as many events as the kernel
 //! reports having delivered for the CQ; the counters and the wait use the
@@ -28,7 +35,8 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use verbs::{Context, Cq, ErrorKind};
@@ -51,6 +59,11 @@ pub(crate) struct CCq {
     magic: AtomicU64,
     /// `None` once destroyed (the box then lives on until the wait ends).
     cq: RwLock<Option<Cq<'static>>>,
+    /// The `Cq` inside `cq` for the data path (`ibv_poll_cq`), which reads
+    /// it without the lock: set once the box is made, cleared by
+    /// `ibv_destroy_cq` (under the write lock) before it takes the `Cq`
+    /// out; NULL also while the box is being made.
+    live: AtomicPtr<Cq<'static>>,
     /// QPs and SRQs borrowing `cq` (see the module docs).
     users: AtomicU32,
     channel: Option<&'static CCompChannel>,
@@ -96,6 +109,27 @@ impl CCq {
         // moved nor dropped while this borrow lives; resize (write lock)
         // only borrows it shared.
         Some(unsafe { &*cq })
+    }
+
+    /// The Rust CQ for `ibv_poll_cq`, without taking the lock; `None`
+    /// once destroyed.
+    ///
+    /// # Safety
+    ///
+    /// C's rule for every CQ verb: the call does not run concurrently with
+    /// (or after) `ibv_destroy_cq` of this CQ; the borrow ends before the
+    /// call returns.
+    #[inline(always)]
+    unsafe fn live(&self) -> Option<&Cq<'static>> {
+        let p = self.live.load(Ordering::Acquire);
+        // SAFETY: non-NULL, `p` points to the `Cq` in `self.cq`'s `Some`,
+        // at a fixed address in this box from creation until destroy,
+        // which clears `live` before it takes the `Cq` out (the only `&mut`
+        // to it ever formed; resize derefs its write guard shared only).
+        // Shared borrows coexist with the lock's readers and with resize;
+        // the caller promises no destroy meanwhile (C's rule, rdma-core's
+        // too: its destroy frees the CQ).
+        unsafe { p.as_ref() }
     }
 
     /// Ends a borrow taken by [`CCq::hold`].
@@ -346,6 +380,7 @@ fn create(
         ibv: UnsafeCell::new(ibv),
         magic: AtomicU64::new(MAGIC),
         cq: RwLock::new(Some(cq)),
+        live: AtomicPtr::new(core::ptr::null_mut()),
         users: AtomicU32::new(0),
         channel: ch,
         user_handle,
@@ -353,6 +388,12 @@ fn create(
         current: Mutex::new(unsafe { core::mem::zeroed() }),
         _ctx: arc,
     });
+    {
+        let g = b.cq.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(inner) = g.as_ref() {
+            b.live.store(core::ptr::from_ref(inner).cast_mut(), Ordering::Release);
+        }
+    }
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Cq, p as usize);
     p.cast()
@@ -387,11 +428,15 @@ pub(crate) extern "C" fn ibv_destroy_cq(cq: *mut IbvCq) -> c_int {
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);
     }
+    c.live.store(core::ptr::null_mut(), Ordering::Release);
     let Some(inner) = g.take() else { return fail_errno(libc::EINVAL) };
     let done = match inner.destroy() {
         Ok(d) => d,
         Err(e) => {
             *g = Some(e.object);
+            if let Some(back) = g.as_ref() {
+                c.live.store(core::ptr::from_ref(back).cast_mut(), Ordering::Release);
+            }
             return fail_errno(errno_of(&e.error));
         }
     };
@@ -474,38 +519,73 @@ fn c_wc(w: &verbs::Wc) -> IbvWc {
     }
 }
 
+// `verbs::Wc` has the layout of `struct ibv_wc` (the kernel's
+// `ib_uverbs_wc`, which rxe writes): `poll_cq` polls into the caller's array.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use verbs::abi::uverbs::Wc as K;
+    assert!(size_of::<IbvWc>() == size_of::<verbs::Wc>() && size_of::<K>() == size_of::<verbs::Wc>());
+    assert!(core::mem::align_of::<IbvWc>() == core::mem::align_of::<verbs::Wc>());
+    assert!(offset_of!(IbvWc, wr_id) == offset_of!(K, wr_id));
+    assert!(offset_of!(IbvWc, status) == offset_of!(K, status));
+    assert!(offset_of!(IbvWc, opcode) == offset_of!(K, opcode));
+    assert!(offset_of!(IbvWc, vendor_err) == offset_of!(K, vendor_err));
+    assert!(offset_of!(IbvWc, byte_len) == offset_of!(K, byte_len));
+    assert!(offset_of!(IbvWc, imm_data) == offset_of!(K, ex));
+    assert!(offset_of!(IbvWc, qp_num) == offset_of!(K, qp_num));
+    assert!(offset_of!(IbvWc, src_qp) == offset_of!(K, src_qp));
+    assert!(offset_of!(IbvWc, wc_flags) == offset_of!(K, wc_flags));
+    assert!(offset_of!(IbvWc, pkey_index) == offset_of!(K, pkey_index));
+    assert!(offset_of!(IbvWc, slid) == offset_of!(K, slid));
+    assert!(offset_of!(IbvWc, sl) == offset_of!(K, sl));
+    assert!(offset_of!(IbvWc, dlid_path_bits) == offset_of!(K, dlid_path_bits));
+};
+
 /// `ibv_context_ops.poll_cq` (behind the `ibv_poll_cq` inline): up to
 /// `num_entries` completions into `wc`; their number, or -1 with errno.
-/// Pollers of one CQ on several threads wait for each other (rdma-core
-/// takes a spinlock): a `Busy` claim is retried, never reported.
+/// The completions are copied from the ring straight into the caller's
+/// array (`verbs::Wc` is `struct ibv_wc`, asserted above). Pollers of
+/// one CQ on several threads wait for each other (rdma-core takes a
+/// spinlock): a `Busy` claim is retried, never reported.
 ///
 /// # Safety
 ///
-/// `wc` points to `num_entries` writable `struct ibv_wc` (when > 0).
+/// `wc` points to `num_entries` writable `struct ibv_wc` (when > 0); the
+/// CQ is not destroyed during the call (C's rule).
 pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: *mut IbvWc) -> c_int {
     let Some(c) = from_c(cq) else { return fail_neg1(libc::EINVAL) };
+    // SAFETY: the caller's promise: no destroy during this call.
+    let Some(inner) = (unsafe { c.live() }) else { return fail_neg1(libc::EINVAL) };
     if num_entries <= 0 {
         return 0;
     }
     if wc.is_null() {
         return fail_neg1(libc::EINVAL);
     }
-    let g = c.cq.read().unwrap_or_else(|p| p.into_inner());
-    let Some(inner) = g.as_ref() else { return fail_neg1(libc::EINVAL) };
+    // SAFETY: the caller promises `num_entries` (> 0) writable entries,
+    // used by nothing else during the call; MaybeUninit: nothing is read,
+    // and `verbs::Wc` has `ibv_wc`'s size, alignment and field offsets.
+    let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<verbs::Wc>>(), num_entries as usize) };
+    match inner.poll_uninit(out) {
+        Ok(n) => n as c_int,
+        Err(e) => poll_again(inner, out, e),
+    }
+}
+
+/// [`poll_cq`] after an error: retries while another thread holds the CQ
+/// (`Busy`), else -1 with errno. Out of line, so that the common path
+/// keeps few registers.
+#[cold]
+#[inline(never)]
+fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>], mut e: verbs::Error) -> c_int {
     loop {
-        let mut i = 0usize;
-        let r = inner.poll_with(num_entries as usize, |w| {
-            // poll_with hands at most num_entries completions, so
-            // i < num_entries: inside the caller's array.
-            let slot = wc.wrapping_add(i);
-            // SAFETY: see above; the caller promises num_entries writable entries.
-            unsafe { slot.write(c_wc(w)) };
-            i += 1;
-        });
-        match r {
+        if e.kind() != ErrorKind::Busy {
+            return fail_neg1(errno_of(&e));
+        }
+        core::hint::spin_loop();
+        match inner.poll_uninit(out) {
             Ok(n) => return n as c_int,
-            Err(e) if e.kind() == ErrorKind::Busy => core::hint::spin_loop(),
-            Err(e) => return fail_neg1(errno_of(&e)),
+            Err(next) => e = next,
         }
     }
 }

@@ -3,8 +3,10 @@
 //! The data path of `ibv_context_ops`: `post_send`, `post_recv`,
 //! `post_srq_recv` (behind the `static inline` verbs of verbs.h).
 //!
-//! C's linked lists become `verbs` work requests in batches of [`BATCH`]
-//! on the stack (no heap allocation per call). Their scatter/gather lists
+//! A list of one request (the common case) is converted into one `verbs`
+//! work request on the stack and posted directly; longer lists become
+//! `verbs` work requests in batches of [`BATCH`] on the stack (no heap
+//! allocation per call). Their scatter/gather lists
 //! are the caller's `struct ibv_sge` arrays themselves (same layout as
 //! `verbs::Sge`, checked below), borrowed for the call; inline payloads
 //! are the caller's bytes, borrowed for the call (one SGE) or copied into
@@ -219,20 +221,111 @@ fn post_prefix<W>(wrs: &[W], mut post: impl FnMut(&[W]) -> Result<(), PostError>
 /// `ibv_context_ops.post_send`: 0, or the errno value with `*bad_wr` set
 /// to the first request not posted (those before it are posted).
 ///
+/// A list of one request (the common case) takes a straight path: it is
+/// converted in place and posted, with no batch arrays and no prefix
+/// retry; longer lists go through [`post_send_list`].
+///
 /// # Safety
 ///
 /// `wr` is NULL or a valid list of valid requests (SGEs, inline bytes, AHs
 /// for UD); `bad_wr` is NULL or writable.
 pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    let Some(c) = qp::from_c(qp) else {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
+    // SAFETY: the caller promises NULL or a valid list.
+    if wr.is_null() || !unsafe { (*wr).next }.is_null() {
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_send_list(c, wr, bad_wr) };
+    }
+    // SAFETY: non-NULL: the caller promises a valid request.
+    let w = unsafe { &*wr };
+    let qp_type = c.qp_type();
+    let mut scratch = MaybeUninit::<[u8; INLINE_BUF]>::uninit();
+    let mut inline = (scratch.as_mut_ptr().cast::<u8>(), INLINE_BUF);
+    // SAFETY: the caller promises everything the request points to is valid.
+    let Some(s) = (unsafe { send_wr(w, qp_type, &mut inline) }) else {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
+    let mut g = c.lock();
+    let Some(any) = g.as_mut() else {
+        drop(g);
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
+    match each!(any, q => q.post_send(core::slice::from_ref(&s))) {
+        Ok(()) => 0,
+        // SAFETY: forwarded caller contract.
+        Err(e) => unsafe { post_send_again(c, g, &s, e, wr, bad_wr) },
+    }
+}
+
+/// The straight path of [`post_send`] after a refusal: if this library
+/// still has the QP in INIT or RTR, the kernel may have moved it to RTS on
+/// its own (iWARP's connection manager does, after librdmacm's RTR and RTS
+/// requests, which the kernel answers without a state change): the QP is
+/// retyped and the request posted again (a refused request wrote nothing).
+/// Else, or if it is refused again, `*bad_wr` is set and the errno
+/// returned. Out of line: the common path keeps its registers.
+///
+/// # Safety
+///
+/// As [`post_send`]; `g` is `c`'s lock.
+#[cold]
+#[inline(never)]
+unsafe fn post_send_again(
+    c: &qp::CQp,
+    mut g: qp::QpGuard<'_>,
+    s: &SendWr<'_>,
+    mut e: PostError,
+    wr: *mut IbvSendWr,
+    bad_wr: *mut *mut IbvSendWr,
+) -> c_int {
+    if g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
+        c.refresh_state(&mut g);
+        if let Some(any) = g.as_mut() {
+            match each!(any, q => q.post_send(core::slice::from_ref(s))) {
+                Ok(()) => return 0,
+                Err(again) => e = again,
+            }
+        }
+    }
+    drop(g);
+    // SAFETY: forwarded caller contract.
+    unsafe { refuse(bad_wr, wr, errno_of(&e.error)) }
+}
+
+/// Sets `*bad_wr` (when not NULL) to `wr` and returns `errno` (also
+/// stored in `errno`). Out of line: the error paths of the posts.
+///
+/// # Safety
+///
+/// `bad_wr` is NULL or writable.
+#[cold]
+#[inline(never)]
+unsafe fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) -> c_int {
+    if !bad_wr.is_null() {
+        // SAFETY: the caller passes NULL or a writable slot.
+        unsafe { *bad_wr = wr };
+    }
+    fail_errno(errno)
+}
+
+/// [`post_send`] of a list of several requests (or none): converted and
+/// posted in batches of [`BATCH`] on the stack.
+///
+/// # Safety
+///
+/// As [`post_send`].
+#[inline(never)]
+unsafe fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
     let set_bad = |p: *mut IbvSendWr| {
         if !bad_wr.is_null() {
             // SAFETY: the caller passes NULL or a writable slot.
             unsafe { *bad_wr = p };
         }
-    };
-    let Some(c) = qp::from_c(qp) else {
-        set_bad(wr);
-        return fail_errno(libc::EINVAL);
     };
     let qp_type = c.qp_type();
     let mut g = c.lock();
@@ -346,21 +439,59 @@ unsafe fn post_recv_list(
     0
 }
 
-/// `ibv_context_ops.post_recv`: as [`post_send`], for receives.
+/// `ibv_context_ops.post_recv`: as [`post_send`], for receives (with
+/// the same straight path for a list of one).
 ///
 /// # Safety
 ///
 /// As [`post_recv_list`].
 pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     let Some(c) = qp::from_c(qp) else {
-        if !bad_wr.is_null() {
-            // SAFETY: the caller passes NULL or a writable slot.
-            unsafe { *bad_wr = wr };
-        }
-        return fail_errno(libc::EINVAL);
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
     };
+    // SAFETY: the caller promises NULL or a valid list.
+    if wr.is_null() || !unsafe { (*wr).next }.is_null() {
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_several(c, wr, bad_wr) };
+    }
+    // SAFETY: non-NULL: the caller promises a valid request.
+    let w = unsafe { &*wr };
+    // SAFETY: and a valid SGE array, unchanged during the call.
+    let Some(sg) = (unsafe { sges(w.sg_list, w.num_sge) }) else {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
+    let one = [RecvWr::new(w.wr_id, sg)];
     let mut g = c.lock();
-    let Some(any) = g.as_mut() else { return fail_errno(libc::EINVAL) };
+    let Some(any) = g.as_mut() else {
+        drop(g);
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
+    match each!(any, q => q.post_recv(&one)) {
+        Ok(()) => 0,
+        Err(e) => {
+            drop(g);
+            // SAFETY: forwarded caller contract.
+            unsafe { refuse(bad_wr, wr, errno_of(&e.error)) }
+        }
+    }
+}
+
+/// [`post_recv`] of a list of several requests (or none).
+///
+/// # Safety
+///
+/// As [`post_recv_list`].
+#[inline(never)]
+unsafe fn post_recv_several(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+    let mut g = c.lock();
+    let Some(any) = g.as_mut() else {
+        drop(g);
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
+    };
     let any: &mut Any = any;
     // SAFETY: forwarded caller contract.
     unsafe { post_recv_list(wr, bad_wr, |l| each!(&mut *any, q => q.post_recv(l))) }

@@ -8,7 +8,7 @@
 //! box serves `ibv_create_qp_ex`/`ibv_qp_to_qp_ex`), in an `UnsafeCell` (C writes `qp_context`; `state` is updated under the
 //! `qp` lock; the pthread mutex/condition are used through raw pointers
 //! only). The Rust QP is a typestate `QueuePair`, kept as a run-time
-//! state wrapper ([`Any`] over `verbs::qp::AnyQp`) in a `Mutex`, which
+//! state wrapper ([`Any`] over `verbs::qp::AnyQp`) in a [`QpLock`], which
 //! every verb and post takes. It borrows the `Pd` of a [`CPd`], the `Cq`s
 //! of [`CCq`]s and the `Srq` of a [`CSrq`] as `&'static`: each is
 //! counted in its owner's `users` for as long as the QP exists (taken
@@ -21,8 +21,8 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
 use zerocopy::FromZeros;
@@ -66,13 +66,103 @@ macro_rules! each {
 }
 pub(crate) use each;
 
+/// The lock of a QP's Rust side: one flag, taken with one
+/// compare-exchange and given back with one release store, as
+/// rdma-core's per-queue spinlocks. It replaces a `std` mutex, whose lock
+/// and unlock also test and record poisoning (the posts are the hot path
+/// of the C ABI). Holders run no caller code and never panic while
+/// holding it in the post paths; the verbs that make kernel commands
+/// under it (modify, query, destroy, multicast) hold it for one system
+/// call. A waiter spins a little, then yields its time slice.
+///
+/// A panic while it is held releases it (the guard's `Drop`), as the
+/// mutex it replaces was taken over when poisoned: the QP is consistent,
+/// every change of it is one kernel command.
+pub(crate) struct QpLock {
+    held: AtomicBool,
+    qp: UnsafeCell<Option<Any>>,
+}
+
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Any>();
+};
+
+// SAFETY: the `Option<Any>` is reached only through a `QpGuard`, and at
+// most one exists at a time (the flag: acquire on taking, release on
+// giving back), so it is used by one thread at a time; `Any` is `Send`.
+unsafe impl Sync for QpLock {}
+
+impl QpLock {
+    fn new(qp: Option<Any>) -> Self {
+        Self { held: AtomicBool::new(false), qp: UnsafeCell::new(qp) }
+    }
+
+    #[inline(always)]
+    fn lock(&self) -> QpGuard<'_> {
+        if self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            self.lock_slow();
+        }
+        QpGuard { lock: self }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self) {
+        let mut spins = 0u32;
+        loop {
+            if !self.held.load(Ordering::Relaxed)
+                && self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                return;
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                std::thread::yield_now();
+            } else {
+                core::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// A held [`QpLock`]: derefs to the QP (`None` once destroyed).
+pub(crate) struct QpGuard<'a> {
+    lock: &'a QpLock,
+}
+
+impl core::ops::Deref for QpGuard<'_> {
+    type Target = Option<Any>;
+    #[inline(always)]
+    fn deref(&self) -> &Option<Any> {
+        // SAFETY: this guard holds the flag: no other guard exists, so no
+        // other reference to the value (see `QpLock`'s `Sync`).
+        unsafe { &*self.lock.qp.get() }
+    }
+}
+
+impl core::ops::DerefMut for QpGuard<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Option<Any> {
+        // SAFETY: as in `deref`; the borrow is bounded by the guard's.
+        unsafe { &mut *self.lock.qp.get() }
+    }
+}
+
+impl Drop for QpGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.lock.held.store(false, Ordering::Release);
+    }
+}
+
 /// A queue pair: the C view first, then the Rust one.
 #[repr(C)]
 pub(crate) struct CQp {
     ibv: UnsafeCell<IbvQpEx>,
     magic: AtomicU64,
     /// `None` once destroyed.
-    pub(crate) qp: Mutex<Option<Any>>,
+    qp: QpLock,
     pd: &'static CPd,
     send_cq: &'static CCq,
     recv_cq: &'static CCq,
@@ -101,18 +191,17 @@ pub(crate) fn from_c<'a>(p: *mut IbvQp) -> Option<&'a CQp> {
 }
 
 impl CQp {
-    /// The QP, locked (a poisoned lock is taken over: the QP itself is
-    /// consistent, every change is one kernel command).
-    #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Any>> {
-        self.qp.lock().unwrap_or_else(|p| p.into_inner())
+    /// The QP, locked (see [`QpLock`]).
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> QpGuard<'_> {
+        self.qp.lock()
     }
 
     /// Retypes the QP in `g` (this QP's lock, held) in the state the kernel
     /// reports if the kernel moved it on its own (to RTS on iWARP, or to
     /// ERROR; [`AnyQp::refresh_state`]), and keeps the C view's `state` in
     /// step. A failed query leaves everything as it was.
-    pub(crate) fn refresh_state(&self, g: &mut MutexGuard<'_, Option<Any>>) {
+    pub(crate) fn refresh_state(&self, g: &mut QpGuard<'_>) {
         let Some(any) = g.take() else { return };
         let any = match any {
             Any::Rc(q) => Any::Rc(q.refresh_state().unwrap_or_else(|e| e.qp)),
@@ -335,7 +424,7 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool) ->
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(MAGIC),
-        qp: Mutex::new(Some(qp)),
+        qp: QpLock::new(Some(qp)),
         pd: cpd,
         send_cq: scq,
         recv_cq: rcq,

@@ -406,7 +406,7 @@ fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -
 /// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: checks and writes every
 /// receive WQE of `wrs`, and publishes them. No doorbell. If a request is
 /// refused nothing is published.
-#[inline]
+#[inline(always)]
 pub fn post_recv(
     verb: &'static str,
     mut prod: Producer<'_, RECV_MIN>,
@@ -450,11 +450,13 @@ pub fn is_empty(cq: &CompletionQueue) -> bool {
 }
 
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
-/// ring and frees their slots. Returns how many, or `Err` with the state
-/// of the claim if another consumer holds the CQ (never waits). The empty
-/// case is inlined into the caller; the copying is not.
+/// ring and frees their slots. Returns how many (the first that many
+/// elements of `out` are written: `out` may be uninitialised memory, see
+/// [`crate::wc::WcOut`]), or `Err` with the state of the claim if another
+/// consumer holds the CQ (never waits). The empty case is inlined into
+/// the caller; the copying is not.
 #[inline(always)]
-pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
+pub fn poll<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<usize, Claim> {
     if is_empty(cq) || out.is_empty() {
         return Ok(0);
     }
@@ -462,14 +464,14 @@ pub fn poll(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
 }
 
 #[inline(never)]
-fn poll_copy(cq: &CompletionQueue, out: &mut [Wc]) -> Result<usize, Claim> {
+fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<usize, Claim> {
     let c = cq.try_consumer()?;
     let ring = c.reader::<AbiWc>();
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
     let got = out.get_mut(..n as usize).unwrap_or_default();
     ring.copy_into(cons, got, |slot, wc| {
-        *slot = Wc::from_abi(wc);
+        let slot = slot.set(Wc::from_abi(wc));
         // The flag bits are put right in the copy, and only when one
         // of the two swapped bits is set: a test, not a rewrite.
         let flags = &mut slot.as_abi_mut().wc_flags;

@@ -348,10 +348,20 @@ impl<T: FromBytes> SlotReader<'_, T> {
     #[inline(always)]
     pub fn copy_into<U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) {
         let mut at = 0;
-        for run in self.runs(start, dst.len()) {
-            let Some(part) = dst.get_mut(at..at + run.1) else { return };
-            self.walk(run, |k, t| map(&mut part[k], t));
-            at += run.1;
+        for (from, count) in self.runs(start, dst.len()) {
+            let Some(part) = dst.get_mut(at..at + count) else { return };
+            // The loop is driven by the destination's iterator (no index,
+            // no bounds test); the source pointer steps along.
+            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+            for d in part {
+                // SAFETY: as in `walk`: `p` is the address of one of the
+                // `count` slots from `from` (`from + count <= slots`, by
+                // `runs`), inside the mapping, holding at least a `T`
+                // (`FromBytes`, read unaligned).
+                map(d, unsafe { p.cast::<T>().read_unaligned() });
+                p = p.wrapping_add(1 << self.log2);
+            }
+            at += count;
         }
     }
 }

@@ -103,7 +103,7 @@ pub fn is_empty(cq: &CqRing) -> bool {
 /// copying is not (it would give every caller of `Cq::poll`, rxe's
 /// included, its registers and stack frame).
 #[inline(always)]
-pub fn poll(cq: &CqRing, out: &mut [Wc]) -> Result<usize, Claim> {
+pub fn poll<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
     if out.is_empty() || is_empty(cq) {
         return Ok(0);
     }
@@ -112,12 +112,12 @@ pub fn poll(cq: &CqRing, out: &mut [Wc]) -> Result<usize, Claim> {
 
 /// [`poll`] past the empty check.
 #[inline(never)]
-fn poll_copy(cq: &CqRing, out: &mut [Wc]) -> Result<usize, Claim> {
+fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
     let c = cq.try_consumer()?;
     let mut n = 0;
     for slot in out.iter_mut() {
         let Some(cqe) = c.take() else { break };
-        *slot = to_wc(&cqe);
+        slot.set(to_wc(&cqe));
         n += 1;
     }
     Ok(n)

@@ -177,7 +177,7 @@ impl<'a, T: Transport> AnyQp<'a, T> {
     /// `InvalidArgument` error for the first request (what the kernel
     /// answers a doorbell on a QP not ready to send).
     #[doc(alias = "ibv_post_send")]
-    #[inline]
+    #[inline(always)]
     pub fn post_send(&mut self, wrs: &[crate::wr::SendWr<'_>]) -> core::result::Result<(), crate::wr::PostError> {
         match self {
             AnyQp::Rts(qp) => qp.post_send(wrs),
@@ -189,7 +189,7 @@ impl<'a, T: Transport> AnyQp<'a, T> {
     /// `ibv_post_recv` in INIT or later; in RESET an `InvalidArgument`
     /// error for the first request.
     #[doc(alias = "ibv_post_recv")]
-    #[inline]
+    #[inline(always)]
     pub fn post_recv(&mut self, wrs: &[crate::wr::RecvWr<'_>]) -> core::result::Result<(), crate::wr::PostError> {
         match self {
             AnyQp::Init(qp) => qp.post_recv(wrs),

@@ -462,7 +462,7 @@ impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
     ///
     /// The method exists only in the states that allow sending (RTS, SQD).
     #[doc(alias = "ibv_post_send")]
-    #[inline]
+    #[inline(always)]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         self.inner.post_send(T::QP_TYPE, wrs)
     }
@@ -487,7 +487,7 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
     /// The method exists only in the states that allow posting receives
     /// (INIT and later).
     #[doc(alias = "ibv_post_recv")]
-    #[inline]
+    #[inline(always)]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
         if S::KIND == QpStateKind::Error {
             self.inner.can_flush_late_recv(wrs)?;

@@ -27,7 +27,6 @@
 use core::ffi::c_int;
 use core::mem::MaybeUninit;
 
-use verbs::qp::QpStateKind;
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 use crate::abi::objects::{IbvQp, IbvSrq};
@@ -283,8 +282,7 @@ unsafe fn post_send_again(
     wr: *mut IbvSendWr,
     bad_wr: *mut *mut IbvSendWr,
 ) -> c_int {
-    if g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
-        c.refresh_state(&mut g);
+    if c.refresh_if_not_ready(&mut g) {
         if let Some(any) = g.as_mut() {
             match each!(any, q => q.post_send(core::slice::from_ref(s))) {
                 Ok(()) => return 0,
@@ -321,23 +319,14 @@ unsafe fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) -> c_int {
 /// As [`post_send`].
 #[inline(never)]
 unsafe fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
-    let set_bad = |p: *mut IbvSendWr| {
-        if !bad_wr.is_null() {
-            // SAFETY: the caller passes NULL or a writable slot.
-            unsafe { *bad_wr = p };
-        }
-    };
     let qp_type = c.qp_type();
     let mut g = c.lock();
     // Not ready to send as far as this library knows: the kernel may have
-    // moved it (iWARP's connection manager does, after librdmacm's RTR and
-    // RTS requests, which the kernel answers without a state change).
-    if g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
-        c.refresh_state(&mut g);
-    }
+    // moved it on its own.
+    c.refresh_if_not_ready(&mut g);
     let Some(any) = g.as_mut() else {
-        set_bad(wr);
-        return fail_errno(libc::EINVAL);
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
     };
     let mut cur = wr;
     while !cur.is_null() {
@@ -371,13 +360,13 @@ unsafe fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvS
         let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<SendWr<'_>>(), n) };
         if n > 0 {
             if let Err((i, e)) = each!(&mut *any, q => post_prefix(wrs, |l| q.post_send(l))) {
-                set_bad(ptrs[i]);
-                return fail_errno(e);
+                // SAFETY: forwarded caller contract.
+                return unsafe { refuse(bad_wr, ptrs[i], e) };
             }
         }
         if refused {
-            set_bad(cur);
-            return fail_errno(libc::EINVAL);
+            // SAFETY: forwarded caller contract.
+            return unsafe { refuse(bad_wr, cur, libc::EINVAL) };
         }
     }
     0
@@ -394,12 +383,6 @@ unsafe fn post_recv_list(
     bad_wr: *mut *mut IbvRecvWr,
     mut post: impl FnMut(&[RecvWr<'_>]) -> Result<(), PostError>,
 ) -> c_int {
-    let set_bad = |p: *mut IbvRecvWr| {
-        if !bad_wr.is_null() {
-            // SAFETY: the caller passes NULL or a writable slot.
-            unsafe { *bad_wr = p };
-        }
-    };
     let mut cur = wr;
     while !cur.is_null() {
         let mut buf = [const { MaybeUninit::<RecvWr<'_>>::uninit() }; BATCH];
@@ -427,13 +410,13 @@ unsafe fn post_recv_list(
         let wrs = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<RecvWr<'_>>(), n) };
         if n > 0 {
             if let Err((i, e)) = post_prefix(wrs, &mut post) {
-                set_bad(ptrs[i]);
-                return fail_errno(e);
+                // SAFETY: forwarded caller contract.
+                return unsafe { refuse(bad_wr, ptrs[i], e) };
             }
         }
         if refused {
-            set_bad(cur);
-            return fail_errno(libc::EINVAL);
+            // SAFETY: forwarded caller contract.
+            return unsafe { refuse(bad_wr, cur, libc::EINVAL) };
         }
     }
     0

@@ -197,12 +197,19 @@ impl CQp {
         self.qp.lock()
     }
 
-    /// Retypes the QP in `g` (this QP's lock, held) in the state the kernel
-    /// reports if the kernel moved it on its own (to RTS on iWARP, or to
-    /// ERROR; [`AnyQp::refresh_state`]), and keeps the C view's `state` in
-    /// step. A failed query leaves everything as it was.
-    pub(crate) fn refresh_state(&self, g: &mut QpGuard<'_>) {
-        let Some(any) = g.take() else { return };
+    /// If this library has the QP in `g` (this QP's lock, held) in INIT or
+    /// RTR, not ready to send, retypes it in the state the kernel reports
+    /// when the kernel moved it on its own (to RTS on iWARP, where the
+    /// connection manager does, after librdmacm's RTR and RTS requests,
+    /// which the kernel answers without a state change; or to ERROR:
+    /// [`AnyQp::refresh_state`]), and keeps the C view's `state` in step.
+    /// Returns whether the QP was in INIT or RTR (and so was asked about).
+    /// A failed query leaves everything as it was.
+    pub(crate) fn refresh_if_not_ready(&self, g: &mut QpGuard<'_>) -> bool {
+        if !g.as_ref().is_some_and(|a| matches!(each!(a, q => q.state()), QpStateKind::Init | QpStateKind::Rtr)) {
+            return false;
+        }
+        let Some(any) = g.take() else { return false };
         let any = match any {
             Any::Rc(q) => Any::Rc(q.refresh_state().unwrap_or_else(|e| e.qp)),
             Any::Uc(q) => Any::Uc(q.refresh_state().unwrap_or_else(|e| e.qp)),
@@ -213,6 +220,7 @@ impl CQp {
         // SAFETY: `state` is written only under the lock (held by the
         // caller through `g`).
         unsafe { (*self.ibv.get()).qp_base.state = state as c_int };
+        true
     }
 
     /// The `ibv_wr_*` batch (a QP made by `ibv_create_qp_ex` with send

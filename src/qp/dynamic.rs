@@ -100,7 +100,6 @@ impl<'a, T: Transport> AnyQp<'a, T> {
         Ok(match (kernel, self) {
             (Some(QpStateKind::Rts), AnyQp::Init(qp)) => AnyQp::Rts(qp.assume_state()),
             (Some(QpStateKind::Rts), AnyQp::Rtr(qp)) => AnyQp::Rts(qp.assume_state()),
-            (Some(QpStateKind::Error), AnyQp::Error(qp)) => AnyQp::Error(qp),
             (Some(QpStateKind::Error), any) => each!(any, qp => AnyQp::Error(qp.assume_state())),
             (_, any) => any,
         })

@@ -9,7 +9,7 @@
 //! iteration count. Iterations are few: the VM runs under TCG.
 
 use super::capi::library_dir;
-use super::common::{gid_index, rxe_name};
+use super::common::{gid_index, rxe_name, tcp_listening};
 use core::time::Duration;
 use std::io::Read;
 use std::path::Path;
@@ -81,17 +81,6 @@ impl Side {
     }
 }
 
-fn listening(port: u16) -> bool {
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3
-                && cols[3] == "0A"
-                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
-        })
-    })
-}
-
 /// Asserts `prog` resolves libibverbs.so.1 to our library in `dir`.
 fn loads_ours(prog: &str, dir: &Path) {
     let trace = Command::new(prog)
@@ -114,7 +103,7 @@ fn pair(prog: &str, args: &[String], port: u16, ours_server: bool) -> (Done, Don
     let (sl, cl) = if ours_server { (Some(dir.as_path()), None) } else { (None, Some(dir.as_path())) };
     let since = Instant::now();
     let mut srv = start(prog, args, sl);
-    while !listening(port) {
+    while !tcp_listening(port) {
         if srv.exited() || since.elapsed() > TIMEOUT {
             panic!("server never listened on {port}:\n{}", srv.finish(since));
         }

@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 use super::cm_rig::{cm_devices, ip_of, next_port};
+use super::common::tcp_listening;
 
 const OURS: &str = env!("CARGO_BIN_EXE_verbs-rping");
 const COUNT: usize = 5;
@@ -51,18 +52,6 @@ fn run(prog: &str, lib: Option<&Path>, args: &[String], deadline: Instant) -> Ou
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().expect("output")
-}
-
-/// Whether a TCP socket listens on `port` (`/proc/net/tcp`, `tcp6`).
-fn tcp_listening(port: u16) -> bool {
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3
-                && cols[3] == "0A"
-                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
-        })
-    })
 }
 
 fn pair(dev: &str, server: &str, client: &str) {

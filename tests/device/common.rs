@@ -82,3 +82,18 @@ pub(crate) fn uverbs_of(dev: &str) -> String {
     assert_eq!(found.len(), 1, "uverbs devices for {dev}: {found:?}");
     found.pop().unwrap()
 }
+
+/// True once a TCP socket (IPv4 or IPv6) listens on `port`, read from
+/// `/proc/net/tcp{,6}`: probing with a connection would use up a server's
+/// single `accept`, and on iWARP the connection manager's listener is such
+/// a socket too.
+pub(crate) fn tcp_listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3
+                && cols[3] == "0A"
+                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+        })
+    })
+}

@@ -6,7 +6,7 @@
 //! the other side's `local address` lines (the TCP exchange carried
 //! LID/QPN/PSN/GID intact in both directions).
 
-use super::common::{gid_index, rxe_name};
+use super::common::{gid_index, rxe_name, tcp_listening};
 use core::time::Duration;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -97,27 +97,6 @@ impl Running {
     }
 }
 
-/// True once a TCP socket listens on `port` (read from /proc, so the
-/// server's single `accept` is not used up by probing).
-fn listening(port: u16) -> bool {
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3
-                    && cols[3] == "0A"
-                    && cols[1]
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| u16::from_str_radix(p, 16).ok())
-                        == Some(port)
-            })
-    })
-}
-
 /// The common arguments: device, GID index, TCP port, iterations, `extra`.
 fn args(port: u16, extra: &[&str]) -> Vec<String> {
     let mut a = vec![
@@ -148,7 +127,7 @@ fn addresses(out: &str, which: &str) -> Vec<String> {
 fn pair(server: &str, client: &str, port: u16, extra: &[&str], qps: usize) {
     let since = Instant::now();
     let mut srv = start(server, &args(port, extra));
-    while !listening(port) {
+    while !tcp_listening(port) {
         if srv.exited() || since.elapsed() > TIMEOUT {
             panic!("server never listened on {port}:\n{}", srv.finish(since));
         }
@@ -279,7 +258,7 @@ fn rxe_rc_pingpong_events_against_c() {
     let since = Instant::now();
     let port = 19104;
     let mut srv = start(RC, &args(port, &["-e"]));
-    while !listening(port) {
+    while !tcp_listening(port) {
         if srv.exited() || since.elapsed() > TIMEOUT {
             panic!("server never listened:\n{}", srv.finish(since));
         }

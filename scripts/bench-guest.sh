@@ -17,6 +17,7 @@
 #   DEV, GIDX    device and RoCE v2 GID index (default rxe0, $VM_RXE_GID_INDEX)
 #   SIW_DEV, SIW_IP, SIW_LAT_SIZES   the siw0 rows (default siw0, $VM_SIW_IP, "2 1024")
 #   ONLY         "capi-cg": only the callgrind runs of the C ops bench (sides c and capi)
+#   CG_ARGS      extra valgrind options of the rxe0 callgrind runs (e.g. --dump-instr=yes)
 set -uo pipefail
 : "${OUT:?}"
 REPS=${REPS:-3}
@@ -144,7 +145,7 @@ for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_po
         [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
         [ "$fn" = bench_poll_with ] && [ "$side" = capi ] && continue
         out=$OUT/cg/$fn.$side.txt
-        env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
+        env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind ${CG_ARGS:-} --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
             --callgrind-out-file="$OUT/cg/$fn.$side.callgrind" \
             "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
         echo "exit=$?" >> "$out"

@@ -78,7 +78,7 @@ ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$
       -e "CAPI_LIB=$CAPI_LIB")
 if [ "$CAPI_OPS" = 1 ]; then ENVS+=(-e "ONLY=capi-cg"); fi
 if [ "$QUICK" = 1 ]; then ENVS+=(-e "LAT_SIZES=2 256 4096" -e "OPS_ITERS=500" -e "POLL_ROUNDS=20"); fi
-for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS; do
+for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS CG_ARGS; do
     [ -n "${!v:-}" ] && ENVS+=(-e "$v=${!v}")
 done
 echo "bench: booting the VM (one boot for every workload)" >&2

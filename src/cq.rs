@@ -294,6 +294,33 @@ impl<'ctx> Cq<'ctx> {
         self.poll_out(wc)
     }
 
+    /// [`Cq::poll_uninit`] for the C library's `ibv_poll_cq` (feature
+    /// `internals`), split so that the empty case runs no out-of-line
+    /// code: if the CQ is empty, `empty()`; else `full` with a
+    /// [`PollTicket`] that holds the ring (no resize replaces it) until
+    /// it is used or dropped. `full` is meant to be one out-of-line call
+    /// in tail position, which keeps every register of the poll to
+    /// itself.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    #[doc(alias = "ibv_poll_cq")]
+    #[inline(always)]
+    pub fn poll_uninit_straight<R>(&self, empty: impl FnOnce() -> R, full: impl FnOnce(Option<PollTicket<'_>>) -> R) -> R {
+        let Some(ring) = self.ring.enter() else { return full(None) };
+        let is_empty = match *ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => crate::providers::rxe::post::is_empty(r.queue()),
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref r) => crate::providers::siw::poll::is_empty(r.ring()),
+            Ring::Dead => false,
+        };
+        if is_empty {
+            drop(ring);
+            return empty();
+        }
+        full(Some(PollTicket(ring)))
+    }
+
     #[inline(always)]
     fn poll_out<S: crate::wc::WcOut>(&self, wc: &mut [S]) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
@@ -469,6 +496,30 @@ pub fn get_cq_event<'c, 'ctx>(
     };
     cq.note_event();
     Ok(cq)
+}
+
+/// A CQ found not empty by [`Cq::poll_uninit_straight`], its ring held
+/// (no resize replaces it) until [`PollTicket::poll`] or a drop.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub struct PollTicket<'c>(crate::swap_cell::Entered<'c, Ring>);
+
+#[cfg(feature = "internals")]
+impl PollTicket<'_> {
+    /// Copies up to `out.len()` completions into `out` (the first that
+    /// many elements are then written) and returns how many; `None` where
+    /// [`Cq::poll_uninit`] is an error (another poller holds the CQ, a
+    /// dead ring), which it then tells.
+    #[inline(always)]
+    pub fn poll(self, out: &mut [core::mem::MaybeUninit<crate::wc::Wc>]) -> Option<usize> {
+        match *self.0 {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref r) => crate::providers::rxe::post::poll_nonempty(r.queue(), out).ok().map(|n| n as usize),
+            #[cfg(feature = "siw")]
+            Ring::Siw(ref r) => crate::providers::siw::poll::poll(r.ring(), out).ok(),
+            Ring::Dead => None,
+        }
+    }
 }
 
 /// The error of a call that found the CQ's ring being replaced by

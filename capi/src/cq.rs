@@ -39,6 +39,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use verbs::cq::PollTicket;
 use verbs::{Context, Cq, ErrorKind};
 
 use crate::abi::device::IbvContext;
@@ -556,6 +557,20 @@ pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: 
     let Some(c) = from_c(cq) else { return fail_neg1(libc::EINVAL) };
     // SAFETY: the caller's promise: no destroy during this call.
     let Some(inner) = (unsafe { c.live() }) else { return fail_neg1(libc::EINVAL) };
+    // An empty CQ answers 0 whatever the array is, as rdma-core's
+    // providers do; the rest is one call in tail position.
+    // SAFETY: forwarded caller contract.
+    inner.poll_uninit_straight(|| 0, |ticket| unsafe { poll_full(inner, ticket, num_entries, wc) })
+}
+
+/// [`poll_cq`] of a CQ that was not empty (`ticket`: still held), or that
+/// could not be looked at (`None`: being resized).
+///
+/// # Safety
+///
+/// As [`poll_cq`].
+#[inline(never)]
+unsafe fn poll_full(inner: &Cq<'static>, ticket: Option<PollTicket<'_>>, num_entries: c_int, wc: *mut IbvWc) -> c_int {
     if num_entries <= 0 {
         return 0;
     }
@@ -566,26 +581,22 @@ pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: 
     // used by nothing else during the call; MaybeUninit: nothing is read,
     // and `verbs::Wc` has `ibv_wc`'s size, alignment and field offsets.
     let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<verbs::Wc>>(), num_entries as usize) };
-    match inner.poll_uninit(out) {
-        Ok(n) => n as c_int,
-        Err(e) => poll_again(inner, out, e),
+    match ticket.and_then(|t| t.poll(out)) {
+        Some(n) => n as c_int,
+        None => poll_again(inner, out),
     }
 }
 
-/// [`poll_cq`] after an error: retries while another thread holds the CQ
-/// (`Busy`), else -1 with errno. Out of line, so that the common path
-/// keeps few registers.
+/// [`poll_cq`] when the straight poll could not: retries while another
+/// thread holds the CQ or resizes it (`Busy`), else -1 with errno.
 #[cold]
 #[inline(never)]
-fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>], mut e: verbs::Error) -> c_int {
+fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>]) -> c_int {
     loop {
-        if e.kind() != ErrorKind::Busy {
-            return fail_neg1(errno_of(&e));
-        }
-        core::hint::spin_loop();
         match inner.poll_uninit(out) {
             Ok(n) => return n as c_int,
-            Err(next) => e = next,
+            Err(e) if e.kind() == ErrorKind::Busy => core::hint::spin_loop(),
+            Err(e) => return fail_neg1(errno_of(&e)),
         }
     }
 }

@@ -27,6 +27,7 @@
 use core::ffi::c_int;
 use core::mem::MaybeUninit;
 
+use verbs::providers::rxe::post::{Plain, StraightWr};
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 use crate::abi::objects::{IbvQp, IbvSrq};
@@ -217,12 +218,82 @@ fn post_prefix<W>(wrs: &[W], mut post: impl FnMut(&[W]) -> Result<(), PostError>
     }
 }
 
+/// A C send request as the core's straight path reads it: field by
+/// field, where the WQE is written (no `SendWr` is built). The core
+/// judges it (operation, transport, flags, capacities, room) and leaves
+/// whatever is not straight to the general path.
+///
+/// Made only by [`post_send`] from a request the caller promises is
+/// valid, with everything it points to, and unchanged during the call.
+#[repr(transparent)]
+struct CStraight(IbvSendWr);
+
+impl StraightWr for CStraight {
+    #[inline(always)]
+    fn opcode(&self) -> u32 {
+        self.0.opcode as u32
+    }
+    #[inline(always)]
+    fn flags(&self) -> u32 {
+        self.0.send_flags & !SEND_INLINE
+    }
+    #[inline(always)]
+    fn data(&self) -> Option<Plain<'_>> {
+        let w = &self.0;
+        let sge = match w.num_sge {
+            0 => None,
+            // SAFETY: the request's promise (see the type): one readable
+            // SGE (`ibv_sge` and `verbs::Sge` are one layout, asserted
+            // above).
+            1 if !w.sg_list.is_null() => Some(unsafe { &*w.sg_list.cast::<Sge>() }),
+            _ => return None,
+        };
+        Some(match (w.send_flags & SEND_INLINE != 0, sge) {
+            (false, None) => Plain::Empty,
+            (false, Some(g)) => Plain::Sge(g),
+            (true, Some(g)) if g.length != 0 => {
+                // SAFETY: the C contract: the bytes of an inline SGE are
+                // readable and unchanged during the call (non-empty here,
+                // so the address is a real one); `length` < 2^32 <
+                // isize::MAX.
+                Plain::Inline(unsafe { core::slice::from_raw_parts(g.addr as usize as *const u8, g.length as usize) })
+            }
+            (true, _) => Plain::Inline(&[]),
+        })
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.0.wr_id
+    }
+    #[inline(always)]
+    fn ex(&self) -> u32 {
+        // Big-endian as the WQE holds it; for SEND_WITH_INV the same union
+        // is `invalidate_rkey`. rdma-core's librxe copies it for every
+        // operation too.
+        self.0.imm_data
+    }
+    #[inline(always)]
+    fn remote(&self) -> (u64, u32) {
+        if (1 << op::RDMA_WRITE | 1 << op::RDMA_WRITE_WITH_IMM | 1 << op::RDMA_READ) & (1u32 << (self.0.opcode & 31)) != 0 {
+            // SAFETY: the union's members are plain data (integers, a
+            // pointer); for these opcodes `rdma` is the meaningful one.
+            let rdma = unsafe { self.0.wr.rdma };
+            (rdma.remote_addr, rdma.rkey)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
 /// `ibv_context_ops.post_send`: 0, or the errno value with `*bad_wr` set
 /// to the first request not posted (those before it are posted).
 ///
-/// A list of one request (the common case) takes a straight path: it is
-/// converted in place and posted, with no batch arrays and no prefix
-/// retry; longer lists go through [`post_send_list`].
+/// A list of one plain request (the common case) takes the straight
+/// path: its fields go to the core's straight path as they are (no
+/// `SendWr` is built), under the QP's lock. Whatever that path does not
+/// take (another operation or state, several SGEs, a full queue, a bad
+/// request) goes to [`post_send_one`], which judges it; longer lists go
+/// through [`post_send_list`].
 ///
 /// # Safety
 ///
@@ -238,6 +309,43 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { post_send_list(c, wr, bad_wr) };
     }
+    // SAFETY: non-NULL: the caller promises a valid request, and valid
+    // memory behind it, unchanged during the call (`CStraight` is
+    // `repr(transparent)`).
+    let s = unsafe { &*wr.cast::<CStraight>() };
+    // A QP another thread holds goes the general way, which waits.
+    if let Some(mut g) = c.try_lock() {
+        if let Some(any) = g.as_mut() {
+            // One copy of the path for every transport (the result's type
+            // does not depend on it).
+            let ring = match any {
+                Any::Rc(q) => q.send_straight(),
+                Any::Uc(q) => q.send_straight(),
+                Any::Ud(q) => q.send_straight(),
+            };
+            match ring.and_then(|r| r.post(s)) {
+                Some(Ok(())) => return 0,
+                Some(Err(failed)) => {
+                    drop(g);
+                    // SAFETY: forwarded caller contract.
+                    return unsafe { refuse(bad_wr, wr, errno_of(&failed.error("ibv_post_send"))) };
+                }
+                None => {}
+            }
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_send_one(c, wr, bad_wr) }
+}
+
+/// [`post_send`] of one request the straight path did not take: converted
+/// into a `SendWr` and posted (the core judges it).
+///
+/// # Safety
+///
+/// As [`post_send`]; `wr` is not NULL.
+#[inline(never)]
+unsafe fn post_send_one(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
     let qp_type = c.qp_type();
@@ -423,7 +531,7 @@ unsafe fn post_recv_list(
 }
 
 /// `ibv_context_ops.post_recv`: as [`post_send`], for receives (with
-/// the same straight path for a list of one).
+/// the same straight path for a list of one request of at most one SGE).
 ///
 /// # Safety
 ///
@@ -438,6 +546,43 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { post_recv_several(c, wr, bad_wr) };
     }
+    // SAFETY: non-NULL: the caller promises a valid request.
+    let w = unsafe { &*wr };
+    let sge = match w.num_sge {
+        0 => Some(None),
+        // SAFETY: the caller's promise: one readable SGE, unchanged during
+        // the call (same layout as `verbs::Sge`, asserted above).
+        1 if !w.sg_list.is_null() => Some(Some(unsafe { &*w.sg_list.cast::<Sge>() })),
+        _ => None,
+    };
+    // A QP another thread holds goes the general way, which waits.
+    if let Some(sge) = sge {
+        if let Some(mut g) = c.try_lock() {
+            if let Some(any) = g.as_mut() {
+                // One copy of the path for every transport.
+                let ring = match any {
+                    Any::Rc(q) => q.recv_straight(),
+                    Any::Uc(q) => q.recv_straight(),
+                    Any::Ud(q) => q.recv_straight(),
+                };
+                if ring.is_some_and(|r| r.post(w.wr_id, sge)) {
+                    return 0;
+                }
+            }
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_one(c, wr, bad_wr) }
+}
+
+/// [`post_recv`] of one request the straight path did not take (the core
+/// judges it).
+///
+/// # Safety
+///
+/// As [`post_recv_list`]; `wr` is not NULL.
+#[inline(never)]
+unsafe fn post_recv_one(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
     // SAFETY: and a valid SGE array, unchanged during the call.

@@ -106,6 +106,17 @@ impl QpLock {
         QpGuard { lock: self }
     }
 
+    /// The lock if it is free now (one compare-exchange), else `None`:
+    /// the straight post paths, which leave a contended QP to the general
+    /// path (which waits), so that they make no call while holding values.
+    #[inline(always)]
+    fn try_lock(&self) -> Option<QpGuard<'_>> {
+        self.held
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then_some(QpGuard { lock: self })
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self) {
@@ -195,6 +206,12 @@ impl CQp {
     #[inline(always)]
     pub(crate) fn lock(&self) -> QpGuard<'_> {
         self.qp.lock()
+    }
+
+    /// The QP, locked, if no one holds it now (see [`QpLock::try_lock`]).
+    #[inline(always)]
+    pub(crate) fn try_lock(&self) -> Option<QpGuard<'_>> {
+        self.qp.try_lock()
     }
 
     /// If this library has the QP in `g` (this QP's lock, held) in INIT or

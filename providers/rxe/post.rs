@@ -34,7 +34,7 @@ use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
 use crate::wr::{
-    check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendOp, SendWr, Sge,
+    check_recv, check_send, sge_len, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,
     SEND_INLINE,
 };
 
@@ -260,8 +260,8 @@ pub fn post_general(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: 
 }
 
 /// What the straight path carries.
-#[derive(Clone, Copy)]
-enum Plain<'w> {
+#[derive(Clone, Copy, Debug)]
+pub enum Plain<'w> {
     /// No data (SEND of immediate data only, zero-length WRITE).
     Empty,
     /// One SGE.
@@ -270,39 +270,121 @@ enum Plain<'w> {
     Inline(&'w [u8]),
 }
 
+/// One request of the straight path, read field by field where the WQE
+/// is written (so that no field waits in a register or on the stack):
+/// a [`SendWr`] for [`post_plain`], an `ibv_send_wr` for the C library
+/// (through the `internals` feature), which then builds no [`SendWr`].
+/// It is only a request: [`post_straight`] judges it.
+pub trait StraightWr {
+    /// `enum ibv_wr_opcode` (the numbering of `ib_uverbs_wr_opcode`, which
+    /// the WQE holds).
+    fn opcode(&self) -> u32;
+    /// `enum ibv_send_flags` without `IBV_SEND_INLINE`.
+    fn flags(&self) -> u32;
+    /// The data, `None` if it is not of the straight path's shapes.
+    fn data(&self) -> Option<Plain<'_>>;
+    /// The caller's identifier, returned in the completion.
+    fn wr_id(&self) -> u64;
+    /// The WQE's `ex`: immediate data as on the wire (big-endian) or the
+    /// rkey to invalidate; for an operation with neither, whatever the
+    /// request holds (the kernel reads `ex` only for those that have it).
+    fn ex(&self) -> u32;
+    /// The remote address and key of an RDMA operation, `(0, 0)` for a
+    /// send (read only for a straight operation).
+    fn remote(&self) -> (u64, u32);
+}
+
+impl StraightWr for SendWr<'_> {
+    #[inline(always)]
+    fn opcode(&self) -> u32 {
+        self.op.opcode()
+    }
+    #[inline(always)]
+    fn flags(&self) -> u32 {
+        self.flags.bits()
+    }
+    #[inline(always)]
+    fn data(&self) -> Option<Plain<'_>> {
+        match self.payload {
+            Payload::Sges([]) => Some(Plain::Empty),
+            Payload::Sges([s]) => Some(Plain::Sge(s)),
+            Payload::Inline(d) => Some(Plain::Inline(d)),
+            Payload::Sges(_) => None,
+        }
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+    #[inline(always)]
+    fn ex(&self) -> u32 {
+        match self.op {
+            SendOp::SendWithImm { imm } | SendOp::RdmaWriteWithImm { imm, .. } => imm.to_be(),
+            SendOp::SendWithInv { invalidate_rkey } => invalidate_rkey,
+            _ => 0,
+        }
+    }
+    #[inline(always)]
+    fn remote(&self) -> (u64, u32) {
+        match self.op {
+            SendOp::RdmaWrite { remote_addr, rkey }
+            | SendOp::RdmaRead { remote_addr, rkey }
+            | SendOp::RdmaWriteWithImm { remote_addr, rkey, .. } => (remote_addr, rkey),
+            _ => (0, 0),
+        }
+    }
+}
+
+/// The operations of the straight path, one bit per `ibv_wr_opcode`:
+/// SEND (with immediate data or invalidate), RDMA WRITE (with immediate
+/// data), RDMA READ: those that need no more than the transport check.
+const STRAIGHT_OPS: u32 = 1 << crate::abi::uverbs::WR_SEND
+    | 1 << crate::abi::uverbs::WR_SEND_WITH_IMM
+    | 1 << crate::abi::uverbs::WR_SEND_WITH_INV
+    | 1 << crate::abi::uverbs::WR_RDMA_WRITE
+    | 1 << crate::abi::uverbs::WR_RDMA_WRITE_WITH_IMM
+    | 1 << crate::abi::uverbs::WR_RDMA_READ;
+
 /// The straight path of [`post_gather`] (and of one request with inline
 /// data): `true` if `wr` was written and published, `false` (nothing
 /// published) if it is not that kind of request or something about it
 /// needs the full checks.
 #[inline(always)]
 fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr<'_>) -> bool {
-    // A UD send needs a destination (and goes the general way); unknown
-    // flag bits are refused there.
-    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) || unknown_send_flags(wr.flags) {
+    // A UD send needs a destination (and goes the general way).
+    wr.ud.is_none() && post_straight(sq, qp_type, lim, wr)
+}
+
+/// Writes and publishes one straight request `s` on a send queue of
+/// transport `qp_type`: `true` if it was, `false` (nothing published) if
+/// it is not a straight request (another operation, a UD QP, unknown
+/// flag bits, several SGEs) or something about it needs the full checks
+/// (which then name the error). It never refuses on its own: the caller
+/// hands what it leaves to the general path, so there is one place where
+/// requests are judged.
+#[inline(always)]
+pub fn post_straight<W: StraightWr + ?Sized>(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, s: &W) -> bool {
+    // UD needs a destination; XRC's receive side sends nothing.
+    let ops = match qp_type {
+        QpType::Rc | QpType::XrcSend => STRAIGHT_OPS,
+        QpType::Uc => STRAIGHT_OPS & !(1 << crate::abi::uverbs::WR_RDMA_READ),
+        QpType::Ud | QpType::XrcRecv => 0,
+    };
+    let opcode = s.opcode();
+    // `checked_shr`: an opcode of 32 or more is no straight one.
+    if ops.checked_shr(opcode).unwrap_or(0) & 1 == 0 || s.flags() & !SendFlags::all().bits() != 0 {
         return false;
     }
+    let Some(data) = s.data() else { return false };
     // A message is at most 2^31 bytes; nothing can land in inline data.
-    let data = match wr.payload {
-        Payload::Sges([]) => Plain::Empty,
-        Payload::Sges([s]) if lim.max_sge >= 1 && s.length <= 1 << 31 => Plain::Sge(s),
-        Payload::Inline(d)
-            if d.len() <= lim.max_inline as usize
-                && d.len() <= 1 << 31
-                && !matches!(wr.op, SendOp::RdmaRead { .. }) =>
-        {
-            Plain::Inline(d)
+    let fits = match data {
+        Plain::Empty => true,
+        Plain::Sge(g) => lim.max_sge >= 1 && g.length <= 1 << 31,
+        Plain::Inline(d) => {
+            d.len() <= lim.max_inline as usize && d.len() <= 1 << 31 && opcode != crate::abi::uverbs::WR_RDMA_READ
         }
-        _ => return false,
     };
-    if !matches!(
-        wr.op,
-        SendOp::Send
-            | SendOp::SendWithImm { .. }
-            | SendOp::SendWithInv { .. }
-            | SendOp::RdmaWrite { .. }
-            | SendOp::RdmaRead { .. }
-            | SendOp::RdmaWriteWithImm { .. }
-    ) {
+    if !fits {
         return false;
     }
     let mut prod = sq.producer_mut();
@@ -311,10 +393,10 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
     };
     let (len, num_sge, inline) = match data {
         Plain::Empty => (0, 0, 0),
-        Plain::Sge(s) => {
+        Plain::Sge(g) => {
             // `ibv_sge` and `rxe_sge` are one layout.
-            slot.put::<SEND_HDR, Sge>(*s);
-            (s.length, 1, 0)
+            slot.put::<SEND_HDR, Sge>(*g);
+            (g.length, 1, 0)
         }
         Plain::Inline(d) => {
             // The granted `max_inline_data` fits in the element unless the
@@ -325,24 +407,16 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
             (d.len() as u32, 0, SEND_INLINE)
         }
     };
-    // Each arm stores what its operation carries, so that none of it
-    // stays in a register past the match. For SEND the remote address and
-    // key are zero: the kernel does not read them.
-    match wr.op {
-        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
-            put_remote(&mut slot, remote_addr, rkey, 0);
-        }
-        SendOp::RdmaWriteWithImm { remote_addr, rkey, imm } => put_remote(&mut slot, remote_addr, rkey, imm.to_be()),
-        SendOp::SendWithImm { imm } => put_remote(&mut slot, 0, 0, imm.to_be()),
-        SendOp::SendWithInv { invalidate_rkey } => put_remote(&mut slot, 0, 0, invalidate_rkey),
-        _ => put_remote(&mut slot, 0, 0, 0),
-    }
-    slot.put::<WR_ID, u64>(wr.wr_id);
-    slot.put::<OPCODE, u32>(wr.op.opcode());
-    slot.put::<SEND_FLAGS, u32>(wr.flags.bits() | inline);
+    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    slot.put::<SEND_FLAGS, u32>(s.flags() | inline);
+    slot.put::<OPCODE, u32>(opcode);
+    slot.put::<WR_ID, u64>(s.wr_id());
+    // For SEND the remote address and key are zero: the kernel does not
+    // read them.
+    let (remote_addr, rkey) = s.remote();
+    put_remote(&mut slot, remote_addr, rkey, s.ex());
     slot.put::<STATUS_STATE, u64>(0);
     slot.put::<HAS_RD_ATOMIC, u32>(0);
-    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
     prod.publish(1);
     true
 }
@@ -403,6 +477,34 @@ fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -
     Ok(())
 }
 
+/// One receive request of at most one SGE, written and published: the
+/// straight path of `ibv_post_recv` (the C library's, through the
+/// `internals` feature, and [`post_recv`]'s for a list of one). `false`,
+/// nothing written, if the queue is full or takes no SGE (`max_sge` 0):
+/// the general path then names the error. One SGE always fits the
+/// element (`RECV_MIN`), so nothing is checked at run time but room.
+#[inline(always)]
+pub fn post_recv_straight(mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+    if sge.is_some() && max_sge == 0 {
+        return false;
+    }
+    let Some(mut slot) = prod.slot(0) else {
+        return false;
+    };
+    let (len, num_sge) = match sge {
+        Some(g) => {
+            // `ibv_sge` and `rxe_sge` are one layout.
+            slot.put::<RECV_HDR, Sge>(*g);
+            (g.length, 1)
+        }
+        None => (0, 0),
+    };
+    slot.put::<RECV_WR_ID, u64>(wr_id);
+    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    prod.publish(1);
+    true
+}
+
 /// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: checks and writes every
 /// receive WQE of `wrs`, and publishes them. No doorbell. If a request is
 /// refused nothing is published.
@@ -446,7 +548,10 @@ pub fn post_recv(
 /// returns is as good as one taken a moment earlier).
 #[inline(always)]
 pub fn is_empty(cq: &CompletionQueue) -> bool {
-    cq.producer_word().load(Ordering::Acquire) == cq.consumer_word().load(Ordering::Relaxed)
+    // The consumer index first: the acquire load of the producer index
+    // after it then costs no second load of the ring's address.
+    let cons = cq.consumer_word().load(Ordering::Relaxed);
+    cq.producer_word().load(Ordering::Acquire) == cons
 }
 
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
@@ -460,27 +565,53 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<
     if is_empty(cq) || out.is_empty() {
         return Ok(0);
     }
-    poll_copy(cq, out)
+    poll_copy(cq, out).map(|n| n as usize)
 }
 
+// `Result<u32, Claim>` is 8 bytes, returned in one register (a
+// `Result<usize, Claim>` goes through memory).
 #[inline(never)]
-fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<usize, Claim> {
+fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
+    poll_nonempty(cq, out)
+}
+
+/// [`poll`] past the empty check, for a caller that makes its own
+/// out-of-line call around it (the C library's `ibv_poll_cq`, through
+/// `Cq::poll_uninit_straight`): claims the CQ, copies up to `out.len()`
+/// completions, frees their slots, and returns how many.
+#[inline(always)]
+pub fn poll_nonempty<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
     let c = cq.try_consumer()?;
     let ring = c.reader::<AbiWc>();
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
     let got = out.get_mut(..n as usize).unwrap_or_default();
-    ring.copy_into(cons, got, |slot, wc| {
-        let slot = slot.set(Wc::from_abi(wc));
-        // The flag bits are put right in the copy, and only when one
-        // of the two swapped bits is set: a test, not a rewrite.
-        let flags = &mut slot.as_abi_mut().wc_flags;
-        if *flags & FLAGS_SWAPPED != 0 {
-            *flags = kernel_wc_flags_to_ibv(*flags);
+    // The records are copied as they are, their flag words ORed together
+    // on the way (one instruction each); only a batch in which one of the
+    // two swapped bits is set is gone over again to put them right.
+    let flags = ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+        slot.set(Wc::from_abi(wc));
+    });
+    if flags & FLAGS_SWAPPED != 0 {
+        fix_flags(&ring, cons, got);
+    }
+    c.release(cons, n);
+    Ok(n)
+}
+
+/// Puts right the flag words of the completions of `got` (copied from the
+/// slots from `cons`, still the consumer's: the kernel has not changed
+/// them) in which one of the two swapped bits is set. Out of line: only
+/// a send with invalidate (or a checksum flag) brings it.
+#[cold]
+#[inline(never)]
+fn fix_flags<S: crate::wc::WcOut>(ring: &super::queue::SlotReader<'_, AbiWc>, cons: u32, got: &mut [S]) {
+    ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+        if wc.wc_flags & FLAGS_SWAPPED != 0 {
+            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
         }
     });
-    c.release(cons, n);
-    Ok(n as usize)
 }
 
 /// Frees, when dropped, the slots of the completions already handed to
@@ -526,6 +657,9 @@ pub fn poll_with(cq: &CompletionQueue, max: usize, mut f: impl FnMut(&Wc)) -> Re
     });
     Ok(n as usize)
 }
+
+/// Where a CQ record's flag word is.
+const WC_FLAGS: usize = offset_of!(AbiWc, wc_flags);
 
 /// The two bits [`kernel_wc_flags_to_ibv`] swaps.
 const FLAGS_SWAPPED: u32 = 0b1100;

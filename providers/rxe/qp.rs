@@ -10,7 +10,7 @@ use zerocopy::FromBytes;
 use super::post::{self, SendLimits};
 use super::queue::{Mminfo, Queue, RecvQueue, SendQueue};
 use crate::abi::abi_struct;
-use crate::cmd::channel::Doorbell;
+use crate::cmd::channel::{Doorbell, RingFailed};
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::QpType;
 use crate::wr::{PostError, SendWr};
@@ -85,6 +85,26 @@ impl RxeQp {
             return Ok(());
         }
         self.ring(dev, wrs.len())
+    }
+
+    /// [`RxeQp::post_send`] of one request through the straight path
+    /// ([`post::post_straight`]; the C library's `ibv_post_send`): `None`
+    /// if that path does not take it (nothing written: post it the
+    /// general way, which names any error), else the doorbell's outcome
+    /// (on a failure the request is queued and the kernel was not told;
+    /// [`RingFailed::error`] makes the error).
+    #[inline(always)]
+    pub fn post_straight<W: post::StraightWr + ?Sized>(
+        &mut self,
+        dev: BorrowedFd<'_>,
+        qp_type: QpType,
+        s: &W,
+    ) -> Option<core::result::Result<(), RingFailed>> {
+        if post::post_straight(&mut self.sq, qp_type, &self.lim, s) {
+            Some(self.doorbell.ring_small(dev))
+        } else {
+            None
+        }
     }
 
     /// Rings the doorbell after `posted` requests.

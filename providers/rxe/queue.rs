@@ -344,25 +344,56 @@ impl<T: FromBytes> SlotReader<'_, T> {
     /// Fills `dst` with `map` of the `T`s of the `dst.len()` slots from
     /// index `start` (at most one lap: `dst` is cut at the slot count),
     /// as [`SlotReader::for_each`] but driven by the destination, so the
-    /// copy loop has no bounds test.
+    /// copy loop has no bounds test. Returns the OR of the 32-bit words
+    /// at byte `AT` of those slots, each read from the ring after `map`
+    /// stored its element (one `or` from memory a slot: a caller that
+    /// must look at one field of every record, rxe's CQ flags, tests the
+    /// OR once instead of each field).
+    ///
+    /// The slots before the end of the ring are copied inline; those
+    /// after it (a batch that wraps around) out of line, so that the
+    /// common case carries no second loop.
     #[inline(always)]
-    pub fn copy_into<U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) {
-        let mut at = 0;
-        for (from, count) in self.runs(start, dst.len()) {
-            let Some(part) = dst.get_mut(at..at + count) else { return };
-            // The loop is driven by the destination's iterator (no index,
-            // no bounds test); the source pointer steps along.
-            let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
-            for d in part {
-                // SAFETY: as in `walk`: `p` is the address of one of the
-                // `count` slots from `from` (`from + count <= slots`, by
-                // `runs`), inside the mapping, holding at least a `T`
-                // (`FromBytes`, read unaligned).
-                map(d, unsafe { p.cast::<T>().read_unaligned() });
-                p = p.wrapping_add(1 << self.log2);
-            }
-            at += count;
+    pub fn copy_into_or<const AT: usize, U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) -> u32 {
+        const { assert!(AT + size_of::<u32>() <= size_of::<T>(), "the word is past the record") };
+        let [(first, run1), (_, run2)] = self.runs(start, dst.len());
+        let Some((part, rest)) = dst.get_mut(..run1 + run2).map(|d| d.split_at_mut(run1)) else { return 0 };
+        let mut or = self.copy_run::<AT, U>(first, part, &mut map);
+        if !rest.is_empty() {
+            or |= self.copy_wrapped::<AT, U>(rest, &mut map);
         }
+        or
+    }
+
+    /// The part of [`SlotReader::copy_into_or`] after the end of the ring:
+    /// `rest` from slot 0 (`rest.len()` is the second run of `runs`).
+    #[cold]
+    #[inline(never)]
+    fn copy_wrapped<const AT: usize, U>(&self, rest: &mut [U], map: &mut impl FnMut(&mut U, T)) -> u32 {
+        self.copy_run::<AT, U>(0, rest, map)
+    }
+
+    /// One run of [`SlotReader::copy_into_or`]: `part` from slot `from`.
+    /// Private: only runs that `runs` made (`from + part.len() <= slots`)
+    /// reach it.
+    #[inline(always)]
+    fn copy_run<const AT: usize, U>(&self, from: u32, part: &mut [U], map: &mut impl FnMut(&mut U, T)) -> u32 {
+        // The loop is driven by the destination's iterator (no index, no
+        // bounds test); the source pointer steps along.
+        let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+        let mut or = 0;
+        for d in part {
+            // SAFETY: as in `walk`: `p` is the address of one of the
+            // `part.len()` slots from `from` (`from + part.len() <=
+            // slots`, by `runs`), inside the mapping, holding at least a
+            // `T` (`FromBytes`, read unaligned), and so the word at `AT`
+            // (inside a `T`, asserted at compile time).
+            map(d, unsafe { p.cast::<T>().read_unaligned() });
+            // SAFETY: as above.
+            or |= unsafe { p.wrapping_add(AT).cast::<u32>().read_unaligned() };
+            p = p.wrapping_add(1 << self.log2);
+        }
+        or
     }
 }
 

@@ -318,6 +318,18 @@ impl Doorbell {
         written(verb, sys_write(dev, self.as_bytes()), size_of::<Doorbell>())
     }
 
+    /// [`Doorbell::ring`] with its failure kept to one word (returned in
+    /// a register; the error is made by [`RingFailed::error`], out of
+    /// line, when someone asks).
+    #[inline(always)]
+    pub fn ring_small(&self, dev: BorrowedFd<'_>) -> core::result::Result<(), RingFailed> {
+        match sys_write(dev, self.as_bytes()) {
+            Ok(n) if n == size_of::<Doorbell>() => Ok(()),
+            Ok(_) => Err(RingFailed(0)),
+            Err(e) => Err(RingFailed(e.raw_os_error())),
+        }
+    }
+
     /// The doorbell of the QP with handle `qp_handle`.
     pub fn new(qp_handle: u32) -> Self {
         Self {
@@ -334,6 +346,23 @@ impl Doorbell {
                 // The kernel wants at least one `ib_uverbs_send_wr` per WR.
                 wqe_size: size_of::<AbiSendWr>() as u32,
             },
+        }
+    }
+}
+
+/// A doorbell `write()` that failed: its errno, or 0 if it came back
+/// short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingFailed(i32);
+
+impl RingFailed {
+    /// The error of `verb` this failure is (as [`Doorbell::ring`] makes it).
+    #[cold]
+    #[inline(never)]
+    pub fn error(self, verb: &'static str) -> Error {
+        match self.0 {
+            0 => short_write(verb),
+            e => write_errno(verb, rustix::io::Errno::from_raw_os_error(e)),
         }
     }
 }

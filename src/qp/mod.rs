@@ -43,6 +43,8 @@ mod dynamic;
 pub mod state;
 mod transition;
 mod kernel_attr;
+#[cfg(all(feature = "internals", feature = "rxe"))]
+mod straight;
 pub(crate) use kernel_attr::KernelAttr;
 
 use core::marker::PhantomData;

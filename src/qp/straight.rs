@@ -1,0 +1,119 @@
+//! The straight send and receive paths for the C library (feature
+//! `internals`): `ibv_post_send` of one plain request (and `ibv_post_recv`
+//! of one with at most one SGE) reaches the rxe ring from an
+//! `ibv_send_wr`'s (`ibv_recv_wr`'s) fields without building a [`SendWr`]
+//! that the provider then takes apart again (what it costs: BENCHMARKS.md,
+//! the C ABI rows). A request is judged where [`QueuePair::post_send`](super::QueuePair::post_send)
+//! judges its straight path, and anything that path would not take is
+//! left untouched for the general one.
+//!
+//! The rings are reached through [`AnyQp::send_straight`] and
+//! [`AnyQp::recv_straight`], whose results do not depend on the
+//! transport's type: a caller holding QPs of several transports (the C
+//! library's) matches once and posts through one copy of the path.
+//!
+//! [`SendWr`]: crate::wr::SendWr
+
+use rustix::fd::BorrowedFd;
+
+use super::{AnyQp, QpInner, QpType, Ring, Transport};
+use crate::cmd::channel::RingFailed;
+use crate::providers::rxe::post::{post_recv_straight, StraightWr};
+use crate::providers::rxe::qp::RxeQp;
+use crate::providers::rxe::queue::RecvQueue;
+use crate::wr::Sge;
+
+/// The send side of an rxe QP that may send now (RTS or SQD), for one
+/// request through the straight path.
+pub struct SendStraight<'q> {
+    qp: &'q mut RxeQp,
+    dev: BorrowedFd<'q>,
+    qp_type: QpType,
+}
+
+impl SendStraight<'_> {
+    /// `ibv_post_send` of one straight request (SEND, RDMA WRITE or READ
+    /// with at most one SGE or inline data): `None` if this path does not
+    /// take it (nothing written: post it with [`QueuePair::post_send`](super::QueuePair::post_send),
+    /// which names any error), else the outcome of the doorbell (a failed
+    /// one leaves the request queued, as [`QueuePair::post_send`](super::QueuePair::post_send)'s does;
+    /// [`RingFailed::error`] says why).
+    #[doc(alias = "ibv_post_send")]
+    #[inline(always)]
+    pub fn post<W: StraightWr + ?Sized>(self, s: &W) -> Option<Result<(), RingFailed>> {
+        self.qp.post_straight(self.dev, self.qp_type, s)
+    }
+}
+
+/// The receive queue of an rxe QP that may take receives now (INIT, RTR,
+/// RTS, SQD; not one with an SRQ), for one request through the straight
+/// path.
+pub struct RecvStraight<'q> {
+    rq: &'q mut RecvQueue,
+    max_sge: u32,
+}
+
+impl RecvStraight<'_> {
+    /// `ibv_post_recv` of one request of at most one SGE: `true` if it was
+    /// posted, `false` (nothing written: post it with
+    /// [`QueuePair::post_recv`](super::QueuePair::post_recv), which names any error) if the queue is
+    /// full or takes no SGE.
+    #[doc(alias = "ibv_post_recv")]
+    #[inline(always)]
+    pub fn post(self, wr_id: u64, sge: Option<&Sge>) -> bool {
+        post_recv_straight(self.rq.producer_mut(), self.max_sge, wr_id, sge)
+    }
+}
+
+impl QpInner<'_> {
+    #[inline(always)]
+    fn send_straight(&mut self, qp_type: QpType) -> Option<SendStraight<'_>> {
+        match self.ring {
+            Ring::Rxe(ref mut qp) => Some(SendStraight { qp, dev: self.dev, qp_type }),
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => None,
+        }
+    }
+
+    #[inline(always)]
+    fn recv_straight(&mut self) -> Option<RecvStraight<'_>> {
+        let max_sge = self.cap.max_recv_sge;
+        match self.ring {
+            Ring::Rxe(ref mut qp) => Some(RecvStraight { rq: qp.rq_mut()?, max_sge }),
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) => None,
+        }
+    }
+}
+
+impl<T: Transport> AnyQp<'_, T> {
+    /// The send side for [`SendStraight::post`], in RTS or SQD on rxe (not
+    /// UD, whose requests need a destination); `None` otherwise.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn send_straight(&mut self) -> Option<SendStraight<'_>> {
+        let inner = match self {
+            _ if T::QP_TYPE == QpType::Ud => return None,
+            AnyQp::Rts(qp) => &mut qp.inner,
+            AnyQp::Sqd(qp) => &mut qp.inner,
+            _ => return None,
+        };
+        inner.send_straight(T::QP_TYPE)
+    }
+
+    /// The receive queue for [`RecvStraight::post`], in INIT, RTR, RTS or
+    /// SQD on rxe; `None` otherwise (ERROR has its own flush rules, see
+    /// [`QueuePair::post_recv`](super::QueuePair::post_recv)).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn recv_straight(&mut self) -> Option<RecvStraight<'_>> {
+        let inner = match self {
+            AnyQp::Init(qp) => &mut qp.inner,
+            AnyQp::Rtr(qp) => &mut qp.inner,
+            AnyQp::Rts(qp) => &mut qp.inner,
+            AnyQp::Sqd(qp) => &mut qp.inner,
+            AnyQp::Reset(_) | AnyQp::Error(_) => return None,
+        };
+        inner.recv_straight()
+    }
+}

@@ -34,7 +34,7 @@ use crate::error::ErrorKind;
 use crate::qp::QpType;
 use crate::wc::Wc;
 use crate::wr::{
-    check_recv, check_send, sge_len, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,
+    check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,
     SEND_INLINE,
 };
 
@@ -294,47 +294,6 @@ pub trait StraightWr {
     fn remote(&self) -> (u64, u32);
 }
 
-impl StraightWr for SendWr<'_> {
-    #[inline(always)]
-    fn opcode(&self) -> u32 {
-        self.op.opcode()
-    }
-    #[inline(always)]
-    fn flags(&self) -> u32 {
-        self.flags.bits()
-    }
-    #[inline(always)]
-    fn data(&self) -> Option<Plain<'_>> {
-        match self.payload {
-            Payload::Sges([]) => Some(Plain::Empty),
-            Payload::Sges([s]) => Some(Plain::Sge(s)),
-            Payload::Inline(d) => Some(Plain::Inline(d)),
-            Payload::Sges(_) => None,
-        }
-    }
-    #[inline(always)]
-    fn wr_id(&self) -> u64 {
-        self.wr_id
-    }
-    #[inline(always)]
-    fn ex(&self) -> u32 {
-        match self.op {
-            SendOp::SendWithImm { imm } | SendOp::RdmaWriteWithImm { imm, .. } => imm.to_be(),
-            SendOp::SendWithInv { invalidate_rkey } => invalidate_rkey,
-            _ => 0,
-        }
-    }
-    #[inline(always)]
-    fn remote(&self) -> (u64, u32) {
-        match self.op {
-            SendOp::RdmaWrite { remote_addr, rkey }
-            | SendOp::RdmaRead { remote_addr, rkey }
-            | SendOp::RdmaWriteWithImm { remote_addr, rkey, .. } => (remote_addr, rkey),
-            _ => (0, 0),
-        }
-    }
-}
-
 /// The operations of the straight path, one bit per `ibv_wr_opcode`:
 /// SEND (with immediate data or invalidate), RDMA WRITE (with immediate
 /// data), RDMA READ: those that need no more than the transport check.
@@ -351,8 +310,89 @@ const STRAIGHT_OPS: u32 = 1 << crate::abi::uverbs::WR_SEND
 /// needs the full checks.
 #[inline(always)]
 fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr<'_>) -> bool {
-    // A UD send needs a destination (and goes the general way).
-    wr.ud.is_none() && post_straight(sq, qp_type, lim, wr)
+    // A UD send needs a destination (and goes the general way); unknown
+    // flag bits are refused there.
+    if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) || unknown_send_flags(wr.flags) {
+        return false;
+    }
+    // A message is at most 2^31 bytes; nothing can land in inline data.
+    let data = match wr.payload {
+        Payload::Sges([]) => Plain::Empty,
+        Payload::Sges([s]) if lim.max_sge >= 1 && s.length <= 1 << 31 => Plain::Sge(s),
+        Payload::Inline(d)
+            if d.len() <= lim.max_inline as usize
+                && d.len() <= 1 << 31
+                && !matches!(wr.op, SendOp::RdmaRead { .. }) =>
+        {
+            Plain::Inline(d)
+        }
+        _ => return false,
+    };
+    if !matches!(
+        wr.op,
+        SendOp::Send
+            | SendOp::SendWithImm { .. }
+            | SendOp::SendWithInv { .. }
+            | SendOp::RdmaWrite { .. }
+            | SendOp::RdmaRead { .. }
+            | SendOp::RdmaWriteWithImm { .. }
+    ) {
+        return false;
+    }
+    let mut prod = sq.producer_mut();
+    let Some(mut slot) = prod.slot(0) else {
+        return false;
+    };
+    let Some((len, num_sge, inline)) = put_plain_data(&mut slot, data) else { return false };
+    // Each arm stores what its operation carries, so that none of it
+    // stays in a register past the match. For SEND the remote address and
+    // key are zero: the kernel does not read them.
+    match wr.op {
+        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            put_remote(&mut slot, remote_addr, rkey, 0);
+        }
+        SendOp::RdmaWriteWithImm { remote_addr, rkey, imm } => put_remote(&mut slot, remote_addr, rkey, imm.to_be()),
+        SendOp::SendWithImm { imm } => put_remote(&mut slot, 0, 0, imm.to_be()),
+        SendOp::SendWithInv { invalidate_rkey } => put_remote(&mut slot, 0, 0, invalidate_rkey),
+        _ => put_remote(&mut slot, 0, 0, 0),
+    }
+    put_plain_header(&mut slot, wr.wr_id, wr.op.opcode(), wr.flags.bits() | inline, len, num_sge);
+    prod.publish(1);
+    true
+}
+
+/// Writes the data of a straight request after the WQE's header: the
+/// SGE, or the inline bytes. Returns `(length, num_sge, IBV_SEND_INLINE
+/// or 0)`; `None`, with the slot only partly written (harmless: it is not
+/// published), if the inline bytes do not fit the kernel's element (the
+/// granted `max_inline_data` fits unless the kernel lied; then the full
+/// path names the error).
+#[inline(always)]
+fn put_plain_data(slot: &mut SlotMut<'_, SEND_MIN>, data: Plain<'_>) -> Option<(u32, u32, u32)> {
+    match data {
+        Plain::Empty => Some((0, 0, 0)),
+        Plain::Sge(s) => {
+            // `ibv_sge` and `rxe_sge` are one layout.
+            slot.put::<SEND_HDR, Sge>(*s);
+            Some((s.length, 1, 0))
+        }
+        Plain::Inline(d) => slot.put_bytes(SEND_HDR, d).then_some((d.len() as u32, 0, SEND_INLINE)),
+    }
+}
+
+/// The header fields of a straight request's WQE but the operands
+/// ([`put_remote`]): `flags` with `IBV_SEND_INLINE` if the data is inline;
+/// `status` 0 and `state` 0 (posted); `has_rd_atomic` 0 (the kernel sets
+/// it when it takes a read/atomic credit); the DMA state of `len` bytes in
+/// `num_sge` SGEs.
+#[inline(always)]
+fn put_plain_header(slot: &mut SlotMut<'_, SEND_MIN>, wr_id: u64, opcode: u32, flags: u32, len: u32, num_sge: u32) {
+    slot.put::<WR_ID, u64>(wr_id);
+    slot.put::<OPCODE, u32>(opcode);
+    slot.put::<SEND_FLAGS, u32>(flags);
+    slot.put::<STATUS_STATE, u64>(0);
+    slot.put::<HAS_RD_ATOMIC, u32>(0);
+    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
 }
 
 /// Writes and publishes one straight request `s` on a send queue of
@@ -391,32 +431,12 @@ pub fn post_straight<W: StraightWr + ?Sized>(sq: &mut SendQueue, qp_type: QpType
     let Some(mut slot) = prod.slot(0) else {
         return false;
     };
-    let (len, num_sge, inline) = match data {
-        Plain::Empty => (0, 0, 0),
-        Plain::Sge(g) => {
-            // `ibv_sge` and `rxe_sge` are one layout.
-            slot.put::<SEND_HDR, Sge>(*g);
-            (g.length, 1, 0)
-        }
-        Plain::Inline(d) => {
-            // The granted `max_inline_data` fits in the element unless the
-            // kernel lied; then the full path names the error.
-            if !slot.put_bytes(SEND_HDR, d) {
-                return false;
-            }
-            (d.len() as u32, 0, SEND_INLINE)
-        }
-    };
-    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
-    slot.put::<SEND_FLAGS, u32>(s.flags() | inline);
-    slot.put::<OPCODE, u32>(opcode);
-    slot.put::<WR_ID, u64>(s.wr_id());
+    let Some((len, num_sge, inline)) = put_plain_data(&mut slot, data) else { return false };
     // For SEND the remote address and key are zero: the kernel does not
     // read them.
     let (remote_addr, rkey) = s.remote();
     put_remote(&mut slot, remote_addr, rkey, s.ex());
-    slot.put::<STATUS_STATE, u64>(0);
-    slot.put::<HAS_RD_ATOMIC, u32>(0);
+    put_plain_header(&mut slot, s.wr_id(), opcode, s.flags() | inline, len, num_sge);
     prod.publish(1);
     true
 }

@@ -23,6 +23,22 @@ fn tag(i: u32) -> u64 {
     0x7a67_0000_0000 | u64::from(i)
 }
 
+/// The flags a completion must carry for the raw kernel flag word `raw`
+/// of its slot: rxe writes `enum ib_wc_flags`, whose bits 2 and 3 are
+/// swapped relative to `enum ibv_wc_flags` (written out here, not taken
+/// from the crate, so that the poll is checked against the rule).
+fn ibv_flags(raw: u32) -> u32 {
+    (raw & !0b1100) | (raw & 0b100) << 1 | (raw & 0b1000) >> 1
+}
+
+/// The raw flag word of slot `i`.
+fn raw_flags<const M: usize>(cq: &mut Ring<M>, i: u32) -> u32 {
+    let mut bytes = Vec::new();
+    cq.slot_bytes(i, &mut bytes);
+    let at = core::mem::offset_of!(AbiWc, wc_flags);
+    u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
 fn exercise(wc: &Wc) {
     let _ = (wc.status(), wc.opcode(), wc.wc_flags(), wc.imm_data(), wc.invalidated_rkey(), wc.addressing());
     let _ = (wc.byte_len(), wc.qp_num(), wc.src_qp(), wc.pkey_index(), wc.slid(), wc.sl(), wc.is_success());
@@ -50,10 +66,13 @@ fuzz_target!(|data: &[u8]| {
         let (p0, c0) = (cq.producer(), cq.consumer());
         let ready = (p0.wrapping_sub(c0) & mask) as usize;
         let room = usize::from(b.u8()) % 20;
+        // What the flags of the completions about to be polled must be.
+        let want: Vec<u32> = (0..ready.min(room) as u32).map(|k| ibv_flags(raw_flags(&mut cq, c0.wrapping_add(k) & mask))).collect();
         let n = if op & 1 == 0 {
             let n = poll(&cq.q, &mut out[..room]).expect("the only consumer is never refused the claim");
             for (k, wc) in out[..n].iter().enumerate() {
                 assert_eq!(wc.wr_id(), tag(c0.wrapping_add(k as u32) & mask), "completion {k} from its slot");
+                assert_eq!(wc.wc_flags().bits(), want[k], "completion {k}: the kernel's flag bits put right");
                 exercise(wc);
             }
             n
@@ -61,6 +80,7 @@ fuzz_target!(|data: &[u8]| {
             let mut k = 0u32;
             let n = poll_with(&cq.q, room, |wc| {
                 assert_eq!(wc.wr_id(), tag(c0.wrapping_add(k) & mask), "completion {k} from its slot");
+                assert_eq!(wc.wc_flags().bits(), want[k as usize], "completion {k}: the kernel's flag bits put right");
                 exercise(wc);
                 k += 1;
             })

@@ -545,7 +545,10 @@ const _: () = {
 /// `ibv_context_ops.poll_cq` (behind the `ibv_poll_cq` inline): up to
 /// `num_entries` completions into `wc`; their number, or -1 with errno.
 /// The completions are copied from the ring straight into the caller's
-/// array (`verbs::Wc` is `struct ibv_wc`, asserted above). Pollers of
+/// array (`verbs::Wc` is `struct ibv_wc`, asserted above), which is looked
+/// at only if the CQ is not empty: an empty CQ answers 0 whatever
+/// `num_entries` and `wc` are (as rdma-core's providers, which never touch
+/// the array then), with no call out of this function. Pollers of
 /// one CQ on several threads wait for each other (rdma-core takes a
 /// spinlock): a `Busy` claim is retried, never reported.
 ///

@@ -3,8 +3,15 @@
 //! The data path of `ibv_context_ops`: `post_send`, `post_recv`,
 //! `post_srq_recv` (behind the `static inline` verbs of verbs.h).
 //!
-//! A list of one request (the common case) is converted into one `verbs`
-//! work request on the stack and posted directly; longer lists become
+//! A list of one request (the common case) of a straight shape (SEND,
+//! SEND with immediate or invalidate, RDMA WRITE with or without
+//! immediate, RDMA READ with one SGE, inline data or none; a receive of
+//! at most one SGE) goes to the core's straight path with no `verbs` work
+//! request built: the core reads the C request's fields where it writes
+//! the WQE ([`CStraight`]) and takes it only if it would post it. What it
+//! leaves (another shape or state, a full queue, a bad request, a QP
+//! another thread holds) is converted into one `verbs` work request on
+//! the stack and posted, which judges it; longer lists become
 //! `verbs` work requests in batches of [`BATCH`] on the stack (no heap
 //! allocation per call). Their scatter/gather lists
 //! are the caller's `struct ibv_sge` arrays themselves (same layout as

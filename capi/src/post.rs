@@ -323,14 +323,7 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         if let Some(any) = g.as_mut() {
-            // One copy of the path for every transport (the result's type
-            // does not depend on it).
-            let ring = match any {
-                Any::Rc(q) => q.send_straight(),
-                Any::Uc(q) => q.send_straight(),
-                Any::Ud(q) => q.send_straight(),
-            };
-            match ring.and_then(|r| r.post(s)) {
+            match any.send_straight().and_then(|r| r.post(s)) {
                 Some(Ok(())) => return 0,
                 Some(Err(failed)) => {
                     drop(g);
@@ -566,13 +559,7 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     if let Some(sge) = sge {
         if let Some(mut g) = c.try_lock() {
             if let Some(any) = g.as_mut() {
-                // One copy of the path for every transport.
-                let ring = match any {
-                    Any::Rc(q) => q.recv_straight(),
-                    Any::Uc(q) => q.recv_straight(),
-                    Any::Ud(q) => q.recv_straight(),
-                };
-                if ring.is_some_and(|r| r.post(w.wr_id, sge)) {
+                if any.recv_straight().is_some_and(|r| r.post(w.wr_id, sge)) {
                     return 0;
                 }
             }

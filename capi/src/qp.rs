@@ -66,6 +66,23 @@ macro_rules! each {
 }
 pub(crate) use each;
 
+impl Any {
+    /// The send side for the straight post path (RTS or SQD on rxe; see
+    /// `verbs::qp::AnyQp::send_straight`). Its type does not depend on
+    /// the transport, so the post path after it is one copy for all three.
+    #[inline(always)]
+    pub(crate) fn send_straight(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
+        each!(self, q => q.send_straight())
+    }
+
+    /// The receive queue for the straight post path (INIT to SQD on rxe;
+    /// see `verbs::qp::AnyQp::recv_straight`), as [`Any::send_straight`].
+    #[inline(always)]
+    pub(crate) fn recv_straight(&mut self) -> Option<verbs::qp::RecvStraight<'_>> {
+        each!(self, q => q.recv_straight())
+    }
+}
+
 /// The lock of a QP's Rust side: one flag, taken with one
 /// compare-exchange and given back with one release store, as
 /// rdma-core's per-queue spinlocks. It replaces a `std` mutex, whose lock

@@ -315,17 +315,11 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
     if wr.ud.is_some() || qp_type == QpType::Ud || !wr.op.valid_for(qp_type) || unknown_send_flags(wr.flags) {
         return false;
     }
-    // A message is at most 2^31 bytes; nothing can land in inline data.
     let data = match wr.payload {
         Payload::Sges([]) => Plain::Empty,
-        Payload::Sges([s]) if lim.max_sge >= 1 && s.length <= 1 << 31 => Plain::Sge(s),
-        Payload::Inline(d)
-            if d.len() <= lim.max_inline as usize
-                && d.len() <= 1 << 31
-                && !matches!(wr.op, SendOp::RdmaRead { .. }) =>
-        {
-            Plain::Inline(d)
-        }
+        Payload::Sges([s]) if sge_fits(lim, s) => Plain::Sge(s),
+        // Nothing can land in inline data.
+        Payload::Inline(d) if inline_fits(lim, d) && !matches!(wr.op, SendOp::RdmaRead { .. }) => Plain::Inline(d),
         _ => return false,
     };
     if !matches!(
@@ -359,6 +353,22 @@ fn post_plain(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wr: &SendWr
     put_plain_header(&mut slot, wr.wr_id, wr.op.opcode(), wr.flags.bits() | inline, len, num_sge);
     prod.publish(1);
     true
+}
+
+/// Whether the straight path may write one SGE of `g` for a queue of
+/// capacities `lim`: the queue takes SGEs, and a message is at most 2^31
+/// bytes. Anything else goes the general way, which names the error.
+#[inline(always)]
+fn sge_fits(lim: &SendLimits, g: &Sge) -> bool {
+    lim.max_sge >= 1 && g.length <= 1 << 31
+}
+
+/// Whether the straight path may write the inline bytes `d` for a queue
+/// of capacities `lim` (an RDMA READ, whose data cannot land in inline
+/// bytes, the caller refuses).
+#[inline(always)]
+fn inline_fits(lim: &SendLimits, d: &[u8]) -> bool {
+    d.len() <= lim.max_inline as usize && d.len() <= 1 << 31
 }
 
 /// Writes the data of a straight request after the WQE's header: the
@@ -416,13 +426,11 @@ pub fn post_straight<W: StraightWr + ?Sized>(sq: &mut SendQueue, qp_type: QpType
         return false;
     }
     let Some(data) = s.data() else { return false };
-    // A message is at most 2^31 bytes; nothing can land in inline data.
     let fits = match data {
         Plain::Empty => true,
-        Plain::Sge(g) => lim.max_sge >= 1 && g.length <= 1 << 31,
-        Plain::Inline(d) => {
-            d.len() <= lim.max_inline as usize && d.len() <= 1 << 31 && opcode != crate::abi::uverbs::WR_RDMA_READ
-        }
+        Plain::Sge(g) => sge_fits(lim, g),
+        // Nothing can land in inline data.
+        Plain::Inline(d) => inline_fits(lim, d) && opcode != crate::abi::uverbs::WR_RDMA_READ,
     };
     if !fits {
         return false;
@@ -490,11 +498,16 @@ fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -
         return Err(Refusal(ErrorKind::TooManySge, "the SGEs do not fit in the kernel's receive queue element"));
     }
     // The kernel's `dma.length` is 32 bits, as rdma-core's sum is.
-    let len = sge_len(wr.sg_list) as u32;
-    slot.put::<RECV_WR_ID, u64>(wr.wr_id);
-    let num_sge = wr.sg_list.len() as u32;
-    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    put_recv_header(slot, wr.wr_id, sge_len(wr.sg_list) as u32, wr.sg_list.len() as u32);
     Ok(())
+}
+
+/// The header of a receive WQE: `wr_id` and the DMA state of `len` bytes
+/// in `num_sge` SGEs (written after them).
+#[inline(always)]
+fn put_recv_header(slot: &mut SlotMut<'_, RECV_MIN>, wr_id: u64, len: u32, num_sge: u32) {
+    slot.put::<RECV_WR_ID, u64>(wr_id);
+    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
 }
 
 /// One receive request of at most one SGE, written and published: the
@@ -519,8 +532,7 @@ pub fn post_recv_straight(mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wr_id:
         }
         None => (0, 0),
     };
-    slot.put::<RECV_WR_ID, u64>(wr_id);
-    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    put_recv_header(&mut slot, wr_id, len, num_sge);
     prod.publish(1);
     true
 }

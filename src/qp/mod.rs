@@ -45,6 +45,9 @@ mod transition;
 mod kernel_attr;
 #[cfg(all(feature = "internals", feature = "rxe"))]
 mod straight;
+#[cfg(all(feature = "internals", feature = "rxe"))]
+#[doc(hidden)]
+pub use straight::{RecvStraight, SendStraight};
 pub(crate) use kernel_attr::KernelAttr;
 
 use core::marker::PhantomData;

@@ -207,6 +207,13 @@ impl Oob {
     /// closed (the peer does not read it).
     /// (`-R`: the handshake only.)
     pub(crate) fn close(mut self, mine: &Dest) -> Result<(), String> {
+        if let (Link::Cm(c), false) = (&mut self.link, self.client) {
+            // the server reads the client's last handshake, then sends its
+            // own, the last message of the run (see `CmLink::send_last`)
+            let msg = mine.encode_bin(self.gid_index);
+            Dest::decode_bin(&c.recv(msg.len(), "QP address")?)?;
+            return c.send_last(&msg, "QP address");
+        }
         self.hand_shake(mine)?;
         match &mut self.link {
             Link::Tcp(s) => s.write_all(b"done\0").map_err(|e| format!("sending done: {e}")),

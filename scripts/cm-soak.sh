@@ -71,7 +71,7 @@ GUEST='
         dmesg | tail -n +"$((k0 + 1))" | grep -v "speed is unknown" | grep -v "status=0$" | tail -300
         echo "----- round $r: siw timeline before each failed connect reply (kprobes)"
         grep -v "^#" $tr/trace > $VM_SCRATCH/trace.txt
-        for n in $(grep -n "siw_upcall.*reason=2 status=-" $VM_SCRATCH/trace.txt | cut -d: -f1 | head -3); do
+        for n in $(grep -n "siw_upcall.*reason=2 status=-" $VM_SCRATCH/trace.txt | grep -v "status=-104$" | cut -d: -f1 | head -3); do
             echo "--- trace lines $((n > 120 ? n - 120 : 1))..$((n + 10))"
             sed -n "$((n > 120 ? n - 120 : 1)),$((n + 10))p" $VM_SCRATCH/trace.txt
         done

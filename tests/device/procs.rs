@@ -63,8 +63,13 @@ fn drain(mut r: impl Read + Send + 'static) -> (Sink, JoinHandle<()>) {
     let to = Arc::clone(&sink);
     let t = std::thread::spawn(move || {
         let mut b = [0u8; 4096];
-        while let Ok(n @ 1..) = r.read(&mut b) {
-            to.lock().expect("pipe sink").extend_from_slice(&b[..n]);
+        loop {
+            match r.read(&mut b) {
+                Ok(0) => break,
+                Ok(n) => to.lock().expect("pipe sink").extend_from_slice(&b[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
         }
     });
     (sink, t)

@@ -6,8 +6,10 @@
 # shows up.  Not part of CI (20 rounds take 15-25 minutes under TCG).
 #
 # usage: scripts/cm-soak.sh [--release] [--rounds N] [--filter F] [-- EXTRA-LIBTEST-ARGS...]
-# Prints one line per round ("cm-soak: round R: P passed, F failed, T s"), the failing tests'
-# output and the kernel log lines of a failing round, and a last line
+# Prints one line per round ("cm-soak: round R: P passed, F failed, T s", and how many siw
+# connects the kernel failed with -EINVAL: the MPA reply race tests/device/cm_ucmatose.rs
+# runs again), the failing tests' output, the kernel log and a kprobe timeline of siw's
+# connection manager for a failing round, and a last line
 # "cm-soak: N/M rounds passed".  Exit status 0 only if every round passed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,7 +64,10 @@ GUEST='
         line=$(grep "^test result:" "$VM_SCRATCH/round.log" | tail -1)
         p=$(echo "$line" | sed -n "s/.* \([0-9]*\) passed.*/\1/p")
         f=$(echo "$line" | sed -n "s/.* \([0-9]*\) failed.*/\1/p")
-        echo "cm-soak: round $r: ${p:-?} passed, ${f:-?} failed, $(( $(date +%s) - t0 )) s (exit $rc)"
+        # siw connects that failed as a lost MPA reply race (tests/device/cm_ucmatose.rs)
+        races=$(dmesg | tail -n +"$((k0 + 1))" | grep -c "reason=2, status=-22")
+        echo "cm-soak: round $r: ${p:-?} passed, ${f:-?} failed, $(( $(date +%s) - t0 )) s (exit $rc)," \
+             "siw connect replies refused with -EINVAL: $races"
         counts+="${p:-?}/$(( ${p:-0} + ${f:-0} )) "
         if [ $rc = 0 ]; then ok=$((ok + 1)); continue; fi
         echo "----- round $r failed: test output"

@@ -12,7 +12,7 @@
 
 use super::cm_rig::ip_of;
 use super::common::{cm_listening, gid_index, rxe_name, siw_name, tcp_listening};
-use super::procs::{both, start};
+use super::procs::{both, start, SiwStall};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -20,6 +20,8 @@ const OURS: &str = env!("CARGO_BIN_EXE_verbs-perf");
 /// Per pairing: the VM runs under TCG, 50-100x slower than the host.
 const TIMEOUT: Duration = Duration::from_secs(120);
 const ITERS: u32 = 50;
+/// Runs of one -R pair on siw when siw loses the client's first message.
+const ATTEMPTS: usize = 4;
 
 /// The text after `<which> address:` on each such line, and the GID
 /// lines, in order.
@@ -92,18 +94,30 @@ fn pair_via(via: &Via, test: &str, server: (&str, bool), client: (&str, bool), p
         a.extend(host.map(str::to_owned));
         (prog.to_owned(), a)
     };
-    let deadline = Instant::now() + TIMEOUT;
     let (sp, sa) = argv(server.0, server.1, None);
-    // -R on siw: the cm id listens, then the TCP socket under it does.
-    let siw = via.dev == siw_name();
-    let ready = || if via.rdma_cm { cm_listening(port) && (!siw || tcp_listening(port)) } else { tcp_listening(port) };
-    let srv = start(&sp, &sa).until(&format!("listened on {port}"), ready, deadline);
     // rdma_cm needs the device's own address (not loopback).
     let host = if via.rdma_cm { ip_of(&via.dev) } else { "127.0.0.1".to_owned() };
     let (cp, ca) = argv(client.0, client.1, Some(&host));
-    let c = start(&cp, &ca).finish(deadline);
-    let s = srv.finish(deadline);
-    let both = both(&s, &c);
+    // -R on siw: the cm id listens, then the TCP socket under it does; and
+    // siw may lose the client's first message (procs::SiwStall), after
+    // which both sides wait for each other: such an attempt runs again.
+    let siw = via.dev == siw_name();
+    let ready = || if via.rdma_cm { cm_listening(port) && (!siw || tcp_listening(port)) } else { tcp_listening(port) };
+    let mut lost = Vec::new();
+    let (s, c) = loop {
+        let deadline = Instant::now() + TIMEOUT;
+        let srv = start(&sp, &sa).until(&format!("listened on {port}"), ready, deadline);
+        let stall = SiwStall::new(port);
+        let c = start(&cp, &ca).finish_unless(deadline, |_| via.rdma_cm && siw && stall.check());
+        let s = srv.finish(if c.stopped { Instant::now() } else { deadline });
+        if c.stopped && lost.len() + 1 < ATTEMPTS {
+            eprintln!("{}: siw lost the client's first message (see procs::SiwStall); running the pair again", via.dev);
+            lost.push(format!("=== attempt {} stalled: siw lost the client's first message\n{}\n", lost.len() + 1, both(&s, &c)));
+            continue;
+        }
+        break (s, c);
+    };
+    let both = format!("{}{}", lost.concat(), both(&s, &c));
     assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{both}");
     let (srv_reports, cli_reports) = reporters(test);
     for (side, reports, ours) in [(&s, srv_reports, server.1), (&c, cli_reports, client.1)] {

@@ -37,6 +37,8 @@ pub(crate) struct Finished {
     /// Where a program killed at its deadline was waiting, and the kernel's connection
     /// manager ids then.
     pub(crate) hung: Option<String>,
+    /// Killed because [`Running::finish_unless`]'s `stop` said it could only hang.
+    pub(crate) stopped: bool,
 }
 
 impl fmt::Display for Finished {
@@ -139,15 +141,16 @@ impl Running {
         self.finish_unless(deadline, |_| false)
     }
 
-    /// [`Running::finish`], but kills the program at once when `stop` says its stdout so
-    /// far shows it can only hang from there.
+    /// [`Running::finish`], but kills the program at once when `stop` (given its stdout so
+    /// far) says it can only hang from there.
     pub(crate) fn finish_unless(mut self, deadline: Instant, stop: impl Fn(&str) -> bool) -> Finished {
-        let mut hung = None;
+        let (mut hung, mut stopped) = (None, false);
         let code = loop {
             match self.child.try_wait().expect("try_wait") {
                 Some(status) => break status.code(),
                 None if stop(&text(&self.out.0)) => {
-                    hung = Some("stopped early: its output showed it could only hang\n".to_owned());
+                    hung = Some("stopped early: it could only hang from there\n".to_owned());
+                    stopped = true;
                     let _ = self.child.kill();
                     let _ = self.child.wait();
                     break None;
@@ -163,7 +166,7 @@ impl Running {
         };
         self.out.1.join().expect("stdout reader");
         self.err.1.join().expect("stderr reader");
-        Finished { name: self.name, code, stdout: text(&self.out.0), stderr: text(&self.err.0), hung }
+        Finished { name: self.name, code, stdout: text(&self.out.0), stderr: text(&self.err.0), hung, stopped }
     }
 
     /// True once the program has exited.
@@ -183,4 +186,56 @@ impl Running {
         }
         self
     }
+}
+
+/// siw can lose the initiator's first message: `siw_accept` sends the MPA reply, then hands
+/// the socket to the QP (`siw_qp_socket_assoc`). An FPDU that arrives in between meets the
+/// connection manager's `data_ready`, which ignores data once the endpoint is in RDMA mode,
+/// and nothing wakes the QP's receive path for it later. In a protocol where the client
+/// speaks first (rping, perftest's `-R` exchange) both sides then wait for each other
+/// forever, while the server's TCP socket holds the unread bytes. Seen in the cm soak
+/// (`scripts/cm-soak.sh`) under TCG: the C rping client blocked in a futex, our server
+/// waiting for its first message, no error in the kernel log.
+///
+/// [`SiwStall::check`] says true once an established TCP socket on the server's `port`
+/// has held unread bytes for [`SiwStall::GRACE`] on end (siw reads its sockets in softirq
+/// context as data arrives, so bytes that stay are bytes it will never read): the attempt
+/// can only hang, and is run again.
+pub(crate) struct SiwStall {
+    port: u16,
+    since: core::cell::Cell<Option<Instant>>,
+}
+
+impl SiwStall {
+    /// How long unread bytes must stay before the connection counts as stalled.
+    pub(crate) const GRACE: Duration = Duration::from_secs(5);
+
+    pub(crate) fn new(port: u16) -> Self {
+        SiwStall { port, since: core::cell::Cell::new(None) }
+    }
+
+    /// True once the server's socket has held unread bytes for [`Self::GRACE`].
+    pub(crate) fn check(&self) -> bool {
+        if !unread_on(self.port) {
+            self.since.set(None);
+            return false;
+        }
+        let since = *self.since.get().get_or_insert_with(Instant::now);
+        self.since.set(Some(since));
+        since.elapsed() > Self::GRACE
+    }
+}
+
+/// True if an established TCP socket (IPv4 or IPv6) with local port `port` has bytes in
+/// its receive queue (`/proc/net/tcp{,6}`: state 01, `tx_queue:rx_queue` in hex).
+fn unread_on(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).unwrap_or_default().lines().skip(1).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 4
+                && cols[3] == "01"
+                && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+                && cols[4].rsplit(':').next().and_then(|q| u32::from_str_radix(q, 16).ok()).is_some_and(|q| q > 0)
+        })
+    })
 }

@@ -323,4 +323,6 @@ pub struct Device {
     pub srqs: HashMap<u32, Srq>,
     /// AHs by handle.
     pub ahs: HashMap<u32, Ah>,
+    /// What the engine remembers between calls (retry timers, clock).
+    pub engine: crate::engine::EngineState,
 }

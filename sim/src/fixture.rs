@@ -149,6 +149,32 @@ mod tests {
         assert_eq!(r("class/infiniband/mlx5_0/ports/1/gid_attrs/types/3"), "RoCE v2\n");
         // rewriting over an existing tree works
         write(&dir, &id).unwrap();
+        // the copy our discovery tests read (tests/fixtures/mlx5/sys) is this tree
+        let copy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mlx5/sys");
+        assert_eq!(
+            files(&dir),
+            files(&copy),
+            "tests/fixtures/mlx5/sys is stale: regenerate it with verbs-simd --sysfs-only --sysfs tests/fixtures/mlx5/sys"
+        );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every file under `root`: (relative path, contents), sorted.
+    fn files(root: &Path) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    let rel = p.strip_prefix(root).unwrap().display().to_string();
+                    out.push((rel, fs::read_to_string(&p).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
     }
 }

@@ -400,7 +400,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
     if let Some(slot) = slot_of(fd) {
-        return forward(slot, Call::Ioctl { request: request as u64, arg: arg as u64 }) as c_int;
+        return forward(slot, Call::Ioctl { request, arg: arg as u64 }) as c_int;
     }
     // SAFETY: the caller's arguments, unchanged (ioctl is variadic; one
     // pointer-sized argument is what every caller passes).

@@ -53,7 +53,8 @@ pub fn get_context(d: &Daemon, st: &mut State, ctx: u32, _pid: Pid, req: &Req) -
     }
     let cqe_version = max_cqe_version.min(1);
     let (mine, theirs) = sock::event_pair().map_err(|_| errno::ENOMEM)?;
-    st.sink.async_fds.insert(ctx, mine);
+    let dup = theirs.try_clone().map_err(|_| errno::ENOMEM)?;
+    st.sink.async_fds.insert(ctx, (mine, dup));
     if let Some(u) = st.uars.get(&ctx) {
         u.active_pages.store(total / 2, std::sync::atomic::Ordering::Release);
     }

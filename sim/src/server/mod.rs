@@ -45,6 +45,8 @@ pub struct Chan {
     pub ctx: u32,
     /// Daemon's end.
     pub fd: OwnedFd,
+    /// A duplicate of the process's end (to take back unread events).
+    pub app: OwnedFd,
     /// Inode of the process's end (to recognise the fd number CREATE_CQ names).
     pub app_ino: u64,
 }
@@ -55,8 +57,9 @@ pub struct Chan {
 pub struct Sink {
     /// Completion channels by id.
     pub chans: HashMap<u32, Chan>,
-    /// Async event descriptors (daemon's end) by context.
-    pub async_fds: HashMap<u32, OwnedFd>,
+    /// Async event descriptors by context: (daemon's end, duplicate of the
+    /// process's end).
+    pub async_fds: HashMap<u32, (OwnedFd, OwnedFd)>,
     /// Completion events delivered per (channel, cq user handle).
     pub comp_counts: HashMap<(u32, u64), u32>,
     /// Async events delivered per (context, element).
@@ -85,13 +88,35 @@ impl EventSink for Sink {
         let mut rec = [0u8; 16];
         rec[..8].copy_from_slice(&element.to_le_bytes());
         rec[8..12].copy_from_slice(&event_type.to_le_bytes());
-        let ok = self.async_fds.get(&ctx).is_some_and(|fd| send_record(fd, &rec));
+        let ok = self.async_fds.get(&ctx).is_some_and(|(fd, _)| send_record(fd, &rec));
         if ok {
             *self.async_counts.entry((ctx, element)).or_default() += 1;
         }
         if let Some(t) = &self.trace {
             t.line(format_args!("EVENT async ctx={ctx} element={element:#x} type={event_type} delivered={ok}"));
         }
+    }
+}
+
+impl Sink {
+    /// Completion events reported for a destroyed CQ: those delivered minus
+    /// those still unread (taken back from the channel).
+    pub fn comp_reported(&mut self, channel: Option<u32>, handle: u64) -> u32 {
+        let Some(ch) = channel else { return 0 };
+        let sent = self.comp_counts.remove(&(ch, handle)).unwrap_or(0);
+        let unread = self.chans.get(&ch).map_or(0, |c| {
+            sock::take_back(&c.app, &c.fd, 8, |r| r == handle.to_le_bytes())
+        });
+        sent.saturating_sub(unread)
+    }
+
+    /// Async events reported for a destroyed object (delivered minus unread).
+    pub fn async_reported(&mut self, ctx: u32, element: u64) -> u32 {
+        let sent = self.async_counts.remove(&(ctx, element)).unwrap_or(0);
+        let unread = self.async_fds.get(&ctx).map_or(0, |(mine, app)| {
+            sock::take_back(app, mine, 16, |r| r[..8] == element.to_le_bytes())
+        });
+        sent.saturating_sub(unread)
     }
 }
 

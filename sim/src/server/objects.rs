@@ -192,7 +192,8 @@ pub fn create_comp_channel(st: &mut State, ctx: u32) -> Result<Resp, i32> {
     let (mine, theirs) = sock::event_pair().map_err(|_| errno::ENOMEM)?;
     let id = State::alloc(&mut st.next_chan, 1);
     let app_ino = sock::ino(&theirs);
-    st.sink.chans.insert(id, Chan { ctx, fd: mine, app_ino });
+    let app = theirs.try_clone().map_err(|_| errno::ENOMEM)?;
+    st.sink.chans.insert(id, Chan { ctx, fd: mine, app, app_ino });
     if let Some(c) = st.dev.ctxs.get_mut(&ctx) {
         c.comp_channels.push(id);
     }
@@ -289,8 +290,8 @@ pub fn destroy_cq(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let cq = st.dev.cqs.remove(&cqn).ok_or(errno::EINVAL)?;
-    let comp = cq.channel.and_then(|ch| st.sink.comp_counts.remove(&(ch, cq.user_handle))).unwrap_or(0);
-    let asy = st.sink.async_counts.remove(&(ctx, cq.user_handle)).unwrap_or(0);
+    let comp = st.sink.comp_reported(cq.channel, cq.user_handle);
+    let asy = st.sink.async_reported(ctx, cq.user_handle);
     Ok(Resp { core: Out::new(8).u32(0, comp).u32(4, asy).done(), note: format!("cqn={cqn} events={comp}/{asy}"), ..Default::default() })
 }
 
@@ -376,6 +377,6 @@ pub fn destroy_srq(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let s = st.dev.srqs.remove(&srqn).ok_or(errno::EINVAL)?;
-    let n = st.sink.async_counts.remove(&(ctx, s.user_handle)).unwrap_or(0);
+    let n = st.sink.async_reported(ctx, s.user_handle);
     Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("srqn={srqn}"), ..Default::default() })
 }

@@ -410,7 +410,7 @@ pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     let qpn = qp_of(st, ctx, u32_at(&req.core, 0))?;
     let qp = st.dev.qps.remove(&qpn).ok_or(errno::EINVAL)?;
     st.qpx.remove(&qpn);
-    let n = st.sink.async_counts.remove(&(ctx, qp.user_handle)).unwrap_or(0);
+    let n = st.sink.async_reported(ctx, qp.user_handle);
     Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("qpn={qpn:#x}"), ..Default::default() })
 }
 

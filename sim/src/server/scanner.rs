@@ -1,8 +1,11 @@
 //! The doorbell scanner: watches every context's UAR pages, hands send
 //! doorbells and CQ arms to the engine, and calls `Engine::progress`.
 //!
-//! It spins (yielding) while there is traffic and backs off to short, then
-//! longer sleeps when idle, so an idle daemon does not hold a core.
+//! Between scans that found nothing it sleeps: briefly while there was
+//! recent traffic, longer when idle, so an idle daemon does not hold a
+//! core. It never spins: with the applications busy-polling their CQs on
+//! a 2-core machine, a spinning (or yielding) scanner waits for whole
+//! scheduler time slices, while a sleeper is woken promptly by its timer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,16 +13,15 @@ use std::time::{Duration, Instant};
 use super::uar::{Doorbell, Uar};
 use super::Daemon;
 
-/// Spin (yielding the CPU between scans) this long after the last activity.
-const SPIN: Duration = Duration::from_millis(20);
-/// Then sleep this long between scans ...
-const NAP: Duration = Duration::from_micros(50);
+/// Sleep this long between scans ...
+const NAP: Duration = Duration::from_micros(10);
 /// ... until idle this long, then sleep [`SLEEP`].
 const DOZE_AFTER: Duration = Duration::from_millis(500);
 const SLEEP: Duration = Duration::from_millis(2);
 
 /// Runs forever.
 pub fn run(d: &Daemon) {
+    super::sock::precise_sleeps();
     let mut last = Instant::now();
     let mut found = Vec::new();
     let mut uars: Vec<(u32, Arc<Uar>)> = Vec::new();
@@ -76,8 +78,8 @@ pub fn run(d: &Daemon) {
             last = now;
         }
         let idle = now - last;
-        if idle < SPIN {
-            std::thread::yield_now();
+        if busy {
+            continue;
         } else if idle < DOZE_AFTER {
             std::thread::sleep(NAP);
         } else {

@@ -77,11 +77,33 @@ pub fn send_nowait(fd: &OwnedFd, rec: &[u8]) -> bool {
     n == rec.len() as isize
 }
 
-/// Receives one record without blocking (draining an event queue).
-pub fn recv_nowait(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
-    // SAFETY: buf is a mutably borrowed slice of the given length.
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-    (n >= 0).then_some(n as usize)
+
+/// Takes back the records still unread in an event queue whose `drop`
+/// predicate holds: reads every pending record from `app` (a duplicate of
+/// the process's end) and sends the others again through `mine`, in order.
+/// Returns how many were taken back. (The kernel removes an object's unread
+/// events when it is destroyed and does not count them as reported.)
+pub fn take_back(app: &OwnedFd, mine: &OwnedFd, len: usize, drop: impl Fn(&[u8]) -> bool) -> u32 {
+    let mut keep = Vec::new();
+    let mut taken = 0;
+    let mut buf = [0u8; 64];
+    loop {
+        // SAFETY: buf is a mutably borrowed local of the given length.
+        let n = unsafe { libc::recv(app.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n <= 0 {
+            break;
+        }
+        let rec = &buf[..n as usize];
+        if rec.len() == len && drop(rec) {
+            taken += 1;
+        } else {
+            keep.push(rec.to_vec());
+        }
+    }
+    for r in keep {
+        send_nowait(mine, &r);
+    }
+    taken
 }
 
 /// Inode of a descriptor (fstat through /proc, no unsafe needed).
@@ -94,4 +116,20 @@ pub fn ino(fd: &OwnedFd) -> u64 {
 pub fn ino_of(pid: i32, fd: i32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).ok().map(|m| m.ino())
+}
+
+/// Timer slack of 1 ns for the calling thread: its short sleeps end when
+/// asked instead of up to 50 µs later (the default slack). And, where
+/// allowed, the lowest real-time priority (SCHED_RR 1), so that when its
+/// timer fires it preempts applications busy-polling their CQs instead of
+/// waiting for their time slice to end (a NIC does not wait for the CPU).
+/// It sleeps whenever a scan finds nothing, so it cannot starve them.
+pub fn precise_sleeps() {
+    // SAFETY: prctl with integer arguments; affects only this thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if std::env::var_os("VERBS_SIM_NO_RT").is_none() {
+        let p = libc::sched_param { sched_priority: 1 };
+        // SAFETY: pid 0 = the calling thread; p is a valid local.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &p) };
+    }
 }

@@ -107,7 +107,7 @@ impl Uar {
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len, "UAR word offset {off:#x}");
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len, "UAR word offset {off:#x}");
         // SAFETY: U1 (inside the mapping, aligned, alive as long as &self)
         // and U2 (only ever accessed atomically by the daemon).
         unsafe { &*((self.base + off) as *const AtomicU64) }

@@ -1,0 +1,1 @@
+//! LD_PRELOAD shim for the simulated ConnectX (see `verbs-sim`).

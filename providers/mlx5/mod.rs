@@ -61,4 +61,5 @@
 //! are listed in SAFETY.md with the reason for each.
 
 pub mod abi;
+pub mod sizing;
 pub mod wqe;

@@ -23,6 +23,8 @@ mod send;
 mod state;
 mod umr;
 mod wqe;
+#[cfg(test)]
+mod tests;
 
 pub use consts::{cqe_op, ctrl, event, op, syn};
 pub use cqe::Cqe;

@@ -56,6 +56,11 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
             if stall.is_some_and(|s| now < s.until_ns) {
                 return;
             }
+            let timed_out = stall.is_some_and(|s| s.kind == StallKind::NoResponse && s.retry_left == 0);
+            if timed_out && ack_timeout_ns(qp.attrs.timeout).is_some() {
+                let w = read_send_wqe(self.mem, &qp).unwrap_or(SendWqe { idx: qp.sq.ci as u16, opcode: 0, nbb: 1, fm_ce_se: 0, imm: 0, body: vec![] });
+                return self.fail(&qp, &w, syn::RETRY_EXC);
+            }
             let w = match read_send_wqe(self.mem, &qp) {
                 Ok(w) => w,
                 Err(bad) => {
@@ -69,8 +74,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                         self.dev.engine.stalls.insert(qpn, s);
                         return;
                     }
-                    None if kind == StallKind::Rnr => Outcome::Fail(syn::RNR_RETRY_EXC),
-                    None => Outcome::Fail(syn::RETRY_EXC),
+                    None => Outcome::Fail(syn::RNR_RETRY_EXC),
                 },
                 other => other,
             };
@@ -91,7 +95,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
     }
 
     /// The retry state after an attempt that met `kind`, or None when the
-    /// retries are exhausted.
+    /// RNR retries are exhausted.
     fn stall(&self, qp: &Qp, prev: Option<Stall>, kind: StallKind, code: u8, now: u64) -> Option<Stall> {
         let (mut rnr_left, mut retry_left) = match prev {
             Some(s) => (s.rnr_left, s.retry_left),
@@ -107,13 +111,14 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                 }
                 rnr_timer_ns(code)
             }
+            // The requester learns of a lost request only when its timer
+            // runs out: the last retry's timeout ends in RETRY_EXC (run_sq).
             StallKind::NoResponse => match ack_timeout_ns(qp.attrs.timeout) {
                 None => INFINITE_RETRY_NS,
                 Some(t) => {
-                    if retry_left == 0 {
-                        return None;
+                    if prev.is_some_and(|p| p.kind == StallKind::NoResponse) {
+                        retry_left = retry_left.saturating_sub(1);
                     }
-                    retry_left -= 1;
                     t
                 }
             },

@@ -311,6 +311,10 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
     };
+    if !c.named() && doorbell_names_qp(c) {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+    }
     // SAFETY: the caller promises NULL or a valid list.
     if wr.is_null() || !unsafe { (*wr).next }.is_null() {
         // SAFETY: forwarded caller contract.
@@ -336,6 +340,19 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     }
     // SAFETY: forwarded caller contract.
     unsafe { post_send_one(c, wr, bad_wr) }
+}
+
+/// Whether rdma-core's provider of `c`'s device names the QP by its C
+/// fields when it posts: librxe's doorbell is a `POST_SEND` command with
+/// `qp->handle` on `qp->context`'s device file, which the kernel answers
+/// `ENOENT` for a handle it does not know (libsiw's doorbell was made
+/// when the QP was). librxe has then already written the requests into
+/// the ring, where the next doorbell finds them; this library posts
+/// nothing and points `*bad_wr` at the first request (`names.rs`).
+#[cold]
+#[inline(never)]
+fn doorbell_names_qp(c: &qp::CQp) -> bool {
+    c.provider() == verbs::ProviderKind::Rxe
 }
 
 /// [`post_send`] of one request the straight path did not take: converted

@@ -61,4 +61,7 @@
 //! are listed in SAFETY.md with the reason for each.
 
 pub mod abi;
+pub mod av;
+pub mod buf;
+pub mod sizing;
 pub mod wqe;

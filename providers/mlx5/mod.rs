@@ -64,4 +64,5 @@ pub mod abi;
 pub mod av;
 pub mod buf;
 pub mod sizing;
+pub mod sq;
 pub mod wqe;

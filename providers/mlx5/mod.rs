@@ -61,4 +61,8 @@
 //! are listed in SAFETY.md with the reason for each.
 
 pub mod abi;
+pub mod av;
+pub mod buf;
+pub mod sizing;
+pub mod sq;
 pub mod wqe;

@@ -58,7 +58,7 @@ pub struct Engine<'a, M: HostMem, E: EventSink> {
 impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
     /// A send doorbell for `qpn` (a UAR/BlueFlame write naming that QP):
     /// executes the send queue up to the doorbell record's send counter
-    /// (a QP in ERR flushes what was posted instead).
+    /// (a QP in ERR or SQE flushes what was posted instead).
     pub fn sq_doorbell(&mut self, qpn: u32) {
         self.run_sq(qpn);
         self.settle();
@@ -97,6 +97,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                     self.flush_sq(qpn);
                     self.flush_rq(qpn);
                 }
+                Some(QpState::Sqe) => self.flush_sq(qpn),
                 _ => {}
             }
             self.settle();

@@ -67,7 +67,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
             op::UMR if rc_uc => self.umr(qp, w),
             op::LOCAL_INVAL if rc_uc => self.local_inval(qp, w.imm),
             op::SEND | op::SEND_IMM => self.send(qp, w),
-            op::SEND_INVAL if rc_uc => self.send(qp, w),
+            op::SEND_INVAL if qp.qp_type == QpType::Rc => self.send(qp, w),
             op::RDMA_WRITE | op::RDMA_WRITE_IMM if rc_uc => self.write(qp, w),
             op::RDMA_READ if qp.qp_type == QpType::Rc => self.read(qp, w),
             op::ATOMIC_CS | op::ATOMIC_FA if qp.qp_type == QpType::Rc => self.atomic(qp, w),

@@ -82,7 +82,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                 return None;
             }
             let shift = if srq.wqe_shift != 0 { srq.wqe_shift } else { srq.wq.wqe_shift };
-            let idx = srq.head & srq.wq.wqe_cnt.saturating_sub(1);
+            let idx = if srq.wq.wqe_cnt.is_power_of_two() { srq.head & (srq.wq.wqe_cnt - 1) } else { srq.head };
             let mut b = vec![0u8; 1 << shift.min(16)];
             self.mem.read(srq.pid, srq.wq.buf + (u64::from(idx) << shift), &mut b).ok()?;
             let next = be16(&b, 2);

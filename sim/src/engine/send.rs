@@ -9,7 +9,7 @@ use super::state::{ack_timeout_ns, rnr_timer_ns, Stall, StallKind, INFINITE_RETR
 use super::wqe::{read_send_wqe, SendWqe};
 use super::{Engine, EventSink};
 use crate::mem::HostMem;
-use crate::model::{Qp, QpState};
+use crate::model::{Qp, QpState, QpType};
 
 /// How one WQE ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
             let Some(qp) = self.dev.qps.get(&qpn).cloned() else { return };
             match qp.state {
                 QpState::Rts => {}
-                QpState::Err => return self.flush_sq(qpn),
+                QpState::Err | QpState::Sqe => return self.flush_sq(qpn),
                 _ => return,
             }
             if sq_pending(self.sq_db(&qp), &qp) == 0 {
@@ -145,14 +145,22 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         self.dev.engine.work += 1;
     }
 
-    /// Completes `w` in error (signaled or not) and moves `qp` to ERR.
+    /// Completes `w` in error (signaled or not) and moves `qp` to ERR
+    /// (RC) or SQE (UC/UD: only the send queue stops; IB spec 10.3.1).
     fn fail(&mut self, qp: &Qp, w: &SendWqe, syndrome: u8) {
         self.dev.engine.stalls.remove(&qp.qpn);
         self.advance(qp.qpn, w.nbb);
         let cqe = Cqe { opcode: cqe_op::REQ_ERR, syndrome, ..Self::req_cqe(qp, w) };
         self.push_cqe(qp.send_cqn, &cqe);
         self.settle();
-        self.move_to_error(qp.qpn);
+        if qp.qp_type == QpType::Rc {
+            self.move_to_error(qp.qpn);
+        } else if let Some(q) = self.dev.qps.get_mut(&qp.qpn) {
+            if q.state != QpState::Err {
+                q.state = QpState::Sqe;
+            }
+            self.flush_sq(qp.qpn);
+        }
     }
 
     /// Moves the QPs a responder error marked into ERR.

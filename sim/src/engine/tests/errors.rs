@@ -153,6 +153,13 @@ fn uc_drops_silently_when_the_responder_cannot_take_it() {
     assert_eq!(r.dev.qps[&qb].state, QpState::Rts);
     r.send(qa, op::RDMA_READ, &[raddr(0, 0)]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::LOC_QP_OP, "no READ on UC");
+    // A UC send-queue error stops the send queue only (SQE): receives go on.
+    assert_eq!(r.dev.qps[&qa].state, QpState::Sqe);
+    r.send(qa, op::NOP, &[]);
+    assert_eq!(r.poll(ca)[0].syndrome, syn::WR_FLUSH);
+    r.recv(qa, &[]);
+    r.send(qb, op::SEND, &[]);
+    assert_eq!(r.poll(ca)[0].opcode, cqe_op::RESP_SEND);
 }
 
 #[test]

@@ -29,6 +29,18 @@
 //! the requests before it (which passed every check, room included) so
 //! that C callers get rdma-core's behaviour. Errors are returned as the
 //! errno value (also stored in `errno`), as rdma-core's providers do.
+//!
+//! # States and operations
+//!
+//! A QP in ERR takes send requests and window binds, each completing with
+//! `IBV_WC_WR_FLUSH_ERR`, as rdma-core + rxe (issue 29,
+//! `tests/device/c/capi_err.c`). On siw this library refuses them
+//! (`EINVAL`): libsiw accepts them into a ring the kernel never flushes
+//! again, so they would never complete. RDMA READ/WRITE and atomics on a
+//! UD QP are refused with `EOPNOTSUPP` before the kernel sees them (the
+//! IB spec's local QP operation error, given at post time); librxe hands
+//! them to the kernel, which fails the QP and flushes them: a deliberate
+//! difference that keeps a programming error from taking the QP down.
 #![allow(unsafe_code)]
 
 use core::ffi::c_int;

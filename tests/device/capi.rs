@@ -251,6 +251,28 @@ fn capi_struct_fields_c_program_is_identical() {
 
 #[test]
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn capi_posts_in_error_state_c_program_is_identical() {
+    // Issue 29, item 2: sends, RDMA writes and reads, inline sends and
+    // window binds (ibv_bind_mw, IBV_WR_BIND_MW) posted to an RC QP in ERR
+    // are accepted and complete with IBV_WC_WR_FLUSH_ERR; one thread posts
+    // 200 writes while another moves the QP to ERR: none refused, all
+    // complete, no hang.
+    let exe = compile_c("capi_err");
+    let gid = super::common::gid_index().to_string();
+    let out = same_on_both(exe.to_str().unwrap(), &[&rxe_name(), &gid]);
+    for (what, id) in [("send", 1), ("unsignaled send", 2), ("rdma write", 3), ("rdma read", 4), ("inline send", 5)] {
+        let line = format!("{what} in err: post ok completion wr_id {id} status Work Request Flushed Error");
+        assert!(out.lines().any(|l| l == line), "{line:?} missing:\n{out}");
+    }
+    assert!(out.contains("bind_mw(type 1) in err: post ok completion wr_id 6 status Work Request Flushed Error"), "{out}");
+    assert!(out.contains("post bind_mw(type 2) in err: post ok completion wr_id 7 status Work Request Flushed Error"), "{out}");
+    assert!(out.contains("race: 200 posts, 0 refused, every posted request completed yes, other statuses 0"), "{out}");
+    assert!(out.ends_with("done\n"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn capi_cq_ex_c_program_is_identical() {
     // ibv_create_cq_ex (refused flags), and the polling API over sends, a
     // send with immediate, an RDMA write and two receives; QPs made by

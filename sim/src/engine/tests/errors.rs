@@ -59,6 +59,7 @@ fn receive_too_small_is_loc_len_there_and_rem_inv_req_here() {
     assert_eq!(c.iter().map(|c| (c.opcode, c.syndrome)).collect::<Vec<_>>(), [(cqe_op::RESP_ERR, syn::LOC_LEN), (cqe_op::RESP_ERR, syn::WR_FLUSH)]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::REM_INV_REQ);
     assert_eq!((r.dev.qps[&qa].state, r.dev.qps[&qb].state), (QpState::Err, QpState::Err));
+    assert_eq!(r.ev.asyncs, [(2, u64::from(qb) + 0x2000, event::QP_REQ_ERR)], "the responder's, once");
 }
 
 #[test]
@@ -69,6 +70,7 @@ fn bad_rkey_and_missing_access_are_remote_access_errors() {
     r.send(qa, op::RDMA_WRITE, &[raddr(xb, kb), dseg(8, ka, xa)]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::REM_ACCESS);
     assert_eq!(r.dev.qps[&qb].state, QpState::Err, "an RC responder goes to ERR");
+    assert_eq!(r.ev.asyncs, [(2, u64::from(qb) + 0x2000, event::QP_ACCESS_ERR)]);
 
     let (mut r, qa, qb, ca, _cb) = pair(QpType::Rc);
     let (ka, xa) = r.mr(A, 4096, RW);

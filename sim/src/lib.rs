@@ -17,5 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod fdpass;
+pub mod fixture;
 pub mod mem;
 pub mod model;
+pub mod proto;
+pub mod server;

@@ -63,6 +63,7 @@
 pub mod abi;
 pub mod av;
 pub mod buf;
+pub mod rq;
 pub mod sizing;
 pub mod sq;
 pub mod wqe;

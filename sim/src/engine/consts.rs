@@ -90,6 +90,10 @@ pub mod syn {
 pub mod event {
     /// IB_EVENT_CQ_ERR
     pub const CQ_ERR: u32 = 0;
+    /// IB_EVENT_QP_REQ_ERR (invalid request local work queue error)
+    pub const QP_REQ_ERR: u32 = 2;
+    /// IB_EVENT_QP_ACCESS_ERR (local access violation work queue error)
+    pub const QP_ACCESS_ERR: u32 = 3;
     /// IB_EVENT_SRQ_LIMIT_REACHED
     pub const SRQ_LIMIT_REACHED: u32 = 15;
     /// IB_EVENT_QP_LAST_WQE_REACHED

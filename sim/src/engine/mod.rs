@@ -11,7 +11,22 @@
 //!   [`Engine::qp_error`]; on a transition to RESET it zeroes the QP's
 //!   `sq.ci`/`rq.ci` itself (libmlx5 zeroes its indices and doorbell record);
 //! - the engine writes CQEs and raises completion/async events through
-//!   [`EventSink`]; it never creates or destroys objects.
+//!   [`EventSink`]; it never creates or destroys objects, but it moves QPs
+//!   to ERR (RC errors) or SQE (UC/UD send-queue errors) in the model.
+//!
+//! What it models, file by file: `wqe` (reading send WQEs out of the ring,
+//! wrap included, and receive scatter lists), `send` (the requester's
+//! in-order loop, retry timers, completions), `rdma` (each opcode and its
+//! delivery: RC/UC by the QP's destination, UD by the datagram segment),
+//! `recv` (RQ and SRQ consumption, UD's GRH, responder CQEs and errors),
+//! `keys` (lkey/rkey/window checks and the DMA), `umr` (memory windows),
+//! `cqe` (CQE layout, owner bit, overrun, arming), `flush` (ERR), `state`
+//! (what survives between calls: retry timers, the clock). What it does
+//! not: packets (delivery is a copy between the two QPs' memories on the
+//! one port), PSNs, MTU segmentation, multicast, QP1, XRC, scatter to CQE
+//! (declined, as the device may), signature/crypto/DEVX objects, and
+//! responder resources for READ/atomics (`max_dest_rd_atomic` is not
+//! enforced).
 
 mod consts;
 mod cqe;

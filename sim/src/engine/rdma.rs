@@ -3,7 +3,7 @@
 //! peer on the same port (RC/UC by the QP's destination QPN, UD by the
 //! datagram segment's) and answered as IB's transport would.
 
-use super::consts::{cqe_op, ctrl, op, syn, GRH_LEN};
+use super::consts::{cqe_op, ctrl, event, op, syn, GRH_LEN};
 use super::recv::{Incoming, Resp};
 use super::send::Outcome;
 use super::state::StallKind;
@@ -120,10 +120,12 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         outcome(qp, r, len)
     }
 
-    /// A responder's remote access check failed: NAK (RC responder to ERR).
+    /// A responder's check failed: NAK; an RC responder goes to ERR with
+    /// the affiliated event of the error class (IB spec 9.9.3, class C).
     fn access_error(&mut self, dst: &Qp, syndrome: u8) -> Resp {
         if dst.qp_type == QpType::Rc {
-            self.dev.engine.pending_errors.push(dst.qpn);
+            let ev = if syndrome == syn::REM_ACCESS { event::QP_ACCESS_ERR } else { event::QP_REQ_ERR };
+            self.dev.engine.pending_errors.push((dst.qpn, ev));
             Resp::Nak(syndrome)
         } else {
             Resp::Ack

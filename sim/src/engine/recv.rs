@@ -134,7 +134,8 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         };
         self.push_cqe(dst.recv_cqn, &cqe);
         if dst.qp_type == QpType::Rc {
-            self.dev.engine.pending_errors.push(dst.qpn);
+            let ev = if syndrome == syn::LOC_PROT { event::QP_ACCESS_ERR } else { event::QP_REQ_ERR };
+            self.dev.engine.pending_errors.push((dst.qpn, ev));
         }
     }
 

@@ -163,9 +163,15 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         }
     }
 
-    /// Moves the QPs a responder error marked into ERR.
+    /// Moves the QPs a responder error marked into ERR, raising each one's
+    /// affiliated async event.
     pub(crate) fn settle(&mut self) {
-        while let Some(q) = self.dev.engine.pending_errors.pop() {
+        while let Some((q, ev)) = self.dev.engine.pending_errors.pop() {
+            let Some(qp) = self.dev.qps.get(&q) else { continue };
+            if qp.state != QpState::Err {
+                let (ctx, handle) = (qp.ctx, qp.user_handle);
+                self.events.async_event(ctx, handle, ev);
+            }
             self.move_to_error(q);
         }
     }

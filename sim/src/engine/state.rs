@@ -39,9 +39,10 @@ pub struct EngineState {
     /// When set, the engine's clock (ns) instead of the monotonic clock
     /// (unit tests move time by hand).
     pub fake_now_ns: Option<u64>,
-    /// QPs a responder error put into ERR, flushed after the requester's
-    /// completion is written (so CQEs stay in order).
-    pub pending_errors: Vec<u32>,
+    /// QPs a responder error puts into ERR, with the affiliated async event
+    /// (enum ib_event_type) to raise; moved and flushed after the
+    /// requester's completion is written (so CQEs stay in order).
+    pub pending_errors: Vec<(u32, u32)>,
     /// Count of work items done (WQEs executed or flushed, CQEs written):
     /// lets [`crate::engine::Engine::progress`] say whether anything happened.
     pub work: u64,

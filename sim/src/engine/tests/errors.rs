@@ -59,6 +59,7 @@ fn receive_too_small_is_loc_len_there_and_rem_inv_req_here() {
     assert_eq!(c.iter().map(|c| (c.opcode, c.syndrome)).collect::<Vec<_>>(), [(cqe_op::RESP_ERR, syn::LOC_LEN), (cqe_op::RESP_ERR, syn::WR_FLUSH)]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::REM_INV_REQ);
     assert_eq!((r.dev.qps[&qa].state, r.dev.qps[&qb].state), (QpState::Err, QpState::Err));
+    assert_eq!(r.ev.asyncs, [(2, u64::from(qb) + 0x2000, event::QP_REQ_ERR)], "the responder's, once");
 }
 
 #[test]
@@ -69,6 +70,7 @@ fn bad_rkey_and_missing_access_are_remote_access_errors() {
     r.send(qa, op::RDMA_WRITE, &[raddr(xb, kb), dseg(8, ka, xa)]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::REM_ACCESS);
     assert_eq!(r.dev.qps[&qb].state, QpState::Err, "an RC responder goes to ERR");
+    assert_eq!(r.ev.asyncs, [(2, u64::from(qb) + 0x2000, event::QP_ACCESS_ERR)]);
 
     let (mut r, qa, qb, ca, _cb) = pair(QpType::Rc);
     let (ka, xa) = r.mr(A, 4096, RW);
@@ -194,4 +196,53 @@ fn unknown_opcode_and_bad_ds_are_local_qp_operation_errors() {
     let (mut r, qa, _qb, ca, _cb) = pair(QpType::Rc);
     r.send(qa, 0x3f, &[]);
     assert_eq!(r.poll(ca)[0].syndrome, syn::LOC_QP_OP);
+}
+
+#[test]
+fn misaligned_atomic_is_an_invalid_request() {
+    let (mut r, qa, _qb, ca, _cb) = pair(QpType::Rc);
+    let (ka, xa) = r.mr(A, 4096, RW);
+    let (kb, xb) = r.mr(B, 4096, RW | access::REMOTE_ATOMIC);
+    r.send(qa, op::ATOMIC_FA, &[raddr(xb + 4, kb), vec![0; 16], dseg(8, ka, xa)]);
+    assert_eq!(r.poll(ca)[0].syndrome, syn::REM_INV_REQ);
+}
+
+#[test]
+fn read_into_memory_without_local_write_is_a_local_protection_error() {
+    let (mut r, qa, qb, ca, _cb) = pair(QpType::Rc);
+    let (ka, xa) = r.mr(A, 4096, access::REMOTE_READ);
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.send(qa, op::RDMA_READ, &[raddr(xb, kb), dseg(8, ka, xa)]);
+    assert_eq!(r.poll(ca)[0].syndrome, syn::LOC_PROT);
+    assert_eq!(r.dev.qps[&qb].state, QpState::Rts, "the responder saw nothing wrong");
+}
+
+#[test]
+fn ud_receive_too_small_fails_that_receive_only() {
+    let mut r = Rig::new();
+    let (ca, cb) = (r.cq(A, 16, 64), r.cq(B, 16, 64));
+    let (qa, qb) = (r.qp(A, QpType::Ud, ca, 16, None), r.qp(B, QpType::Ud, cb, 16, None));
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.recv(qb, &[(40, kb, xb)]);
+    r.send(qa, op::SEND, &[datagram(qb, 0x1111_1111), inline(b"z")]);
+    assert_eq!(r.poll(ca)[0].opcode, cqe_op::REQ);
+    let c = r.poll(cb)[0];
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::RESP_ERR, syn::LOC_LEN));
+    assert_eq!(r.dev.qps[&qb].state, QpState::Rts);
+}
+
+#[test]
+fn write_with_immediate_waits_for_a_receive_and_writes_nothing_before() {
+    let (mut r, qa, qb, ca, cb) = pair(QpType::Rc);
+    let (ka, xa) = r.mr(A, 4096, RW);
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.write(A, xa, b"imm!");
+    r.post(qa, op::RDMA_WRITE_IMM, ctrl::CQ_UPDATE, 7, &[raddr(xb, kb), dseg(4, ka, xa)]);
+    r.eng().sq_doorbell(qa);
+    assert_eq!(r.read(B, xb, 4), [0; 4]);
+    r.recv(qb, &[]);
+    r.dev.engine.fake_now_ns = Some(1_000_000);
+    r.eng().progress();
+    assert_eq!(r.read(B, xb, 4), b"imm!");
+    assert_eq!((r.poll(ca).len(), r.poll(cb)[0].imm), (1, 7));
 }

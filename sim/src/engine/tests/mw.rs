@@ -101,3 +101,25 @@ fn type2_window_is_invalidated_locally_and_by_send_with_invalidate() {
     assert!(r.dev.mws[&(rkey >> 8)].bound.is_none());
     assert_eq!(r.poll(ca)[0].opcode, cqe_op::REQ);
 }
+
+#[test]
+fn send_with_invalidate_of_an_unknown_key_fails_both_sides() {
+    let (mut r, qa, qb, ca, cb) = pair(QpType::Rc);
+    r.recv(qb, &[]);
+    r.post(qa, op::SEND_INVAL, ctrl::CQ_UPDATE, 0xabcd_ef01, &[]);
+    r.eng().sq_doorbell(qa);
+    assert_eq!(r.poll(ca)[0].syndrome, syn::REM_INV_REQ);
+    assert_eq!(r.poll(cb)[0].opcode, cqe_op::RESP_ERR);
+}
+
+#[test]
+fn local_inval_opcode_invalidates_a_bound_type2_window() {
+    let (mut r, _qa, qb, _ca, cb) = pair(QpType::Rc);
+    let (kb, xb) = r.mr(B, 4096, MR_ACC);
+    let rkey = mw(&mut r, 2);
+    r.post(qb, op::UMR, 0, rkey, &umr(2, rkey + 1, qb, kb, xb, 64, MW_REMOTE_WRITE));
+    r.post(qb, op::LOCAL_INVAL, ctrl::CQ_UPDATE, rkey + 1, &[]);
+    r.eng().sq_doorbell(qb);
+    assert_eq!(r.poll(cb)[0].opcode, cqe_op::REQ);
+    assert!(r.dev.mws[&(rkey >> 8)].bound.is_none());
+}

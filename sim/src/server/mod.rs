@@ -277,9 +277,10 @@ impl Daemon {
                     } else {
                         format!("request={request:#x}")
                     };
-                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> ENOTTY", conn.ctx, conn.pid));
+                    let e = errname(self.ioctl_errno(conn));
+                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> {e}", conn.ctx, conn.pid));
                 }
-                (Reply::ret(-i64::from(errno::ENOTTY)), Vec::new())
+                (Reply::ret(-i64::from(self.ioctl_errno(conn))), Vec::new())
             }
             Call::Write { buf, len } => {
                 let req = match cmd::parse(&self.mem, conn.pid, buf, len) {
@@ -325,19 +326,34 @@ impl Daemon {
                     }
                     Err(e) => {
                         self.trace.line(format_args!(
-                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {}",
+                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {} core={} udata={}",
                             conn.ctx,
                             conn.pid,
                             cmd_name(req.cmd),
                             req.cmd,
                             req.core.len(),
                             req.udata.len(),
-                            errname(e)
+                            errname(e),
+                            hex(&req.core),
+                            hex(&req.udata)
                         ));
                         (Reply::ret(-i64::from(e)), Vec::new())
                     }
                 }
             }
+        }
+    }
+
+    /// The ioctl interface is absent as far as libibverbs can tell: ENOTTY
+    /// until the context exists (its probe then sends every command with a
+    /// write fallback through write()). The ioctls issued after that have
+    /// no fallback (DEVX, dynamic UARs, device memory, import, ...): the
+    /// device does not offer them, which mlx5_ib says with EOPNOTSUPP.
+    fn ioctl_errno(&self, conn: &Conn) -> i32 {
+        if self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open) {
+            errno::EOPNOTSUPP
+        } else {
+            errno::ENOTTY
         }
     }
 
@@ -349,6 +365,7 @@ impl Daemon {
         match (req.ex, req.cmd) {
             (false, 0) => device::get_context(self, st, conn.ctx, conn.pid, req),
             (false, 1) => device::query_device(self, req),
+            (true, 1) => device::query_device_ex(self, req),
             (false, 2) => device::query_port(self, req),
             (false, 3) => objects::alloc_pd(st, conn.ctx),
             (false, 4) => objects::dealloc_pd(st, conn.ctx, req),
@@ -401,6 +418,10 @@ impl Daemon {
         st.ctxx.remove(&ctx);
         st.dev.ctxs.remove(&ctx);
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// errno name for the trace.

@@ -68,11 +68,19 @@ pub fn destroy_ah(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     }
 }
 
-const ACCESS_ALL: u32 = 0x1f | access::ZERO_BASED | 0x100 /* ON_DEMAND */ | 0x400 /* RELAXED_ORDERING */;
+/// IB_ACCESS_ON_DEMAND: no ODP on this device.
+const ON_DEMAND: u32 = 0x40;
+/// Mandatory bits (LOCAL_WRITE .. ZERO_BASED, ON_DEMAND, HUGETLB, FLUSH_*);
+/// bits 20-29 are optional (IB_UVERBS_ACCESS_OPTIONAL_RANGE, e.g.
+/// RELAXED_ORDERING): a device may ignore them.
+const ACCESS_KNOWN: u32 = 0x3ff | 0x3ff0_0000;
 
 fn check_access(acc: u32) -> Result<(), i32> {
-    if acc & !ACCESS_ALL != 0 {
+    if acc & !ACCESS_KNOWN != 0 {
         return Err(errno::EINVAL);
+    }
+    if acc & ON_DEMAND != 0 {
+        return Err(errno::EOPNOTSUPP);
     }
     // IB spec: remote write or atomic needs local write.
     if acc & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0 && acc & access::LOCAL_WRITE == 0 {
@@ -270,6 +278,13 @@ pub fn resize_cq(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     }
     let cq = st.dev.cqs.get_mut(&cqn).ok_or(errno::EINVAL)?;
     let ncqe = (cqe + 1).next_power_of_two();
+    // The new ring must hold the CQEs not yet polled (the consumer index
+    // is the doorbell record's first word).
+    let ci = d.mem.read_be32(cq.pid, cq.dbrec).map_err(|_| errno::EFAULT)? & 0xff_ffff;
+    let unpolled = cq.pi.wrapping_sub(ci) & 0xff_ffff;
+    if unpolled > ncqe - 1 {
+        return Err(errno::EINVAL);
+    }
     let slot = u64::from(cq.pi % cq.ncqe) * u64::from(cq.cqe_size);
     let owner = ((cq.pi / cq.ncqe) & 1) as u8;
     let mut cqe64 = [0u8; 64];
@@ -307,7 +322,7 @@ pub fn create_srq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp,
         return Err(errno::EINVAL);
     }
     let (buf, db, flags, uidx) = (u64_at(u, 0), u64_at(u, 8), u32_at(u, 16), u32_at(u, 24));
-    if max_wr == 0 || max_wr > MAX_SRQ_WR || max_sge > MAX_SGE + 1 || limit > max_wr || flags & !1 != 0 {
+    if max_wr > MAX_SRQ_WR || max_sge > MAX_SGE + 1 || limit > max_wr || flags & !1 != 0 {
         return Err(errno::EINVAL);
     }
     let stride = (16 + 16 * max_sge.max(1)).next_power_of_two();

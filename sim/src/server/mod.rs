@@ -120,6 +120,11 @@ impl Sink {
     }
 }
 
+/// What CREATE_CQ stores in the doorbell record's arm word: no arm word
+/// can have it (bits 30-31 are always clear), so the first arm is seen
+/// even when it is 0 (sn 0, "next completion", ci 0).
+pub const ARM_UNSET: u32 = u32::MAX;
+
 /// Per-context facts the model does not keep.
 #[derive(Debug, Default, Clone)]
 pub struct CtxExtra {
@@ -146,6 +151,10 @@ pub struct State {
     pub ctxx: HashMap<u32, CtxExtra>,
     /// QP facts for QUERY_QP.
     pub qpx: HashMap<u32, qp::QpExtra>,
+    /// The last arm word taken for each CQ (see `scanner`: arms are also
+    /// read from the CQ's doorbell record, whose arm word starts at
+    /// [`ARM_UNSET`]).
+    pub arm_seen: HashMap<u32, u32>,
     /// Next ids.
     next_ctx: u32,
     next_pdn: u32,
@@ -377,7 +386,7 @@ impl Daemon {
             (false, 14) => objects::alloc_mw(st, conn.ctx, req),
             (false, 16) => objects::dealloc_mw(st, conn.ctx, req),
             (false, 17) => objects::create_comp_channel(st, conn.ctx),
-            (_, 18) => objects::create_cq(st, conn.ctx, conn.pid, req),
+            (_, 18) => objects::create_cq(self, st, conn.ctx, conn.pid, req),
             (false, 19) => objects::resize_cq(self, st, conn.ctx, req),
             (false, 20) => objects::destroy_cq(st, conn.ctx, req),
             (_, 24) => qp::create_qp(st, conn.ctx, conn.pid, req),
@@ -402,7 +411,11 @@ impl Daemon {
             st.qpx.remove(&q);
         }
         st.dev.srqs.retain(|_, s| s.ctx != ctx);
-        st.dev.cqs.retain(|_, c| c.ctx != ctx);
+        let cqs: Vec<u32> = st.dev.cqs.values().filter(|c| c.ctx == ctx).map(|c| c.cqn).collect();
+        for c in cqs {
+            st.dev.cqs.remove(&c);
+            st.arm_seen.remove(&c);
+        }
         st.dev.mrs.retain(|_, m| m.ctx != ctx);
         st.dev.mws.retain(|_, m| m.ctx != ctx);
         st.dev.ahs.retain(|_, a| a.ctx != ctx);

@@ -211,7 +211,7 @@ pub fn create_comp_channel(st: &mut State, ctx: u32) -> Result<Resp, i32> {
 /// CREATE_CQ (plain and extended; core offsets after the response pointer:
 /// user_handle 0, cqe 8, comp_vector 12, comp_channel 16 [ex: comp_mask 20,
 /// flags 24]); mlx5 udata buf_addr, db_addr, cqe_size, flags, uar_page_index.
-pub fn create_cq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
+pub fn create_cq(d: &Daemon, st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
     let c = &req.core;
     let (user_handle, cqe, vector, chan_fd) = (u64_at(c, 0), u32_at(c, 8), u32_at(c, 12), u32_at(c, 16) as i32);
     if req.ex && (u32_at(c, 20) != 0 || u32_at(c, 24) & !3 != 0) {
@@ -239,7 +239,11 @@ pub fn create_cq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
         None
     };
     let ncqe = (cqe + 1).next_power_of_two();
+    // The doorbell record's arm word gets a value no arm can write, so
+    // the scanner can tell every later arm from it (see scanner.rs).
+    d.mem.write(pid, db + 4, &super::ARM_UNSET.to_be_bytes()).map_err(|_| errno::EFAULT)?;
     let cqn = State::alloc(&mut st.next_cqn, 1);
+    st.arm_seen.insert(cqn, super::ARM_UNSET);
     st.dev.cqs.insert(
         cqn,
         Cq { cqn, ctx, pid, user_handle, buf, dbrec: db, ncqe, cqe_size, pi: 0, armed: None, arm_sn: 0, channel, overrun: false },
@@ -305,6 +309,7 @@ pub fn destroy_cq(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let cq = st.dev.cqs.remove(&cqn).ok_or(errno::EINVAL)?;
+    st.arm_seen.remove(&cqn);
     let comp = st.sink.comp_reported(cq.channel, cq.user_handle);
     let asy = st.sink.async_reported(ctx, cq.user_handle);
     Ok(Resp { core: Out::new(8).u32(0, comp).u32(4, asy).done(), note: format!("cqn={cqn} events={comp}/{asy}"), ..Default::default() })

@@ -120,6 +120,11 @@ impl Sink {
     }
 }
 
+/// What CREATE_CQ stores in the doorbell record's arm word: no arm word
+/// can have it (bits 30-31 are always clear), so the first arm is seen
+/// even when it is 0 (sn 0, "next completion", ci 0).
+pub const ARM_UNSET: u32 = u32::MAX;
+
 /// Per-context facts the model does not keep.
 #[derive(Debug, Default, Clone)]
 pub struct CtxExtra {
@@ -146,6 +151,10 @@ pub struct State {
     pub ctxx: HashMap<u32, CtxExtra>,
     /// QP facts for QUERY_QP.
     pub qpx: HashMap<u32, qp::QpExtra>,
+    /// The last arm word taken for each CQ (see `scanner`: arms are also
+    /// read from the CQ's doorbell record, whose arm word starts at
+    /// [`ARM_UNSET`]).
+    pub arm_seen: HashMap<u32, u32>,
     /// Next ids.
     next_ctx: u32,
     next_pdn: u32,
@@ -277,9 +286,10 @@ impl Daemon {
                     } else {
                         format!("request={request:#x}")
                     };
-                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> ENOTTY", conn.ctx, conn.pid));
+                    let e = errname(self.ioctl_errno(conn));
+                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> {e}", conn.ctx, conn.pid));
                 }
-                (Reply::ret(-i64::from(errno::ENOTTY)), Vec::new())
+                (Reply::ret(-i64::from(self.ioctl_errno(conn))), Vec::new())
             }
             Call::Write { buf, len } => {
                 let req = match cmd::parse(&self.mem, conn.pid, buf, len) {
@@ -325,19 +335,34 @@ impl Daemon {
                     }
                     Err(e) => {
                         self.trace.line(format_args!(
-                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {}",
+                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {} core={} udata={}",
                             conn.ctx,
                             conn.pid,
                             cmd_name(req.cmd),
                             req.cmd,
                             req.core.len(),
                             req.udata.len(),
-                            errname(e)
+                            errname(e),
+                            hex(&req.core),
+                            hex(&req.udata)
                         ));
                         (Reply::ret(-i64::from(e)), Vec::new())
                     }
                 }
             }
+        }
+    }
+
+    /// The ioctl interface is absent as far as libibverbs can tell: ENOTTY
+    /// until the context exists (its probe then sends every command with a
+    /// write fallback through write()). The ioctls issued after that have
+    /// no fallback (DEVX, dynamic UARs, device memory, import, ...): the
+    /// device does not offer them, which mlx5_ib says with EOPNOTSUPP.
+    fn ioctl_errno(&self, conn: &Conn) -> i32 {
+        if self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open) {
+            errno::EOPNOTSUPP
+        } else {
+            errno::ENOTTY
         }
     }
 
@@ -349,6 +374,7 @@ impl Daemon {
         match (req.ex, req.cmd) {
             (false, 0) => device::get_context(self, st, conn.ctx, conn.pid, req),
             (false, 1) => device::query_device(self, req),
+            (true, 1) => device::query_device_ex(self, req),
             (false, 2) => device::query_port(self, req),
             (false, 3) => objects::alloc_pd(st, conn.ctx),
             (false, 4) => objects::dealloc_pd(st, conn.ctx, req),
@@ -360,7 +386,7 @@ impl Daemon {
             (false, 14) => objects::alloc_mw(st, conn.ctx, req),
             (false, 16) => objects::dealloc_mw(st, conn.ctx, req),
             (false, 17) => objects::create_comp_channel(st, conn.ctx),
-            (_, 18) => objects::create_cq(st, conn.ctx, conn.pid, req),
+            (_, 18) => objects::create_cq(self, st, conn.ctx, conn.pid, req),
             (false, 19) => objects::resize_cq(self, st, conn.ctx, req),
             (false, 20) => objects::destroy_cq(st, conn.ctx, req),
             (_, 24) => qp::create_qp(st, conn.ctx, conn.pid, req),
@@ -385,7 +411,11 @@ impl Daemon {
             st.qpx.remove(&q);
         }
         st.dev.srqs.retain(|_, s| s.ctx != ctx);
-        st.dev.cqs.retain(|_, c| c.ctx != ctx);
+        let cqs: Vec<u32> = st.dev.cqs.values().filter(|c| c.ctx == ctx).map(|c| c.cqn).collect();
+        for c in cqs {
+            st.dev.cqs.remove(&c);
+            st.arm_seen.remove(&c);
+        }
         st.dev.mrs.retain(|_, m| m.ctx != ctx);
         st.dev.mws.retain(|_, m| m.ctx != ctx);
         st.dev.ahs.retain(|_, a| a.ctx != ctx);
@@ -401,6 +431,10 @@ impl Daemon {
         st.ctxx.remove(&ctx);
         st.dev.ctxs.remove(&ctx);
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// errno name for the trace.

@@ -68,11 +68,19 @@ pub fn destroy_ah(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     }
 }
 
-const ACCESS_ALL: u32 = 0x1f | access::ZERO_BASED | 0x100 /* ON_DEMAND */ | 0x400 /* RELAXED_ORDERING */;
+/// IB_ACCESS_ON_DEMAND: no ODP on this device.
+const ON_DEMAND: u32 = 0x40;
+/// Mandatory bits (LOCAL_WRITE .. ZERO_BASED, ON_DEMAND, HUGETLB, FLUSH_*);
+/// bits 20-29 are optional (IB_UVERBS_ACCESS_OPTIONAL_RANGE, e.g.
+/// RELAXED_ORDERING): a device may ignore them.
+const ACCESS_KNOWN: u32 = 0x3ff | 0x3ff0_0000;
 
 fn check_access(acc: u32) -> Result<(), i32> {
-    if acc & !ACCESS_ALL != 0 {
+    if acc & !ACCESS_KNOWN != 0 {
         return Err(errno::EINVAL);
+    }
+    if acc & ON_DEMAND != 0 {
+        return Err(errno::EOPNOTSUPP);
     }
     // IB spec: remote write or atomic needs local write.
     if acc & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0 && acc & access::LOCAL_WRITE == 0 {
@@ -203,7 +211,7 @@ pub fn create_comp_channel(st: &mut State, ctx: u32) -> Result<Resp, i32> {
 /// CREATE_CQ (plain and extended; core offsets after the response pointer:
 /// user_handle 0, cqe 8, comp_vector 12, comp_channel 16 [ex: comp_mask 20,
 /// flags 24]); mlx5 udata buf_addr, db_addr, cqe_size, flags, uar_page_index.
-pub fn create_cq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
+pub fn create_cq(d: &Daemon, st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
     let c = &req.core;
     let (user_handle, cqe, vector, chan_fd) = (u64_at(c, 0), u32_at(c, 8), u32_at(c, 12), u32_at(c, 16) as i32);
     if req.ex && (u32_at(c, 20) != 0 || u32_at(c, 24) & !3 != 0) {
@@ -231,7 +239,11 @@ pub fn create_cq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
         None
     };
     let ncqe = (cqe + 1).next_power_of_two();
+    // The doorbell record's arm word gets a value no arm can write, so
+    // the scanner can tell every later arm from it (see scanner.rs).
+    d.mem.write(pid, db + 4, &super::ARM_UNSET.to_be_bytes()).map_err(|_| errno::EFAULT)?;
     let cqn = State::alloc(&mut st.next_cqn, 1);
+    st.arm_seen.insert(cqn, super::ARM_UNSET);
     st.dev.cqs.insert(
         cqn,
         Cq { cqn, ctx, pid, user_handle, buf, dbrec: db, ncqe, cqe_size, pi: 0, armed: None, arm_sn: 0, channel, overrun: false },
@@ -270,6 +282,13 @@ pub fn resize_cq(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     }
     let cq = st.dev.cqs.get_mut(&cqn).ok_or(errno::EINVAL)?;
     let ncqe = (cqe + 1).next_power_of_two();
+    // The new ring must hold the CQEs not yet polled (the consumer index
+    // is the doorbell record's first word).
+    let ci = d.mem.read_be32(cq.pid, cq.dbrec).map_err(|_| errno::EFAULT)? & 0xff_ffff;
+    let unpolled = cq.pi.wrapping_sub(ci) & 0xff_ffff;
+    if unpolled > ncqe - 1 {
+        return Err(errno::EINVAL);
+    }
     let slot = u64::from(cq.pi % cq.ncqe) * u64::from(cq.cqe_size);
     let owner = ((cq.pi / cq.ncqe) & 1) as u8;
     let mut cqe64 = [0u8; 64];
@@ -290,6 +309,7 @@ pub fn destroy_cq(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let cq = st.dev.cqs.remove(&cqn).ok_or(errno::EINVAL)?;
+    st.arm_seen.remove(&cqn);
     let comp = st.sink.comp_reported(cq.channel, cq.user_handle);
     let asy = st.sink.async_reported(ctx, cq.user_handle);
     Ok(Resp { core: Out::new(8).u32(0, comp).u32(4, asy).done(), note: format!("cqn={cqn} events={comp}/{asy}"), ..Default::default() })
@@ -307,7 +327,7 @@ pub fn create_srq(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp,
         return Err(errno::EINVAL);
     }
     let (buf, db, flags, uidx) = (u64_at(u, 0), u64_at(u, 8), u32_at(u, 16), u32_at(u, 24));
-    if max_wr == 0 || max_wr > MAX_SRQ_WR || max_sge > MAX_SGE + 1 || limit > max_wr || flags & !1 != 0 {
+    if max_wr > MAX_SRQ_WR || max_sge > MAX_SGE + 1 || limit > max_wr || flags & !1 != 0 {
         return Err(errno::EINVAL);
     }
     let stride = (16 + 16 * max_sge.max(1)).next_power_of_two();

@@ -47,6 +47,9 @@ const PATH_MIG_STATE: u32 = 1 << 18;
 const CAP: u32 = 1 << 19;
 const DEST_QPN: u32 = 1 << 20;
 
+/// IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK
+const IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: u32 = 1 << 1;
+
 fn state_from(v: u8) -> Option<QpState> {
     Some(match v {
         0 => QpState::Reset,
@@ -140,7 +143,9 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
         4 => QpType::Ud,
         _ => return Err(errno::EOPNOTSUPP),
     };
-    if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) != 0) {
+    // extended: comp_mask (RSS indirection table) none; create_flags only
+    // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
+    if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {
         return Err(errno::EOPNOTSUPP);
     }
     let caps = [u32_at(c, 24), u32_at(c, 28), u32_at(c, 32), u32_at(c, 36), u32_at(c, 40)];
@@ -376,9 +381,9 @@ pub fn query_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     o.bytes(0, &x.dest)
         .bytes(32, &x.alt_dest)
         .u32(64, x.caps[0])
-        .u32(68, x.caps[1])
+        .u32(68, qp.rq.wqe_cnt) // the receive queue as made (mlx5_ib: rq.wqe_cnt, rq.max_gs)
         .u32(72, x.caps[2])
-        .u32(76, x.caps[3])
+        .u32(76, qp.max_recv_sge)
         .u32(80, x.caps[4])
         .u32(84, a.qkey)
         .u32(88, a.rq_psn)

@@ -6,6 +6,8 @@
 
 #[cfg(any(feature = "rxe", feature = "siw"))]
 pub mod claim;
+#[cfg(feature = "mlx5")]
+pub mod mlx5;
 #[cfg(feature = "rxe")]
 pub mod rxe;
 #[cfg(feature = "siw")]

@@ -20,7 +20,10 @@
 #      one in the ratchet capi/tests/fixtures/pyverbs-ratchet.txt, does not pass on ours (each
 #      such test is rerun up to twice first: TCG timing races), unless it is listed with its
 #      reason in capi/tests/fixtures/pyverbs-known-gap.txt.
-#   6. fails if anything failed, if the device suite did not run, or if it ran zero tests.
+#   6. the simulated ConnectX (scripts/sim.sh, no VM): rdma-core's libibverbs + libmlx5,
+#      unmodified, on verbs-simd; ibv_devices/ibv_devinfo, the four pingpongs and perftest as
+#      server/client pairs (runs after the host tests; not with --device-only or a device filter)
+#   7. fails if anything failed, if the device suite did not run, or if it ran zero tests.
 # The output ends with a summary; the last line is always "device: N passed, M failed".
 #
 # usage: scripts/test.sh [options] [-- DEVICE-TEST-ARGS...]
@@ -36,6 +39,7 @@
 #   --no-device       skip the device suite (prints "device: skipped"; fails when CI=true)
 #   --no-selftest     do not run vm/selftest.sh before the device suite
 #   --no-pyverbs      skip rdma-core's pyverbs suite (step 5)
+#   --no-sim          skip the simulated ConnectX (step 6, scripts/sim.sh)
 #   --no-fuzz         skip the fuzz smoke run (scripts/fuzz.sh, FUZZ_SECONDS per target, default 10)
 #   --no-setup        do not run scripts/setup.sh
 #   DEVICE-TEST-ARGS  extra libtest arguments for the device binary, e.g. a name filter
@@ -45,7 +49,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-NATIVE=${VERBS_NATIVE:-0} HOST_TESTS=1 DEVICE=1 SELFTEST=1 SETUP=1 FUZZ=1 PYVERBS=1
+NATIVE=${VERBS_NATIVE:-0} HOST_TESTS=1 DEVICE=1 SELFTEST=1 SETUP=1 FUZZ=1 PYVERBS=1 SIM=1
 [ "$NATIVE" = 1 ] || NATIVE=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
         --no-selftest) SELFTEST=0; shift ;;
         --no-fuzz) FUZZ=0; shift ;;
         --no-pyverbs) PYVERBS=0; shift ;;
+        --no-sim) SIM=0; shift ;;
         --no-setup) SETUP=0; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
@@ -136,6 +141,8 @@ if [ "$HOST_TESTS" = 1 ]; then
         || FAILS+=("cargo clippy --features internals")
     timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
     timed "clippy-capi" - cargo clippy -p verbs-capi --all-targets -- -D warnings || FAILS+=("cargo clippy -p verbs-capi")
+    timed "clippy-sim" - cargo clippy -p verbs-sim -p verbs-sim-shim --all-targets -- -D warnings \
+        || FAILS+=("cargo clippy -p verbs-sim -p verbs-sim-shim")
     banner "cargo doc (no warnings allowed)"
     timed "doc" - env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p verbs \
         || FAILS+=("cargo doc -p verbs (warnings are errors)")
@@ -143,6 +150,12 @@ if [ "$HOST_TESTS" = 1 ]; then
         banner "fuzz smoke run (scripts/fuzz.sh ${FUZZ_SECONDS:-10} s per target)"
         timed "fuzz" - "$ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}" || FAILS+=("fuzz")
     fi
+fi
+
+# --- 2b. the simulated ConnectX (no VM) -------------------------------------------------------
+if [ "$SIM" = 1 ] && [ "$HOST_TESTS" = 1 ] && [ ${#DEVICE_ARGS[@]} -eq 0 ]; then
+    banner "simulated ConnectX: rdma-core's tools and perftest on verbs-simd (scripts/sim.sh)"
+    timed "sim" - "$ROOT/scripts/sim.sh" || FAILS+=("simulated ConnectX (scripts/sim.sh): a program failed (see its table above)")
 fi
 
 # --- 3. device suite --------------------------------------------------------------------------

@@ -30,11 +30,21 @@
 //! that enforces it), a region with [`AccessFlags::REMOTE_WRITE`] or
 //! [`AccessFlags::REMOTE_ATOMIC`] but without [`AccessFlags::LOCAL_WRITE`]
 //! is refused — the device would write memory the owner declared
-//! read-only. A zero length and an I/O virtual address whose offset within
-//! the page differs from the buffer's are refused too (the kernel answers
-//! `EINVAL` for both). Memory that is not mapped in this process makes the
-//! kernel fail to pin it (`EFAULT`): that is reported as
-//! [`ErrorKind::BadAddress`].
+//! read-only. An I/O virtual address whose offset within the page differs
+//! from the buffer's is refused too (the kernel answers `EINVAL`). Memory
+//! that is not mapped in this process makes the kernel fail to pin it
+//! (`EFAULT`): that is reported as [`ErrorKind::BadAddress`].
+//!
+//! A zero length is the kernel's to judge, as in rdma-core (issue 29):
+//! `ib_umem_get` pins the pages the range touches, so rxe registers an
+//! empty region at an address inside a page (pinning that page, through
+//! which the region grants no byte: zero-length requests at its address
+//! work, one byte is a protection error), and refuses one at a page start
+//! (`EINVAL`: no page); siw refuses every empty region (`EINVAL`). The
+//! address handed over is the buffer's own: an empty `Vec` or slice that
+//! never allocated has a dangling pointer into page 0, which the kernel
+//! cannot pin (`BadAddress`); an empty one with capacity, or an empty
+//! slice of a larger buffer, points into memory the process owns.
 //!
 //! # Safety
 //!
@@ -138,7 +148,7 @@ pub fn check_access(verb: &'static str, access: AccessFlags) -> Result<()> {
 /// Page-offset rule of `ib_uverbs_reg_mr`: the start address and the I/O
 /// virtual address must have the same offset within a page.
 fn check_translation(verb: &'static str, addr: usize, len: usize, iova: u64) -> Result<()> {
-    if len == 0 || addr.checked_add(len).is_none() {
+    if addr.checked_add(len).is_none() {
         return Err(Error::new(verb, ErrorKind::InvalidArgument));
     }
     let mask = rustix::param::page_size() as u64 - 1;
@@ -429,7 +439,8 @@ impl<'a, B: MrBuffer> Mr<'a, B> {
         self.len
     }
 
-    /// Always `false`: zero-length regions are refused at registration.
+    /// Whether the region covers no byte (a zero-length registration,
+    /// which rxe accepts at an address inside a page: see the module docs).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -640,8 +651,8 @@ mod tests {
     #[test]
     fn translation_rules() {
         let page = rustix::param::page_size();
-        let e = check_translation("v", 0x1000, 0, 0x1000).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        // A zero length is the kernel's to judge (module docs).
+        check_translation("v", 0x1000, 0, 0x1000).unwrap();
         check_translation("v", 0x1234, 8, 0x7000_0234).unwrap();
         check_translation("v", 0x1234, 8, (page + 0x234) as u64).unwrap();
         assert!(check_translation("v", 0x1234, 8, 0x1235).is_err());

@@ -34,6 +34,8 @@ use verbs::abi::uverbs::*;
 use verbs::providers::rxe::abi as rxe;
 #[cfg(feature = "siw")]
 use verbs::providers::siw::abi as siw;
+#[cfg(feature = "mlx5")]
+use verbs::providers::mlx5::{abi as mlx5, wqe as mlx5wqe};
 
 /// One field: Rust name, C member designator, Rust offset.
 struct Field {
@@ -256,6 +258,31 @@ fn structs() -> Vec<Entry> {
         s!(siw::SiwRqe, "struct siw_rqe", [id, flags, num_sge, opcode, unused, sge]),
         s!(siw::SiwCqe, "struct siw_cqe", [id, flags, opcode, status, bytes, imm_data, qp_id]),
         s!(siw::SiwCqCtrl, "struct siw_cq_ctrl", [flags, pad]),
+    ]);
+    #[cfg(feature = "mlx5")]
+    v.extend([
+        s!(mlx5::Mlx5AllocUcontextReqV2, "struct mlx5_ib_alloc_ucontext_req_v2", [total_num_bfregs, num_low_latency_bfregs, flags, comp_mask, max_cqe_version, reserved0, reserved1, reserved2, lib_caps]),
+        s!(mlx5::Mlx5AllocUcontextResp, "struct mlx5_ib_alloc_ucontext_resp", [qp_tab_size, bf_reg_size, tot_bfregs, cache_line_size, max_sq_desc_sz, max_rq_desc_sz, max_send_wqebb, max_recv_wr, max_srq_recv_wr, num_ports, flow_action_flags, comp_mask, response_length, cqe_version, cmds_supp_uhw, eth_min_inline, clock_info_versions, hca_core_clock_offset, log_uar_size, num_uars_per_page, num_dyn_bfregs, dump_fill_mkey]),
+        s!(mlx5::Mlx5AllocPdResp, "struct mlx5_ib_alloc_pd_resp", [pdn]),
+        s!(mlx5::Mlx5CreateCq, "struct mlx5_ib_create_cq", [buf_addr, db_addr, cqe_size, cqe_comp_en, cqe_comp_res_format, flags, uar_page_index, reserved0, reserved1]),
+        s!(mlx5::Mlx5CreateCqResp, "struct mlx5_ib_create_cq_resp", [cqn, reserved]),
+        s!(mlx5::Mlx5ResizeCq, "struct mlx5_ib_resize_cq", [buf_addr, cqe_size, reserved0, reserved1]),
+        s!(mlx5::Mlx5CreateSrq, "struct mlx5_ib_create_srq", [buf_addr, db_addr, flags, reserved0, uidx, reserved1]),
+        s!(mlx5::Mlx5CreateSrqResp, "struct mlx5_ib_create_srq_resp", [srqn, reserved]),
+        s!(mlx5::Mlx5CreateQp, "struct mlx5_ib_create_qp", [buf_addr, db_addr, sq_wqe_count, rq_wqe_count, rq_wqe_shift, flags, uidx, bfreg_index, sq_buf_addr, ece_options, dci_streams, reserved]),
+        s!(mlx5::Mlx5CreateQpResp, "struct mlx5_ib_create_qp_resp", [bfreg_index, ece_options, comp_mask, tirn, tisn, rqn, sqn, reserved1, tir_icm_addr]),
+        s!(mlx5::Mlx5CreateAhResp, "struct mlx5_ib_create_ah_resp", [response_length, dmac, reserved]),
+        s!(mlx5::Mlx5BurstInfo, "struct mlx5_ib_burst_info", [max_burst_sz, typical_pkt_sz, reserved]),
+        s!(mlx5::Mlx5ModifyQp, "struct mlx5_ib_modify_qp", [comp_mask, burst_info, ece_options]),
+        s!(mlx5::Mlx5ModifyQpResp, "struct mlx5_ib_modify_qp_resp", [response_length, dctn, ece_options, reserved]),
+        s!(mlx5wqe::CtrlSeg, "struct mlx5_wqe_ctrl_seg", [opmod_idx_opcode, qpn_ds, signature, dci_stream_channel_id, fm_ce_se, imm]),
+        s!(mlx5wqe::RaddrSeg, "struct mlx5_wqe_raddr_seg", [raddr, rkey, reserved]),
+        s!(mlx5wqe::AtomicSeg, "struct mlx5_wqe_atomic_seg", [swap_add, compare]),
+        s!(mlx5wqe::DataSeg, "struct mlx5_wqe_data_seg", [byte_count, lkey, addr]),
+        s!(mlx5wqe::Av, "struct mlx5_wqe_av", [qkey = "key.qkey.qkey", key_reserved = "key.qkey.reserved", dqp_dct, stat_rate_sl, fl_mlid, rlid, reserved0, rmac, tclass, hop_limit, grh_gid_fl, rgid]),
+        s!(mlx5wqe::SrqNextSeg, "struct mlx5_wqe_srq_next_seg", [rsvd0, next_wqe_index, signature, rsvd1]),
+        s!(mlx5wqe::Cqe64, "struct mlx5_cqe64", [rsvd0, wqe_id, rsvd4, ml_path, rsvd20, slid, flags_rqpn, hds_ip_ext, l4_hdr_type_etc, vlan_info, srqn_uidx, imm_inval_pkey, app, app_op, app_info, byte_cnt, timestamp, sop_drop_qpn, wqe_counter, signature, op_own]),
+        s!(mlx5wqe::ErrCqe, "struct mlx5_err_cqe", [rsvd0, srqn, rsvd1, vendor_err_synd, syndrome, s_wqe_opcode_qpn, wqe_counter, signature, op_own]),
     ]);
     v.extend([
         s!(ucma::UcmaHdr, "struct rdma_ucm_cmd_hdr", [cmd, r#in, out]),
@@ -536,6 +563,34 @@ fn consts() -> Vec<(String, u64)> {
         ];
         v.extend(layout.iter().map(|(n, x)| (n.to_string(), *x as u64)));
     }
+    #[cfg(feature = "mlx5")]
+    {
+        for t in [
+            mlx5::LIB_CAP_IDS,
+            mlx5::UCTX_FLAG_IDS,
+            mlx5::SUPP_UHW_IDS,
+            mlx5::QP_FLAG_IDS,
+            mlx5::CQ_FLAG_IDS,
+            mlx5::MMAP_CMD_IDS,
+            mlx5::SRQ_FLAG_IDS,
+            mlx5wqe::OPCODE_IDS,
+            mlx5wqe::FM_CE_SE_IDS,
+            mlx5wqe::WQE_CONST_IDS,
+            mlx5wqe::CQE_OPCODE_IDS,
+            mlx5wqe::SYNDROME_IDS,
+            mlx5wqe::CQ_DB_IDS,
+        ] {
+            v.extend(t.iter().map(|(n, x)| (n.to_string(), *x)));
+        }
+        let layout: &[(&str, usize)] = &[
+            ("MLX5_IB_UVERBS_ABI_VERSION", mlx5::MLX5_IB_UVERBS_ABI_VERSION as usize),
+            ("sizeof(struct mlx5_wqe_inl_data_seg)", mlx5wqe::INLINE_HDR),
+            ("sizeof(struct mlx5_wqe_umr_ctrl_seg)", mlx5wqe::UMR_CTRL_SEG),
+            ("sizeof(struct mlx5_wqe_mkey_context_seg)", mlx5wqe::MKEY_CONTEXT_SEG),
+            ("sizeof(struct mlx5_wqe_datagram_seg)", size_of::<mlx5wqe::Av>()),
+        ];
+        v.extend(layout.iter().map(|(n, x)| (n.to_string(), *x as u64)));
+    }
     v
 }
 
@@ -551,6 +606,11 @@ fn program() -> (String, BTreeMap<String, u64>) {
          #define P(k, v) printf(\"%s %llu\\n\", k, (unsigned long long)(v))\n\
          int main(void) {\n",
     );
+    if cfg!(feature = "mlx5") {
+        // mlx5's driver data and its WQE/CQE layouts (libibverbs-dev's
+        // `infiniband/mlx5dv.h`).
+        c = c.replacen("int main(void)", "#include <rdma/mlx5-abi.h>\n#include <infiniband/mlx5dv.h>\nint main(void)", 1);
+    }
     let mut rust = BTreeMap::new();
     let mut put = |c: &mut String, key: String, expr: String, val: u64| {
         writeln!(c, "  P(\"{key}\", {expr});").unwrap();
@@ -701,6 +761,16 @@ const SOURCES: &[(&str, &str)] = &[
     (
         "providers/siw/abi.rs",
         include_str!("../providers/siw/abi.rs"),
+    ),
+    #[cfg(feature = "mlx5")]
+    (
+        "providers/mlx5/abi.rs",
+        include_str!("../providers/mlx5/abi.rs"),
+    ),
+    #[cfg(feature = "mlx5")]
+    (
+        "providers/mlx5/wqe.rs",
+        include_str!("../providers/mlx5/wqe.rs"),
     ),
 ];
 

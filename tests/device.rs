@@ -53,6 +53,7 @@ mod device {
     mod comp_channel;
     mod connect;
     mod cq;
+    mod cq_pollers;
     mod cq_shared;
     #[cfg(feature = "internals")]
     mod dead;

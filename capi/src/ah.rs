@@ -16,13 +16,14 @@ use core::ffi::c_int;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use verbs::ah::{GlobalRoute, WcInfo, GRH_LEN};
-use verbs::{Ah, AhAttr};
+use verbs::{Ah, AhAttr, ProviderKind};
 
 use crate::abi::device::{IbvContext, IbvGid};
 use crate::abi::objects::{IbvAh, IbvAhAttr, IbvGlobalRoute, IbvPd};
 use crate::abi::wr::IbvWc;
 use crate::context;
 use crate::errno::{errno_of, fail_errno, fail_neg1, fail_null};
+use crate::names::{Names, UNKNOWN};
 use crate::pd::{self, CPd};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsAH\0");
@@ -88,6 +89,13 @@ fn c_attr(a: &AhAttr) -> IbvAhAttr {
 fn create(pd: *mut IbvPd, attr: &AhAttr) -> *mut IbvAh {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
+    if cpd.provider() == ProviderKind::Siw {
+        // libsiw has no create_ah: rdma-core answers before the kernel.
+        return fail_null(libc::EOPNOTSUPP);
+    }
+    if !cpd.named() {
+        return fail_null(UNKNOWN);
+    }
     let Some(rpd) = cpd.pd() else { return fail_null(libc::EINVAL) };
     cpd.hold();
     let ah = match Ah::create(rpd, attr) {
@@ -117,8 +125,10 @@ pub(crate) unsafe extern "C" fn ibv_create_ah(pd: *mut IbvPd, attr: *mut IbvAhAt
 
 /// `ibv_destroy_ah`: 0 or the errno value (the AH then stays valid).
 pub(crate) extern "C" fn ibv_destroy_ah(ah: *mut IbvAh) -> c_int {
-    if from_c(ah).is_none() {
-        return fail_errno(libc::EINVAL);
+    let Some(c) = from_c(ah) else { return fail_errno(libc::EINVAL) };
+    if c.ah.as_ref().is_some_and(|a| !Names::new(c.pd.context(), a.handle()).said_by(c.ibv.context, c.ibv.handle)) {
+        // The C view names another AH (see `names.rs`): the kernel's answer.
+        return fail_errno(UNKNOWN);
     }
     // SAFETY: `ah` is the pointer Box::into_raw gave C for this live box
     // (from_c checked); C must not use it concurrently (module docs).

@@ -40,7 +40,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use verbs::cq::PollTicket;
-use verbs::{Context, Cq, ErrorKind};
+use verbs::{Context, Cq, ErrorKind, ProviderKind};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx, IbvCqInitAttrEx, IbvPollCqAttr};
@@ -49,6 +49,7 @@ use crate::acks::Counters;
 use crate::comp_channel::{self, CCompChannel};
 use crate::context;
 use crate::errno::{errno_of, fail_errno, fail_neg1, fail_null};
+use crate::names::{Names, UNKNOWN};
 use crate::registry::{self, Kind};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsCQ\0");
@@ -71,6 +72,8 @@ pub(crate) struct CCq {
     user_handle: u64,
     /// The extended polling API's current completion.
     current: Mutex<IbvWc>,
+    /// What `ibv` said when handed out (see `names.rs`).
+    names: Names,
     /// Keeps the context `cq` borrows alive; dropped after `cq`.
     _ctx: Arc<Context>,
 }
@@ -158,6 +161,30 @@ impl CCq {
     /// Waits until `comp`/`async_` events were acknowledged.
     fn wait_acks(&self, comp: u32, async_: u32) {
         self.counters().wait([comp, async_]);
+    }
+
+    /// The C view's `context` and `handle`.
+    fn said(&self) -> (*mut IbvContext, u32) {
+        let v = self.ibv.get();
+        // SAFETY: plain reads of two fields of the live C view, which only
+        // C writes (C's rule: not during a call on the CQ).
+        let context = unsafe { (*v).context };
+        // SAFETY: as above.
+        let handle = unsafe { (*v).handle };
+        (context, handle)
+    }
+
+    /// Whether the C view still names this CQ (verbs on the CQ: rdma-core
+    /// sends `handle` to `context`'s device file).
+    fn named(&self) -> bool {
+        let (context, handle) = self.said();
+        self.names.said_by(context, handle)
+    }
+
+    /// Whether the C view's `handle` still names this CQ (a new QP's CQs,
+    /// sent with the PD's context).
+    pub(crate) fn handle_named(&self) -> bool {
+        self.names.handle_is(self.said().1)
     }
 
     /// `cq_context` as C last set it.
@@ -377,6 +404,7 @@ fn create(
         set_poll_api(&mut ibv);
     }
     let user_handle = cq.user_handle();
+    let names = Names::new(ibv.context, ibv.handle);
     let b = Box::new(CCq {
         ibv: UnsafeCell::new(ibv),
         magic: AtomicU64::new(MAGIC),
@@ -387,6 +415,7 @@ fn create(
         user_handle,
         // SAFETY: IbvWc is plain integers: all-zero is valid.
         current: Mutex::new(unsafe { core::mem::zeroed() }),
+        names,
         _ctx: arc,
     });
     {
@@ -401,9 +430,16 @@ fn create(
 }
 
 /// `ibv_resize_cq`: 0 or the errno value. Works while QPs and SRQs use the
-/// CQ, as in rdma-core (`Cq::resize` takes `&self`); siw has no resize.
+/// CQ, as in rdma-core (`Cq::resize` takes `&self`); siw has no resize
+/// (`EOPNOTSUPP`, before the fields are looked at, as libsiw).
 pub(crate) extern "C" fn ibv_resize_cq(cq: *mut IbvCq, cqe: c_int) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    if c._ctx.provider() == ProviderKind::Siw {
+        return fail_errno(libc::EOPNOTSUPP);
+    }
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     let Ok(cqe) = u32::try_from(cqe) else { return fail_errno(libc::EINVAL) };
     // The write lock serialises resizes (and their update of `cqe`) with
     // destroy; the CQ itself is only borrowed shared, as QPs borrow it.
@@ -421,10 +457,14 @@ pub(crate) extern "C" fn ibv_resize_cq(cq: *mut IbvCq, cqe: c_int) -> c_int {
 }
 
 /// `ibv_destroy_cq`: 0 or the errno value (`EBUSY` while QPs or SRQs use
-/// it: the CQ stays valid). Waits for the acknowledgement of every event
-/// the kernel delivered for it, as rdma-core does.
+/// it, `ENOENT` when its fields name no CQ: the CQ stays valid). Waits for
+/// the acknowledgement of every event the kernel delivered for it, as
+/// rdma-core does.
 pub(crate) extern "C" fn ibv_destroy_cq(cq: *mut IbvCq) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     let mut g = c.cq.write().unwrap_or_else(|p| p.into_inner());
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);
@@ -605,9 +645,14 @@ fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>]) -> c_int 
 }
 
 /// `ibv_context_ops.req_notify_cq` (behind `ibv_req_notify_cq`): 0 or the
-/// errno value.
+/// errno value. On rxe this is a kernel command naming the CQ by its C
+/// fields (`ENOENT` when they name none, see `names.rs`); siw arms the CQ
+/// through its mapped control word, which reads neither.
 pub(crate) extern "C" fn req_notify_cq(cq: *mut IbvCq, solicited_only: c_int) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
+    if c._ctx.provider() != ProviderKind::Siw && !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     let g = c.cq.read().unwrap_or_else(|p| p.into_inner());
     let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
     match inner.req_notify(solicited_only != 0) {

@@ -42,6 +42,7 @@ mod marshall;
 mod mcast;
 mod misc;
 mod mr;
+mod names;
 mod mw;
 mod ops;
 mod pd;

@@ -20,6 +20,10 @@ use crate::qp::{self, Any};
 
 fn mcast(qp: *mut IbvQp, gid: *const [u8; 16], lid: u16, attach: bool) -> c_int {
     let Some(c) = qp::from_c(qp) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        // A kernel command naming the QP by its C fields (`names.rs`).
+        return fail_errno(crate::names::UNKNOWN);
+    }
     if gid.is_null() {
         return fail_errno(libc::EINVAL);
     }

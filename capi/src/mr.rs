@@ -30,6 +30,7 @@ use verbs::AccessFlags;
 
 use crate::abi::objects::{IbvMr, IbvPd};
 use crate::errno::{errno_of, fail_errno, fail_null, set_errno};
+use crate::names::{Names, UNKNOWN};
 use crate::pd::{self, CPd};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsMR\0");
@@ -96,6 +97,9 @@ fn read_view(c: &CMr) -> IbvMr {
 pub(crate) extern "C" fn ibv_reg_mr_iova2(pd: *mut IbvPd, addr: *mut c_void, length: usize, iova: u64, access: c_uint) -> *mut IbvMr {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
+    if !cpd.named() {
+        return fail_null(UNKNOWN);
+    }
     let Some(rpd) = cpd.pd() else { return fail_null(libc::EINVAL) };
     // SAFETY: the C contract of ibv_reg_mr (module docs): the caller keeps
     // addr..addr+length mapped until ibv_dereg_mr and accesses it only
@@ -129,10 +133,16 @@ pub(crate) extern "C" fn ibv_reg_mr_iova(pd: *mut IbvPd, addr: *mut c_void, leng
 }
 
 /// `ibv_dereg_mr`: 0, or the errno value (the region then stays valid:
-/// `EINVAL` on rxe while a type 2 window is bound to it).
+/// `EINVAL` on rxe while a type 2 window is bound to it, `ENOENT` when its
+/// `context` or `handle` no longer name it, see `names.rs`).
 pub(crate) extern "C" fn ibv_dereg_mr(mr: *mut IbvMr) -> c_int {
     let Some(c) = from_c(mr) else { return fail_errno(libc::EINVAL) };
+    let context = c.pd.lock().unwrap_or_else(|p| p.into_inner()).context();
     let mut g = c.mr.lock().unwrap_or_else(|p| p.into_inner());
+    let view = read_view(c);
+    if g.as_ref().is_some_and(|m| !Names::new(context, m.handle()).said_by(view.context, view.handle)) {
+        return fail_errno(UNKNOWN);
+    }
     let Some(inner) = g.take() else { return fail_errno(libc::EINVAL) };
     if let Err(e) = inner.destroy() {
         *g = Some(e.object);

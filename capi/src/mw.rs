@@ -25,11 +25,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use verbs::mr::{Mr, RawMem};
 use verbs::wr::MwBind;
-use verbs::{AccessFlags, Mw, MwType};
+use verbs::{AccessFlags, Mw, MwType, ProviderKind};
 
 use crate::abi::objects::{IbvMw, IbvPd, IbvQp};
 use crate::abi::wr::{IbvMwBind, IbvMwBindInfo, IbvSendWr};
 use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::names::{Names, UNKNOWN};
 use crate::pd::{self, CPd};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsMW\0");
@@ -59,6 +60,16 @@ pub(crate) fn from_c<'a>(p: *mut IbvMw) -> Option<&'a CMw> {
 }
 
 impl CMw {
+    /// Whether the C view's `context` and `handle` still name this window
+    /// (what rdma-core sends the kernel to free it, see `names.rs`).
+    fn named(&self) -> bool {
+        let Some(inner) = self.mw.as_ref() else { return false };
+        // SAFETY: a copy of the C view, which only C and the QP lock's
+        // holder (rkey) write; C promises no concurrent use with dealloc.
+        let v = unsafe { self.ibv.get().read() };
+        Names::new(self.pd.context(), inner.handle()).said_by(v.context, v.handle)
+    }
+
     /// Records the window's rkey in the C view (after a type 1 bind).
     pub(crate) fn set_c_rkey(&self, rkey: u32) {
         let p = self.ibv.get().wrapping_byte_add(core::mem::offset_of!(IbvMw, rkey)).cast::<u32>();
@@ -72,6 +83,13 @@ impl CMw {
 pub(crate) extern "C" fn alloc_mw(pd: *mut IbvPd, ty: c_int) -> *mut IbvMw {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
+    if cpd.provider() == ProviderKind::Siw {
+        // libsiw has no alloc_mw: rdma-core answers before the kernel.
+        return fail_null(libc::EOPNOTSUPP);
+    }
+    if !cpd.named() {
+        return fail_null(UNKNOWN);
+    }
     let Some(rpd) = cpd.pd() else { return fail_null(libc::EINVAL) };
     let Ok(mw_type) = MwType::try_from(ty as u32) else { return fail_null(libc::EINVAL) };
     cpd.hold();
@@ -89,8 +107,9 @@ pub(crate) extern "C" fn alloc_mw(pd: *mut IbvPd, ty: c_int) -> *mut IbvMw {
 
 /// `ibv_context_ops.dealloc_mw`: 0 or the errno value.
 pub(crate) extern "C" fn dealloc_mw(mw: *mut IbvMw) -> c_int {
-    if from_c(mw).is_none() {
-        return fail_errno(libc::EINVAL);
+    let Some(c) = from_c(mw) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        return fail_errno(UNKNOWN);
     }
     // SAFETY: `mw` is the pointer Box::into_raw gave C for this live box
     // (from_c checked); C must not use it concurrently (ibv_dealloc_mw(3)).

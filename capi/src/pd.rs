@@ -14,12 +14,13 @@ use core::ffi::c_int;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use verbs::{Context, Pd};
+use verbs::{Context, Pd, ProviderKind};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::IbvPd;
 use crate::context;
 use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::names::{Names, UNKNOWN};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsPD\0");
 
@@ -28,6 +29,8 @@ const MAGIC: u64 = u64::from_be_bytes(*b"verbsPD\0");
 pub(crate) struct CPd {
     ibv: IbvPd,
     magic: u64,
+    /// What `ibv` said when handed out (see `names.rs`).
+    names: Names,
     /// `None` only transiently inside `ibv_dealloc_pd`.
     pd: Option<Pd<'static>>,
     /// Objects borrowing `pd` (see the module docs).
@@ -73,9 +76,26 @@ impl CPd {
         self.users.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// The context the PD belongs to.
+    /// The context the PD belongs to (whatever the C view now says).
     pub(crate) fn context(&self) -> *mut IbvContext {
-        self.ibv.context
+        self.names.context()
+    }
+
+    /// Which provider drives the PD's device.
+    pub(crate) fn provider(&self) -> ProviderKind {
+        self._ctx.provider()
+    }
+
+    /// Whether the C view still names this PD (its `context` and
+    /// `handle`): what rdma-core sends the kernel for a verb on the PD.
+    pub(crate) fn named(&self) -> bool {
+        self.names.said_by(self.ibv.context, self.ibv.handle)
+    }
+
+    /// Whether the C view's `handle` still names this PD (the verbs that
+    /// take the context from elsewhere: `ibv_create_qp_ex`, ...).
+    pub(crate) fn handle_named(&self) -> bool {
+        self.names.handle_is(self.ibv.handle)
     }
 }
 
@@ -91,14 +111,18 @@ pub(crate) extern "C" fn ibv_alloc_pd(context: *mut IbvContext) -> *mut IbvPd {
         Err(e) => return fail_null(errno_of(&e)),
     };
     let ibv = IbvPd { context: c.as_c(), handle: pd.handle() };
-    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, pd: Some(pd), users: AtomicU32::new(0), _ctx: arc }));
+    let names = Names::new(ibv.context, ibv.handle);
+    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, names, pd: Some(pd), users: AtomicU32::new(0), _ctx: arc }));
     b.cast::<IbvPd>()
 }
 
 /// `ibv_dealloc_pd`: 0, or the errno value (`EBUSY` while objects use the
-/// PD, which then stays valid).
+/// PD, `ENOENT` when its fields no longer name it: the PD then stays valid).
 pub(crate) extern "C" fn ibv_dealloc_pd(pd: *mut IbvPd) -> c_int {
     let Some(c) = from_c(pd) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);
     }

@@ -29,6 +29,18 @@
 //! the requests before it (which passed every check, room included) so
 //! that C callers get rdma-core's behaviour. Errors are returned as the
 //! errno value (also stored in `errno`), as rdma-core's providers do.
+//!
+//! # States and operations
+//!
+//! A QP in ERR takes send requests and window binds, each completing with
+//! `IBV_WC_WR_FLUSH_ERR`, as rdma-core + rxe (issue 29,
+//! `tests/device/c/capi_err.c`). On siw this library refuses them
+//! (`EINVAL`): libsiw accepts them into a ring the kernel never flushes
+//! again, so they would never complete. RDMA READ/WRITE and atomics on a
+//! UD QP are refused with `EOPNOTSUPP` before the kernel sees them (the
+//! IB spec's local QP operation error, given at post time); librxe hands
+//! them to the kernel, which fails the QP and flushes them: a deliberate
+//! difference that keeps a programming error from taking the QP down.
 #![allow(unsafe_code)]
 
 use core::ffi::c_int;
@@ -311,6 +323,10 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
     };
+    if !c.named() && doorbell_names_qp(c) {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+    }
     // SAFETY: the caller promises NULL or a valid list.
     if wr.is_null() || !unsafe { (*wr).next }.is_null() {
         // SAFETY: forwarded caller contract.
@@ -336,6 +352,19 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     }
     // SAFETY: forwarded caller contract.
     unsafe { post_send_one(c, wr, bad_wr) }
+}
+
+/// Whether rdma-core's provider of `c`'s device names the QP by its C
+/// fields when it posts: librxe's doorbell is a `POST_SEND` command with
+/// `qp->handle` on `qp->context`'s device file, which the kernel answers
+/// `ENOENT` for a handle it does not know (libsiw's doorbell was made
+/// when the QP was). librxe has then already written the requests into
+/// the ring, where the next doorbell finds them; this library posts
+/// nothing and points `*bad_wr` at the first request (`names.rs`).
+#[cold]
+#[inline(never)]
+fn doorbell_names_qp(c: &qp::CQp) -> bool {
+    c.provider() == verbs::ProviderKind::Rxe
 }
 
 /// [`post_send`] of one request the straight path did not take: converted

@@ -33,6 +33,7 @@ use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, Ib
 use crate::cq::{self, CCq};
 use crate::acks::Counters;
 use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::names::{Names, UNKNOWN};
 use crate::pd::{self, CPd};
 use crate::registry::{self, Kind};
 use crate::srq::{self, CSrq};
@@ -198,6 +199,8 @@ pub(crate) struct CQp {
     user_handle: u64,
     /// The `ibv_wr_*` batch of a QP made with send operations.
     wr: Option<Mutex<crate::qp_ex::Batch>>,
+    /// What `ibv` said when handed out (see `names.rs`).
+    names: Names,
 }
 
 // SAFETY: the C view is touched only by C, under `qp`'s lock, or through
@@ -261,6 +264,25 @@ impl CQp {
     /// operations), else `None`.
     pub(crate) fn wr_batch(&self) -> Option<&Mutex<crate::qp_ex::Batch>> {
         self.wr.as_ref()
+    }
+
+    /// Whether the C view's `context` and `handle` still name this QP:
+    /// what rdma-core sends the kernel for a verb on the QP (and librxe
+    /// with the doorbell of every post, see `names.rs`).
+    #[inline(always)]
+    pub(crate) fn named(&self) -> bool {
+        let v = self.as_c();
+        // SAFETY: plain reads of two fields of the live C view, which only
+        // C writes after creation (C's rule: not during a call on the QP).
+        let context = unsafe { (*v).context };
+        // SAFETY: as above.
+        let handle = unsafe { (*v).handle };
+        self.names.said_by(context, handle)
+    }
+
+    /// Which provider drives the QP's device.
+    pub(crate) fn provider(&self) -> verbs::ProviderKind {
+        self.pd.provider()
     }
 
     /// `ibv_qp.qp_type`.
@@ -327,7 +349,7 @@ const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 ///
 /// `attr` is NULL or points to a readable and writable `struct
 /// ibv_qp_init_attr_ex`.
-pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *mut IbvQpInitAttrEx) -> *mut IbvQp {
+pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mut IbvQpInitAttrEx) -> *mut IbvQp {
     if attr.is_null() {
         return fail_null(libc::EINVAL);
     }
@@ -353,7 +375,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *m
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
     // ibv_qp_init_attr (layout test), which create reads and writes back
     // (the granted caps), as verbs.h's own PD-only path does.
-    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0) }
+    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context)) }
 }
 
 /// `ibv_create_qp`: see [`create`].
@@ -363,7 +385,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(_context: *mut IbvContext, attr: *m
 /// As [`create`].
 pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
     // SAFETY: the caller's promise, passed on.
-    unsafe { create(pd, init_attr, false) }
+    unsafe { create(pd, init_attr, false, None) }
 }
 
 /// `ibv_create_qp` and `create_qp_ex`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
@@ -373,7 +395,10 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
 ///
 /// `init_attr` is NULL or points to a readable and writable
 /// `struct ibv_qp_init_attr`. `wr_api`: with the `ibv_wr_*` table.
-unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool) -> *mut IbvQp {
+/// `context`: the context the command goes to (`ibv_create_qp_ex`'s
+/// argument), else `pd->context` (`ibv_create_qp`); the PD, CQs and SRQ
+/// are named by their C fields, as rdma-core names them (`names.rs`).
+unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, context: Option<*mut IbvContext>) -> *mut IbvQp {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
     if init_attr.is_null() {
@@ -393,6 +418,13 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool) ->
             None => return fail_null(libc::EINVAL),
         }
     };
+    let pd_named = match context {
+        None => cpd.named(),
+        Some(ctx) => cpd.handle_named() && ctx == cpd.context(),
+    };
+    if !pd_named || !scq.handle_named() || !rcq.handle_named() || csrq.is_some_and(|s| !s.handle_named()) {
+        return fail_null(UNKNOWN);
+    }
     if !matches!(ia.qp_type, QPT_RC | QPT_UC | QPT_UD) {
         return fail_null(libc::EOPNOTSUPP);
     }
@@ -473,6 +505,7 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool) ->
         srq: csrq,
         user_handle,
         wr: wr_api.then(|| crate::qp_ex::Batch::new(cap.max_send_wr)),
+        names: Names::new(cpd.context(), handle),
     });
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Qp, p as usize);
@@ -564,6 +597,9 @@ pub(crate) unsafe extern "C" fn ibv_modify_qp(qp: *mut IbvQp, attr: *mut IbvQpAt
     if attr.is_null() {
         return fail_errno(libc::EINVAL);
     }
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     // SAFETY: non-NULL, the caller promises a readable attr.
     let a = unsafe { &*attr };
     let mut g = c.lock();
@@ -609,6 +645,9 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
     let Some(c) = from_c(qp) else { return fail_errno(libc::EINVAL) };
     if attr.is_null() || init_attr.is_null() {
         return fail_errno(libc::EINVAL);
+    }
+    if !c.named() {
+        return fail_errno(UNKNOWN);
     }
     let g = c.lock();
     let Some(any) = g.as_ref() else { return fail_errno(libc::EINVAL) };
@@ -678,10 +717,14 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
     0
 }
 
-/// `ibv_destroy_qp`: 0 or the errno value. Waits for the acknowledgement
-/// of the async events the kernel delivered for the QP, as rdma-core does.
+/// `ibv_destroy_qp`: 0 or the errno value (`ENOENT` when its fields name
+/// no QP: it then stays valid). Waits for the acknowledgement of the async
+/// events the kernel delivered for the QP, as rdma-core does.
 pub(crate) extern "C" fn ibv_destroy_qp(qp: *mut IbvQp) -> c_int {
     let Some(c) = from_c(qp) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     let mut g = c.lock();
     let Some(any) = g.take() else { return fail_errno(libc::EINVAL) };
     let r = match any {

@@ -19,10 +19,13 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use verbs::srq::{Srq, SrqInitAttr, SrqModify};
+use verbs::ProviderKind;
 
+use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvPd, IbvSrq, IbvSrqAttr};
 use crate::acks::Counters;
 use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::names::{Names, UNKNOWN};
 use crate::pd::{self, CPd};
 use crate::registry::{self, Kind};
 
@@ -48,6 +51,8 @@ pub(crate) struct CSrq {
     users: AtomicU32,
     pd: &'static CPd,
     user_handle: u64,
+    /// What `ibv` said when handed out (see `names.rs`).
+    names: Names,
 }
 
 // SAFETY: the C view is touched only by C or through raw pointers to its
@@ -100,6 +105,30 @@ impl CSrq {
         self.counters().wait([n, n]);
     }
 
+    /// The C view's `context` and `handle`.
+    fn said(&self) -> (*mut IbvContext, u32) {
+        let v = self.ibv.get();
+        // SAFETY: plain reads of two fields of the live C view, which only
+        // C writes (C's rule: not during a call on the SRQ).
+        let context = unsafe { (*v).context };
+        // SAFETY: as above.
+        let handle = unsafe { (*v).handle };
+        (context, handle)
+    }
+
+    /// Whether the C view still names this SRQ (verbs on the SRQ: rdma-core
+    /// sends `handle` to `context`'s device file).
+    pub(crate) fn named(&self) -> bool {
+        let (context, handle) = self.said();
+        self.names.said_by(context, handle)
+    }
+
+    /// Whether the C view's `handle` still names this SRQ (a new QP's
+    /// `srq`, sent with the PD's context).
+    pub(crate) fn handle_named(&self) -> bool {
+        self.names.handle_is(self.said().1)
+    }
+
     /// The `struct ibv_srq *` C sees.
     pub(crate) fn as_c(&self) -> *mut IbvSrq {
         self.ibv.get()
@@ -118,6 +147,9 @@ pub(crate) unsafe extern "C" fn ibv_create_srq(pd: *mut IbvPd, init_attr: *mut I
     let cpd: &'static CPd = cpd;
     if init_attr.is_null() {
         return fail_null(libc::EINVAL);
+    }
+    if !cpd.named() {
+        return fail_null(UNKNOWN);
     }
     // SAFETY: non-NULL, the caller promises a valid init attr.
     let ia = unsafe { &mut *init_attr };
@@ -141,6 +173,7 @@ pub(crate) unsafe extern "C" fn ibv_create_srq(pd: *mut IbvPd, init_attr: *mut I
     ibv.pd = pd;
     ibv.handle = srq.handle();
     let user_handle = srq.user_handle();
+    let names = Names::new(ibv.context, ibv.handle);
     let b = Box::new(CSrq {
         ibv: UnsafeCell::new(ibv),
         magic: AtomicU64::new(MAGIC),
@@ -148,6 +181,7 @@ pub(crate) unsafe extern "C" fn ibv_create_srq(pd: *mut IbvPd, init_attr: *mut I
         users: AtomicU32::new(0),
         pd: cpd,
         user_handle,
+        names,
     });
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Srq, p as usize);
@@ -166,6 +200,9 @@ pub(crate) unsafe extern "C" fn ibv_modify_srq(srq: *mut IbvSrq, attr: *mut IbvS
     if attr.is_null() || mask & !(SRQ_MAX_WR | SRQ_LIMIT) != 0 {
         return fail_errno(libc::EINVAL);
     }
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     // SAFETY: non-NULL, the caller promises a readable attr.
     let a = unsafe { attr.read() };
     let change = SrqModify {
@@ -183,7 +220,7 @@ pub(crate) unsafe extern "C" fn ibv_modify_srq(srq: *mut IbvSrq, attr: *mut IbvS
     }
 }
 
-/// `ibv_query_srq`: 0 or the errno value.
+/// `ibv_query_srq`: 0 or the errno value (`EOPNOTSUPP` on siw, as libsiw).
 ///
 /// # Safety
 ///
@@ -192,6 +229,13 @@ pub(crate) unsafe extern "C" fn ibv_query_srq(srq: *mut IbvSrq, attr: *mut IbvSr
     let Some(c) = from_c(srq) else { return fail_errno(libc::EINVAL) };
     if attr.is_null() {
         return fail_errno(libc::EINVAL);
+    }
+    if c.pd.provider() == ProviderKind::Siw {
+        // libsiw has no query_srq: rdma-core answers before the kernel.
+        return fail_errno(libc::EOPNOTSUPP);
+    }
+    if !c.named() {
+        return fail_errno(UNKNOWN);
     }
     let g = c.srq.read().unwrap_or_else(|p| p.into_inner());
     let Some(inner) = g.as_ref() else { return fail_errno(libc::EINVAL) };
@@ -205,10 +249,14 @@ pub(crate) unsafe extern "C" fn ibv_query_srq(srq: *mut IbvSrq, attr: *mut IbvSr
     }
 }
 
-/// `ibv_destroy_srq`: 0 or the errno value (`EBUSY` while QPs use it).
-/// Waits for the acknowledgement of its async events, as rdma-core does.
+/// `ibv_destroy_srq`: 0 or the errno value (`EBUSY` while QPs use it,
+/// `ENOENT` when its fields name no SRQ: it then stays valid). Waits for
+/// the acknowledgement of its async events, as rdma-core does.
 pub(crate) extern "C" fn ibv_destroy_srq(srq: *mut IbvSrq) -> c_int {
     let Some(c) = from_c(srq) else { return fail_errno(libc::EINVAL) };
+    if !c.named() {
+        return fail_errno(UNKNOWN);
+    }
     let mut g = c.srq.write().unwrap_or_else(|p| p.into_inner());
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);

@@ -172,15 +172,17 @@ impl<'a, T: Transport> AnyQp<'a, T> {
         each!(self, qp => go(qp, to, attr).map_err(wrap))
     }
 
-    /// `ibv_post_send` in RTS or SQD; in any other state an
-    /// `InvalidArgument` error for the first request (what the kernel
-    /// answers a doorbell on a QP not ready to send).
+    /// `ibv_post_send` in RTS, SQD or ERROR (where the requests complete
+    /// with `WR_FLUSH_ERR`, see [`QueuePair::post_send`]); in any other
+    /// state an `InvalidArgument` error for the first request (what the
+    /// kernel answers a doorbell on a QP not ready to send).
     #[doc(alias = "ibv_post_send")]
     #[inline(always)]
     pub fn post_send(&mut self, wrs: &[crate::wr::SendWr<'_>]) -> core::result::Result<(), crate::wr::PostError> {
         match self {
             AnyQp::Rts(qp) => qp.post_send(wrs),
             AnyQp::Sqd(qp) => qp.post_send(wrs),
+            AnyQp::Error(qp) => qp.post_send(wrs),
             _ => Err(crate::wr::PostError::new("ibv_post_send", crate::ErrorKind::InvalidArgument, 0)),
         }
     }

@@ -12,7 +12,7 @@
 //!            └──── into_reset (any state) ◀── into_error (any) ◀─┘
 //! ```
 //!
-//! `post_send` exists only where [`CanPostSend`] holds (RTS, SQD),
+//! `post_send` exists only where [`CanPostSend`] holds (RTS, SQD, ERROR),
 //! `post_recv` only where [`CanPostRecv`] holds (INIT and later); calling
 //! them elsewhere does not compile (see `tests/ui/`). [`AnyQp`] is the
 //! runtime-state form for code that keeps QPs in tables.
@@ -458,17 +458,28 @@ impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
     /// doorbell itself fails (a kernel error), the requests are already
     /// queued and `index` is `wrs.len()`. An empty list does nothing.
     ///
+    /// In ERROR (a QP moved there with [`QueuePair::into_error`]) the
+    /// requests are accepted and each completes with `WR_FLUSH_ERR`, as
+    /// the IB spec says and rdma-core + rxe do: a memory-window bind too
+    /// (its new rkey then grants nothing).
+    ///
     /// siw (iWARP): a QP the kernel failed (a TERMINATE from the peer, a
     /// disconnection) has its send queue flushed once, on that transition;
     /// requests posted after it are accepted but never completed, as with
     /// rdma-core's libsiw. The connection manager's `DISCONNECTED` event
     /// and the QP's async event say when to stop posting
-    /// (`tests/device/faults_access.rs`).
+    /// (`tests/device/faults_access.rs`). On a siw QP typed ERROR, where
+    /// that is known, requests are refused (`WrongState`, nothing written)
+    /// instead of left in the ring for ever.
     ///
-    /// The method exists only in the states that allow sending (RTS, SQD).
+    /// The method exists only in the states that allow sending (RTS, SQD,
+    /// ERROR).
     #[doc(alias = "ibv_post_send")]
     #[inline(always)]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        if S::KIND == QpStateKind::Error {
+            self.inner.can_flush_late_send(wrs)?;
+        }
         self.inner.post_send(T::QP_TYPE, wrs)
     }
 }
@@ -524,6 +535,27 @@ impl QpInner<'_> {
                 crate::wr::Refusal(
                     ErrorKind::WrongState,
                     "siw never completes a receive posted after the QP entered ERROR (it flushes only on the transition)",
+                ),
+                0,
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses sends posted to a QP in ERROR where they could never
+    /// complete: siw flushes its send queue only on the transition to
+    /// ERROR; its doorbell in ERROR flushes the kernel's own requests, not
+    /// the mapped ring's (`siw_post_send`, `siw_sq_flush_wr`).
+    #[cold]
+    #[cfg_attr(not(feature = "siw"), allow(unused_variables))]
+    fn can_flush_late_send(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        match self.ring {
+            #[cfg(feature = "siw")]
+            Ring::Siw(_) if !wrs.is_empty() => Err(PostError::refused(
+                "ibv_post_send",
+                crate::wr::Refusal(
+                    ErrorKind::WrongState,
+                    "siw never completes a send posted after the QP entered ERROR (it flushes only on the transition)",
                 ),
                 0,
             )),

@@ -57,8 +57,12 @@ pub trait QpState: sealed::Sealed {
     const KIND: QpStateKind;
 }
 
-/// States in which `ibv_post_send` is allowed (RTS, and SQD where the
-/// posted requests wait until the QP is back in RTS).
+/// States in which `ibv_post_send` is allowed: RTS; SQD, where the posted
+/// requests wait until the QP is back in RTS; and ERROR, where the IB spec
+/// (a QP in the Error state completes every work request with a flush
+/// error) and rdma-core + rxe accept them, each completing with
+/// `IBV_WC_WR_FLUSH_ERR` (siw cannot, see
+/// [`QueuePair::post_send`](super::QueuePair::post_send)).
 pub trait CanPostSend: QpState {}
 
 /// States in which `ibv_post_recv` is allowed (every state from INIT on;
@@ -94,6 +98,7 @@ states! {
 
 impl CanPostSend for Rts {}
 impl CanPostSend for Sqd {}
+impl CanPostSend for Error {}
 impl CanPostRecv for Init {}
 impl CanPostRecv for Rtr {}
 impl CanPostRecv for Rts {}

@@ -386,6 +386,27 @@ fn error_state_flushes_with_wr_ids(dev: &str) {
         b.post_recv(&[RecvWr::new(0x200, &s[0])]).unwrap();
         assert_eq!(wait(&rcq, 1)[0].status(), WcStatus::WrFlushErr);
     }
+    // Sends posted in ERROR (issue 29): the spec's answer on rxe, a flush
+    // completion each (signaled or not, a write, a window bind); siw
+    // would leave them in its ring for ever, so it refuses them.
+    let send = [SendWr::new(0x300, SendOp::Send, &s[1]).flags(SIG)];
+    if is_siw(&ctx) {
+        let e = b.post_send(&send).expect_err("siw: send in ERROR");
+        assert_eq!((e.kind(), e.error.verb(), e.index), (ErrorKind::WrongState, "ibv_post_send", 0), "{e}");
+        assert_quiet(&scq);
+    } else {
+        let mw = Mw::alloc(&pd, MwType::Type2).expect("ibv_alloc_mw");
+        let bind = MwBind::new(&mw, &mr, mr.addr(), 64, AccessFlags::REMOTE_READ);
+        b.post_send(&send).expect("send in ERROR");
+        b.post_send(&[SendWr::new(0x301, SendOp::Send, &s[2])]).expect("unsignaled send in ERROR");
+        b.post_send(&[SendWr::rdma_write(0x302, &s[3], mr.addr(), mr.rkey()).flags(SIG)]).expect("write in ERROR");
+        b.post_send(&[SendWr::new(0x303, SendOp::BindMw(bind), &[]).flags(SIG)]).expect("bind in ERROR");
+        let c = wait(&scq, 4);
+        for (i, wc) in c.iter().enumerate() {
+            assert_eq!((wc.wr_id(), wc.status()), (0x300 + i as u64, WcStatus::WrFlushErr), "{wc:?}");
+        }
+        assert_quiet(&scq);
+    }
 }
 
 #[test]

@@ -1,0 +1,244 @@
+//! Memory the mlx5 provider allocates for itself: the work queue and CQ
+//! buffers and doorbell records the device reaches by DMA ([`WqBuf`]),
+//! and the per-WQE bookkeeping only the library reads ([`Table`]).
+//!
+//! Both are anonymous page-aligned mappings (no heap: the core never
+//! allocates), zero-filled by the kernel, unmapped in `Drop`. A `WqBuf`
+//! is device-visible: it hands out no `&`/`&mut` to its bytes, only
+//! bounds-checked stores and loads of plain data through raw pointers and
+//! `&AtomicU32` for doorbell record words.
+//!
+//! # Safety
+//!
+//! * **B1 — ownership.** `ptr..ptr+len` is a private anonymous mapping
+//!   made by [`Pages::new`] (NULL hint, no `MAP_FIXED`, so it replaces
+//!   nothing) and unmapped only by `Pages`' `Drop`; the pointer is private,
+//!   so every in-bounds address stays valid for reads and writes while
+//!   the owner lives.
+//! * **B2 — bounds and alignment.** Every access checks
+//!   `off + size <= len` (checked arithmetic); `ptr` is page aligned, so
+//!   `off % align == 0` makes an aligned address, which the volatile
+//!   loads and the atomics check before use; stores are unaligned-tolerant.
+//! * **B3 — no references to device-visible bytes.** Plain data moves by
+//!   `write_unaligned` (stores into WQE slots the device does not read
+//!   before their doorbell record covers them) and `read_volatile` of
+//!   `FromBytes` types (CQEs the device may be writing: any bytes are a
+//!   valid value; a torn read is caught by the owner-bit protocol of
+//!   `cqe.rs`, never by the types). Stores take `&mut WqBuf`, so no
+//!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
+//! * **B4 — `Table`.** Library-private memory no device is told about:
+//!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
+//!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
+//!   bytes of the mapping.
+//!
+//! What the device does to a `WqBuf` whose address it was given is its
+//! contract, not the types': a device breaking it changes the values
+//! read, never the addresses touched.
+#![allow(unsafe_code)]
+
+use core::ffi::c_void;
+use core::marker::PhantomData;
+use core::mem::{align_of, size_of};
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU32;
+
+use rustix::mm::{MapFlags, ProtFlags};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
+
+use crate::error::{Error, ErrorKind, Result};
+
+const PAGE: usize = 4096;
+
+/// An anonymous mapping of whole pages (B1).
+#[derive(Debug)]
+struct Pages {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: `Pages` owns its mapping (B1); moving it moves a pointer, and
+// munmap may run on any thread.
+unsafe impl Send for Pages {}
+// SAFETY: shared access (`&WqBuf`, `&Table`) only reads or uses atomics.
+unsafe impl Sync for Pages {}
+
+impl Pages {
+    fn new(verb: &'static str, bytes: usize) -> Result<Self> {
+        let len = bytes.max(1).checked_next_multiple_of(PAGE).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
+        // SAFETY: a fresh mapping where the kernel chooses (NULL hint, no
+        // MAP_FIXED): nothing existing is replaced; `Self` owns it (B1).
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE)
+        }
+        .map_err(|e| Error::from_errno(verb, e))?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(verb, ErrorKind::OutOfResources))?;
+        Ok(Self { ptr, len })
+    }
+
+    /// The address of `off` if `size` bytes from it are inside (B2).
+    #[inline(always)]
+    fn at(&self, off: usize, size: usize) -> Option<*mut u8> {
+        match off.checked_add(size) {
+            Some(end) if end <= self.len => Some(self.ptr.as_ptr().wrapping_add(off)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping `new` made (B1); its owner is going
+        // away, so no borrow of it outlives the unmap.
+        let r = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
+        if let Err(e) = r {
+            crate::error::report_drop_failure(Error::from_errno("munmap", e));
+        }
+    }
+}
+
+/// Device-visible memory: a queue buffer, a CQ buffer, doorbell records.
+#[derive(Debug)]
+pub struct WqBuf(Pages);
+
+impl WqBuf {
+    /// Maps at least `bytes` zeroed bytes, page aligned (whole pages).
+    pub fn new(verb: &'static str, bytes: usize) -> Result<Self> {
+        Pages::new(verb, bytes).map(Self)
+    }
+
+    /// The address the device is given (`buf_addr`, `db_addr`).
+    pub fn addr(&self) -> u64 {
+        self.0.ptr.as_ptr() as u64
+    }
+
+    /// Length in bytes (whole pages).
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+
+    /// Never empty (at least one page); for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Stores `v` at byte `off`; `false`, and nothing stored, if it would
+    /// end past the buffer.
+    #[inline(always)]
+    pub fn put<T: IntoBytes + Immutable>(&mut self, off: usize, v: T) -> bool {
+        let Some(p) = self.0.at(off, size_of::<T>()) else { return false };
+        // SAFETY: in bounds (B2) of a live mapping (B1); `&mut self`
+        // excludes every other access from this process (B3).
+        unsafe { p.cast::<T>().write_unaligned(v) };
+        true
+    }
+
+    /// Copies `src` to byte `off`; `false`, and nothing stored, if it
+    /// would end past the buffer.
+    #[inline]
+    pub fn put_bytes(&mut self, off: usize, src: &[u8]) -> bool {
+        let Some(p) = self.0.at(off, src.len()) else { return false };
+        // SAFETY: as in `put`; `src` cannot overlap the mapping (no
+        // reference into a `WqBuf` exists, B3).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        true
+    }
+
+    /// Loads a `T` from byte `off` with one volatile read; `None` if it
+    /// would end past the buffer or `off` is not aligned for `T`.
+    #[inline(always)]
+    pub fn get<T: FromBytes>(&self, off: usize) -> Option<T> {
+        let p = self.0.at(off, size_of::<T>())?;
+        if !off.is_multiple_of(align_of::<T>()) {
+            return None;
+        }
+        // SAFETY: in bounds and aligned (B2, page-aligned base) in a live
+        // mapping (B1); any bytes are a valid `T` (`FromBytes`), and no
+        // reference to them exists (B3).
+        Some(unsafe { p.cast::<T>().read_volatile() })
+    }
+
+    /// The 32-bit word at byte `off` as an atomic (doorbell records);
+    /// `None` if outside or misaligned.
+    pub fn atomic_u32(&self, off: usize) -> Option<&AtomicU32> {
+        let p = self.0.at(off, 4)?;
+        if !off.is_multiple_of(4) {
+            return None;
+        }
+        // SAFETY: in bounds, 4-aligned (B2), valid while `self` is borrowed
+        // (B1); plain stores need `&mut self`, so none overlaps the
+        // borrow (B3); atomics may share memory with the device.
+        Some(unsafe { AtomicU32::from_ptr(p.cast::<u32>()) })
+    }
+}
+
+/// `n` library-private `T`s, zero-initialised (B4): the wr_id and
+/// WQE-head tables of a queue.
+#[derive(Debug)]
+pub struct Table<T> {
+    pages: Pages,
+    n: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: FromZeros + IntoBytes> Table<T> {
+    /// `n` zeroed entries.
+    pub fn new(verb: &'static str, n: usize) -> Result<Self> {
+        let bytes = n.checked_mul(size_of::<T>()).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
+        const { assert!(align_of::<T>() <= PAGE) };
+        Ok(Self { pages: Pages::new(verb, bytes)?, n, _t: PhantomData })
+    }
+}
+
+impl<T: FromZeros> core::ops::Deref for Table<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `n * size_of::<T>()` bytes of a live, page-aligned
+        // mapping (B1) that only this table reaches; zero bytes are a
+        // valid `T` and every later write went through `&mut [T]` (B4).
+        unsafe { core::slice::from_raw_parts(self.pages.ptr.as_ptr().cast::<T>(), self.n) }
+    }
+}
+
+impl<T: FromZeros> core::ops::DerefMut for Table<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, exclusive through `&mut self` (B4).
+        unsafe { core::slice::from_raw_parts_mut(self.pages.ptr.as_ptr().cast::<T>(), self.n) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::Ordering;
+
+    #[test]
+    fn bounds_alignment_and_round_trips() {
+        let mut b = WqBuf::new("test", 100).unwrap();
+        assert_eq!(b.len(), 4096);
+        assert_eq!(b.addr() % 4096, 0);
+        assert_eq!(b.get::<u64>(4088), Some(0), "zeroed");
+        assert!(b.put(4092, 0x0102_0304u32));
+        assert!(!b.put(4093, 0u32), "ends past the buffer");
+        assert!(!b.put(usize::MAX, 0u8), "overflowing offset");
+        assert_eq!(b.get::<u32>(4092), Some(0x0102_0304));
+        assert_eq!(b.get::<u32>(4094), None, "misaligned");
+        assert_eq!(b.get::<u32>(4096), None);
+        assert!(b.put(1, 0xaabbu16), "stores need no alignment");
+        assert_eq!(b.get::<[u8; 4]>(0), Some([0, 0xbb, 0xaa, 0]));
+        assert!(b.put_bytes(4090, &[9; 6]));
+        assert!(!b.put_bytes(4091, &[9; 6]));
+        b.atomic_u32(8).unwrap().store(0x1122_3344u32.to_be(), Ordering::Release);
+        assert_eq!(b.get::<[u8; 4]>(8), Some([0x11, 0x22, 0x33, 0x44]));
+        assert!(b.atomic_u32(6).is_none() && b.atomic_u32(4096).is_none());
+    }
+
+    #[test]
+    fn table_is_zeroed_and_writable() {
+        let mut t = Table::<u64>::new("test", 1000).unwrap();
+        assert_eq!(t.len(), 1000);
+        assert!(t.iter().all(|&x| x == 0));
+        t[999] = 7;
+        assert_eq!(t[999], 7);
+        assert!(Table::<u64>::new("test", usize::MAX).is_err());
+    }
+}

@@ -1,0 +1,414 @@
+//! The mlx5 send queue: WQEs written in place into the QP buffer as
+//! libmlx5's `_mlx5_post_send` writes them (rdma-core v44 `qp.c`), the
+//! doorbell record, and the doorbell decision of `post_send_db`.
+//!
+//! Posting is all-or-nothing: every request of a list is lowered and
+//! checked (pass 1) before the first byte is stored (pass 2); a refused
+//! list leaves the ring, the indices, the wr_id table and the doorbell
+//! record as they were. (libmlx5 posts the requests before the bad one.)
+//!
+//! The bytes of each WQE equal libmlx5's, including what it leaves
+//! alone: the padding after inline data and fetch-and-add's `compare`
+//! keep whatever the ring held. Not yet written: memory-window binds and
+//! local invalidates (UMR WQEs), XRC, and libmlx5's `ATOMIC_WRITE`-less
+//! opcode table means `IBV_WR_ATOMIC_WRITE` is refused as it is there.
+
+use core::sync::atomic::Ordering;
+
+use zerocopy::byteorder::network_endian::{U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use super::buf::{Table, WqBuf};
+use super::sizing::SqSize;
+use super::wqe::*;
+use crate::ah::Ah;
+use crate::error::{Error, ErrorKind, Result};
+use crate::qp::QpType;
+use crate::wr::{sge_len, unknown_send_flags, Payload, PostError, Refusal, SendFlags, SendOp, SendWr};
+
+const VERB: &str = "ibv_post_send";
+const BB: u32 = SEND_WQE_BB;
+
+/// The library's record of one WQE slot (libmlx5's `wrid`, `wqe_head`
+/// and `wr_data` arrays in one entry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct SqEntry {
+    /// The request's `wr_id`.
+    pub wr_id: u64,
+    /// The request's number in posting order (`sq.head` when posted).
+    pub wqe_head: u32,
+    /// The `ibv_wc_opcode` of a UMR WQE (0 otherwise).
+    pub wr_data: u32,
+}
+
+/// The BlueFlame register a QP rings (libmlx5's `struct mlx5_bf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlueFlame {
+    /// The register can take WQE copies: it is not register 0 of a legacy
+    /// context (`bf->uuarn != 0`) and `MLX5_SHUT_UP_BF` is not set.
+    pub enabled: bool,
+    /// `MLX5_POST_SEND_PREFER_BF` (libmlx5's default: on): copy non-inline
+    /// WQEs too.
+    pub prefer: bool,
+    /// `bf->buf_size`: half of `bf_reg_size` (the register alternates
+    /// halves).
+    pub buf_size: u32,
+}
+
+/// Where a send queue is and what it was granted.
+#[derive(Clone, Copy, Debug)]
+pub struct SqConfig {
+    /// The QP number (in every control segment).
+    pub qpn: u32,
+    /// RC, UC or UD.
+    pub qp_type: QpType,
+    /// The geometry [`super::sizing::sq_size`] computed.
+    pub size: SqSize,
+    /// Byte offset of the ring in the QP's buffer.
+    pub sq_offset: usize,
+    /// Byte offset of the QP's doorbell record pair (receive, send).
+    pub dbrec_offset: usize,
+    /// `sq_sig_all`: every WQE asks for a completion.
+    pub sig_all: bool,
+    /// The device does atomics (`atomic_cap != IBV_ATOMIC_NONE`).
+    pub atomics: bool,
+    /// The QP's BlueFlame register.
+    pub bf: BlueFlame,
+}
+
+/// A UD destination, lowered: the AH's vector and the request's QP/Q_Key.
+#[derive(Clone, Copy, Debug)]
+pub struct UdAv {
+    /// The address vector of the AH.
+    pub av: Av,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A send request with its UD destination resolved to an address vector.
+#[derive(Clone, Copy, Debug)]
+pub struct Req<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp<'a>,
+    /// Signaled, fenced, solicited.
+    pub flags: SendFlags,
+    /// Gather list or inline bytes.
+    pub payload: Payload<'a>,
+    /// The destination (UD only).
+    pub ud: Option<UdAv>,
+}
+
+impl<'a> Req<'a> {
+    /// Lowers `wr`, asking `av_of` for the vector of its AH.
+    pub(crate) fn from_wr(wr: &SendWr<'a>, av_of: &impl Fn(&Ah<'_>) -> Option<Av>) -> core::result::Result<Self, Refusal> {
+        let ud = match wr.ud {
+            None => None,
+            Some(d) => {
+                let av = av_of(d.ah).ok_or(Refusal(ErrorKind::InvalidArgument, "the AH has no mlx5 address vector"))?;
+                Some(UdAv { av, remote_qpn: d.remote_qpn, remote_qkey: d.remote_qkey })
+            }
+        };
+        Ok(Self { wr_id: wr.wr_id, op: wr.op, flags: wr.flags, payload: wr.payload, ud })
+    }
+}
+
+/// What the caller must do to the UAR after a post (the doorbell record
+/// is already stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// Nothing was posted.
+    Nothing,
+    /// One 64-bit store of these 8 bytes (the last WQE's control segment,
+    /// as they are in memory) to `register + offset`.
+    Doorbell([u8; 8]),
+    /// Copy `chunks` 64-byte basic blocks from `first` (wrapping at the
+    /// ring's end: [`SendQueue::block`]) to `register + offset`.
+    BlueFlame {
+        /// Basic block index of the WQE.
+        first: u32,
+        /// 64-byte chunks to copy.
+        chunks: u32,
+    },
+}
+
+/// An mlx5 send queue: indices, wr_id table and the writer.
+#[derive(Debug)]
+pub struct SendQueue {
+    cfg: SqConfig,
+    /// Basic blocks written so far (`sq.cur_post`, wraps).
+    cur_post: u32,
+    /// Requests posted so far (`sq.head`).
+    head: u32,
+    /// Requests retired by completions (`sq.tail`).
+    tail: u32,
+    /// Fence the next WQE inherits (`fm_cache`: after a bind/invalidate).
+    fm_cache: u8,
+    table: Table<SqEntry>,
+}
+
+impl SendQueue {
+    /// A send queue of `cfg`'s geometry; its tables are allocated here.
+    pub fn new(verb: &'static str, cfg: SqConfig) -> Result<Self> {
+        if !matches!(cfg.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
+            return Err(Error::new(verb, ErrorKind::Unsupported).with_detail("mlx5: only RC, UC and UD send queues are written"));
+        }
+        let n = cfg.size.wqe_cnt;
+        if !n.is_power_of_two() || cfg.size.wqe_size == 0 || cfg.size.max_post == 0 || n > 1 << 24 {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: send queue geometry is not one sizing gives"));
+        }
+        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)? })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SqConfig {
+        &self.cfg
+    }
+
+    /// `(cur_post, head, tail)`.
+    pub fn indices(&self) -> (u32, u32, u32) {
+        (self.cur_post, self.head, self.tail)
+    }
+
+    /// Requests posted and not yet retired by a completion.
+    pub fn outstanding(&self) -> u32 {
+        self.head.wrapping_sub(self.tail)
+    }
+
+    /// `ibv_post_send` of `wrs`, asking `av_of` for each UD request's
+    /// address vector (which must answer the same for the same AH
+    /// throughout the call).
+    pub fn post(&mut self, buf: &mut WqBuf, wrs: &[SendWr<'_>], av_of: impl Fn(&Ah<'_>) -> Option<Av>) -> core::result::Result<Ring, PostError> {
+        self.post_lowered(buf, wrs.len(), |i| Req::from_wr(&wrs[i], &av_of))
+    }
+
+    /// Posts the `n` lowered requests `get(0..n)` (called twice per
+    /// request: to check, then to write; it must answer the same both
+    /// times).
+    pub fn post_with<'a>(&mut self, buf: &mut WqBuf, n: usize, get: impl Fn(usize) -> Req<'a>) -> core::result::Result<Ring, PostError> {
+        self.post_lowered(buf, n, |i| Ok(get(i)))
+    }
+
+    fn post_lowered<'a>(
+        &mut self,
+        buf: &mut WqBuf,
+        n: usize,
+        get: impl Fn(usize) -> core::result::Result<Req<'a>, Refusal>,
+    ) -> core::result::Result<Ring, PostError> {
+        let ring_end = self.cfg.sq_offset.checked_add(self.cfg.size.bytes() as usize);
+        let db_end = self.cfg.dbrec_offset.checked_add(8);
+        if ring_end.is_none_or(|e| e > buf.len()) || db_end.is_none_or(|e| e > buf.len()) || !self.cfg.dbrec_offset.is_multiple_of(4) {
+            return Err(PostError::refused(VERB, Refusal(ErrorKind::InvalidArgument, "mlx5: the buffer does not hold this send queue"), 0));
+        }
+        for i in 0..n {
+            let r = get(i).map_err(|e| PostError::refused(VERB, e, i))?;
+            self.check(&r).map_err(|e| PostError::refused(VERB, e, i))?;
+            if self.outstanding().wrapping_add(i as u32) >= self.cfg.size.max_post {
+                return Err(PostError::refused(VERB, Refusal(ErrorKind::QueueFull, "the send queue is full"), i));
+            }
+        }
+        if n == 0 {
+            return Ok(Ring::Nothing);
+        }
+        let mut next_fence = self.fm_cache;
+        let (mut last_idx, mut last_ds, mut inl) = (0, 0, false);
+        for i in 0..n {
+            let Ok(r) = get(i) else { continue };
+            let (idx, ds, is_inline) = self.write(buf, &r, i as u32, &mut next_fence);
+            (last_idx, last_ds) = (idx, ds);
+            inl |= is_inline;
+        }
+        self.fm_cache = next_fence;
+        self.head = self.head.wrapping_add(n as u32);
+        // The WQE stores must reach memory before the device can see the
+        // new counter (libmlx5: udma_to_device_barrier): release store.
+        if let Some(db) = buf.atomic_u32(self.cfg.dbrec_offset + 4 * SND_DBR as usize) {
+            db.store((self.cur_post & 0xffff).to_be(), Ordering::Release);
+        }
+        let bf = self.cfg.bf;
+        if n == 1 && bf.enabled && (inl || bf.prefer) && last_ds > 1 && last_ds <= bf.buf_size / 16 {
+            Ok(Ring::BlueFlame { first: last_idx, chunks: (last_ds * 16).div_ceil(BB) })
+        } else {
+            let ctrl = buf.get::<[u8; 8]>(self.cfg.sq_offset + (last_idx * BB) as usize).unwrap_or_default();
+            Ok(Ring::Doorbell(ctrl))
+        }
+    }
+
+    /// The mlx5-side checks of one request (the provider-independent ones
+    /// of `wr::check_send`, on the lowered form, and what libmlx5 refuses).
+    fn check(&self, r: &Req<'_>) -> core::result::Result<(), Refusal> {
+        use ErrorKind::InvalidArgument as Inval;
+        let t = self.cfg.qp_type;
+        if unknown_send_flags(r.flags) {
+            return Err(Refusal(Inval, "send_flags has bits this library does not know (only FENCE, SIGNALED, SOLICITED; inline is Payload::Inline)"));
+        }
+        if !r.op.valid_for(t) {
+            return Err(Refusal(ErrorKind::UnsupportedOpcode, "the QP's transport cannot carry this opcode"));
+        }
+        if (t == QpType::Ud) != r.ud.is_some() {
+            return Err(Refusal(Inval, "a UD send needs a destination (SendWr::ud), a connected QP's send must have none"));
+        }
+        match r.op {
+            SendOp::AtomicWrite { .. } => return Err(Refusal(ErrorKind::UnsupportedOpcode, "mlx5 has no ATOMIC_WRITE (libmlx5 v44 refuses it too)")),
+            SendOp::BindMw(_) | SendOp::LocalInv { .. } => {
+                return Err(Refusal(ErrorKind::Unsupported, "mlx5: memory window binds and local invalidates (UMR WQEs) are not implemented yet"))
+            }
+            _ if r.op.is_atomic() && !self.cfg.atomics => return Err(Refusal(ErrorKind::Unsupported, "the device does no atomics")),
+            _ => {}
+        }
+        let len = match r.payload {
+            Payload::Sges(s) if s.len() > self.cfg.size.max_gs as usize => return Err(Refusal(ErrorKind::TooManySge, "num_sge is above the QP's max_send_sge")),
+            Payload::Sges(s) => sge_len(s),
+            Payload::Inline(d) if d.len() > self.cfg.size.max_inline as usize => {
+                return Err(Refusal(ErrorKind::InlineTooLarge, "inline data is longer than the QP's max_inline_data"))
+            }
+            Payload::Inline(_) if matches!(r.op, SendOp::RdmaRead { .. }) || r.op.is_atomic() => {
+                return Err(Refusal(Inval, "an RDMA READ or atomic needs an SGE to land its result in, not inline data"))
+            }
+            Payload::Inline(d) => d.len() as u64,
+        };
+        if len > 1 << 31 {
+            return Err(Refusal(Inval, "the message is longer than 2^31 bytes"));
+        }
+        match r.op {
+            SendOp::AtomicCmpSwp { remote_addr, .. } | SendOp::AtomicFetchAdd { remote_addr, .. } if len < 8 || !remote_addr.is_multiple_of(8) => {
+                Err(Refusal(Inval, "an atomic needs an 8-byte aligned remote_addr and at least 8 bytes of SGE"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Stores `seg` at byte `pos` of the ring (taken modulo its size:
+    /// segments are 16-byte aligned and never straddle the end).
+    #[inline(always)]
+    fn put<T: IntoBytes + Immutable>(&self, buf: &mut WqBuf, pos: u32, seg: T) {
+        let at = self.cfg.sq_offset + (pos & (self.cfg.size.bytes() - 1)) as usize;
+        let stored = buf.put(at, seg);
+        debug_assert!(stored, "checked against the buffer length before the first store");
+    }
+
+    /// Writes one checked request at `cur_post`; returns (basic block
+    /// index, ds, inline).
+    fn write(&mut self, buf: &mut WqBuf, r: &Req<'_>, nreq: u32, next_fence: &mut u8) -> (u32, u32, bool) {
+        let ring = self.cfg.size.bytes();
+        let idx = self.cur_post & (self.cfg.size.wqe_cnt - 1);
+        let start = idx * BB;
+        let mut pos = start + 16;
+        let fence = if r.flags.contains(SendFlags::FENCE) { WQE_CTRL_FENCE } else { *next_fence };
+        *next_fence = 0;
+        let mut fm = fence;
+        if self.cfg.sig_all || r.flags.contains(SendFlags::SIGNALED) {
+            fm |= WQE_CTRL_CQ_UPDATE;
+        }
+        if r.flags.contains(SendFlags::SOLICITED) {
+            fm |= WQE_CTRL_SOLICITED;
+        }
+        let raddr = |remote_addr: u64, rkey: u32| RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO };
+        let (opcode, imm) = match r.op {
+            SendOp::Send => (OPCODE_SEND, 0),
+            SendOp::SendWithImm { imm } => (OPCODE_SEND_IMM, imm),
+            SendOp::SendWithInv { invalidate_rkey } => (OPCODE_SEND_INVAL, invalidate_rkey),
+            SendOp::RdmaWrite { remote_addr, rkey } => {
+                self.put(buf, pos, raddr(remote_addr, rkey));
+                pos += 16;
+                (OPCODE_RDMA_WRITE, 0)
+            }
+            SendOp::RdmaWriteWithImm { remote_addr, rkey, imm } => {
+                self.put(buf, pos, raddr(remote_addr, rkey));
+                pos += 16;
+                (OPCODE_RDMA_WRITE_IMM, imm)
+            }
+            SendOp::RdmaRead { remote_addr, rkey } => {
+                self.put(buf, pos, raddr(remote_addr, rkey));
+                pos += 16;
+                (OPCODE_RDMA_READ, 0)
+            }
+            SendOp::AtomicCmpSwp { remote_addr, rkey, compare, swap } => {
+                self.put(buf, pos, raddr(remote_addr, rkey));
+                self.put(buf, pos + 16, AtomicSeg { swap_add: U64::new(swap), compare: U64::new(compare) });
+                pos += 32;
+                (OPCODE_ATOMIC_CS, 0)
+            }
+            SendOp::AtomicFetchAdd { remote_addr, rkey, add } => {
+                self.put(buf, pos, raddr(remote_addr, rkey));
+                // libmlx5 writes only swap_add; compare keeps the ring's bytes.
+                self.put(buf, pos + 16, U64::new(add));
+                pos += 32;
+                (OPCODE_ATOMIC_FA, 0)
+            }
+            // Refused by `check`.
+            SendOp::AtomicWrite { .. } | SendOp::BindMw(_) | SendOp::LocalInv { .. } => (OPCODE_NOP, 0),
+        };
+        if let Some(ud) = r.ud {
+            let mut av = ud.av;
+            av.dqp_dct = U32::new(ud.remote_qpn | EXTENDED_UD_AV);
+            av.qkey = U32::new(ud.remote_qkey);
+            self.put(buf, pos, av);
+            pos += 48;
+        }
+        let mut ds = (pos - start) / 16;
+        let inline = match r.payload {
+            Payload::Inline(d) => {
+                if !d.is_empty() {
+                    let len = d.len() as u32;
+                    self.put(buf, pos, U32::new(len | INLINE_SEG));
+                    let at = (pos + INLINE_HDR as u32) & (ring - 1);
+                    let first = d.len().min((ring - at) as usize);
+                    let stored = buf.put_bytes(self.cfg.sq_offset + at as usize, &d[..first])
+                        && buf.put_bytes(self.cfg.sq_offset, &d[first..]);
+                    debug_assert!(stored, "inline bytes fit the ring (max_inline < wqe_size)");
+                    ds += (len + INLINE_HDR as u32).div_ceil(16);
+                }
+                true
+            }
+            Payload::Sges(sges) => {
+                for s in sges.iter().filter(|s| s.length != 0) {
+                    let byte_count = if r.op.is_atomic() { 8 } else { s.length };
+                    self.put(buf, pos, DataSeg { byte_count: U32::new(byte_count), lkey: U32::new(s.lkey), addr: U64::new(s.addr) });
+                    pos += 16;
+                    ds += 1;
+                }
+                false
+            }
+        };
+        self.put(
+            buf,
+            start,
+            CtrlSeg {
+                opmod_idx_opcode: U32::new((self.cur_post & 0xffff) << 8 | u32::from(opcode)),
+                qpn_ds: U32::new(self.cfg.qpn << 8 | ds),
+                signature: 0,
+                dci_stream_channel_id: [0; 2],
+                fm_ce_se: fm,
+                imm: U32::new(imm),
+            },
+        );
+        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data: 0 };
+        self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(BB));
+        (idx, ds, inline)
+    }
+
+    /// Basic block `i` (modulo the ring) as eight 64-bit words, for the
+    /// BlueFlame copy (`mlx5_bf_copy` reads the ring the same way).
+    pub fn block(&self, buf: &WqBuf, i: u32) -> [u64; 8] {
+        let at = self.cfg.sq_offset + ((i & (self.cfg.size.wqe_cnt - 1)) * BB) as usize;
+        buf.get(at).unwrap_or_default()
+    }
+
+    /// A requester completion for the WQE at `wqe_counter`: retires it and
+    /// every unsignaled WQE before it (`sq.tail = wqe_head + 1`) and
+    /// returns its entry.
+    pub fn complete(&mut self, wqe_counter: u16) -> SqEntry {
+        let e = self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)];
+        self.tail = e.wqe_head.wrapping_add(1);
+        e
+    }
+}
+
+#[cfg(test)]
+#[path = "sq_tests.rs"]
+mod tests;

@@ -1,0 +1,344 @@
+//! The memory layouts the ConnectX reads and writes in user space: send
+//! WQE segments, receive / SRQ WQE segments and CQEs (`struct mlx5_wqe_*`,
+//! `struct mlx5_cqe64`, `struct mlx5_err_cqe` of `<infiniband/mlx5dv.h>`),
+//! and the constants that go into them.
+//!
+//! Every multi-byte field is big-endian on the device, so the fields are
+//! zerocopy's big-endian integers (alignment 1); each struct carries the C
+//! alignment in its `repr` so that `tests/abi_crosscheck.rs` can compare
+//! sizes, alignments and offsets with the header one for one.
+//!
+//! A send WQE is a run of 16-byte units ("ds") in 64-byte basic blocks
+//! (`MLX5_SEND_WQE_BB`): [`CtrlSeg`], then per transport and opcode
+//! [`RaddrSeg`] (RDMA, atomics), [`AtomicSeg`] (atomics), [`Av`] (UD),
+//! then [`DataSeg`]s or one inline block (a big-endian
+//! `length | MLX5_INLINE_SEG` word and the bytes, padded to 16).
+
+use core::mem::size_of;
+use static_assertions::const_assert_eq;
+use zerocopy::byteorder::network_endian::{U16, U32, U64};
+
+use crate::abi::{abi_struct, c_consts};
+
+c_consts! {
+    /// `MLX5_OPCODE_*`: the WQE opcodes (low byte of
+    /// [`CtrlSeg::opmod_idx_opcode`]) and the REQ CQE's `sop_drop_qpn >> 24`.
+    OPCODE_IDS: u8, prefix "MLX5_";
+    OPCODE_NOP = 0x00;
+    OPCODE_SEND_INVAL = 0x01;
+    OPCODE_RDMA_WRITE = 0x08;
+    OPCODE_RDMA_WRITE_IMM = 0x09;
+    OPCODE_SEND = 0x0a;
+    OPCODE_SEND_IMM = 0x0b;
+    OPCODE_TSO = 0x0e;
+    OPCODE_RDMA_READ = 0x10;
+    OPCODE_ATOMIC_CS = 0x11;
+    OPCODE_ATOMIC_FA = 0x12;
+    OPCODE_ATOMIC_MASKED_CS = 0x14;
+    OPCODE_ATOMIC_MASKED_FA = 0x15;
+    OPCODE_LOCAL_INVAL = 0x1b;
+    OPCODE_UMR = 0x25;
+}
+
+c_consts! {
+    /// `MLX5_WQE_CTRL_*`: the bits of [`CtrlSeg::fm_ce_se`].
+    FM_CE_SE_IDS: u8, prefix "MLX5_";
+    WQE_CTRL_CQ_UPDATE = 2 << 2;
+    WQE_CTRL_SOLICITED = 1 << 1;
+    WQE_CTRL_FENCE = 4 << 5;
+    WQE_CTRL_INITIATOR_SMALL_FENCE = 1 << 5;
+}
+
+c_consts! {
+    /// WQE constants of `<infiniband/mlx5dv.h>`.
+    WQE_CONST_IDS: u32, prefix "MLX5_";
+    SEND_WQE_BB = 64;
+    SEND_WQE_SHIFT = 6;
+    INLINE_SEG = 0x8000_0000;
+    INVALID_LKEY = 0x100;
+    EXTENDED_UD_AV = 0x8000_0000;
+    RCV_DBR = 0;
+    SND_DBR = 1;
+}
+
+c_consts! {
+    /// `MLX5_CQE_*`: the CQE opcodes (`op_own >> 4`) and the owner bit.
+    CQE_OPCODE_IDS: u8, prefix "MLX5_";
+    CQE_OWNER_MASK = 1;
+    CQE_REQ = 0;
+    CQE_RESP_WR_IMM = 1;
+    CQE_RESP_SEND = 2;
+    CQE_RESP_SEND_IMM = 3;
+    CQE_RESP_SEND_INV = 4;
+    CQE_RESIZE_CQ = 5;
+    CQE_NO_PACKET = 6;
+    CQE_SIG_ERR = 12;
+    CQE_REQ_ERR = 13;
+    CQE_RESP_ERR = 14;
+    CQE_INVALID = 15;
+    INLINE_SCATTER_32 = 0x4;
+    INLINE_SCATTER_64 = 0x8;
+}
+
+c_consts! {
+    /// `MLX5_CQE_SYNDROME_*` ([`ErrCqe::syndrome`]).
+    SYNDROME_IDS: u8, prefix "MLX5_";
+    CQE_SYNDROME_LOCAL_LENGTH_ERR = 0x01;
+    CQE_SYNDROME_LOCAL_QP_OP_ERR = 0x02;
+    CQE_SYNDROME_LOCAL_PROT_ERR = 0x04;
+    CQE_SYNDROME_WR_FLUSH_ERR = 0x05;
+    CQE_SYNDROME_MW_BIND_ERR = 0x06;
+    CQE_SYNDROME_BAD_RESP_ERR = 0x10;
+    CQE_SYNDROME_LOCAL_ACCESS_ERR = 0x11;
+    CQE_SYNDROME_REMOTE_INVAL_REQ_ERR = 0x12;
+    CQE_SYNDROME_REMOTE_ACCESS_ERR = 0x13;
+    CQE_SYNDROME_REMOTE_OP_ERR = 0x14;
+    CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR = 0x15;
+    CQE_SYNDROME_RNR_RETRY_EXC_ERR = 0x16;
+    CQE_SYNDROME_REMOTE_ABORTED_ERR = 0x22;
+}
+
+c_consts! {
+    /// The CQ doorbell: arm commands and the UAR offset of the arm store.
+    CQ_DB_IDS: u32, prefix "MLX5_";
+    CQ_DOORBELL = 0x20;
+    CQ_DB_REQ_NOT_SOL = 1 << 24;
+    CQ_DB_REQ_NOT = 0;
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_ctrl_seg`: the first 16 bytes of every send WQE.
+    #[repr(C, align(4))]
+    pub struct CtrlSeg {
+        /// `opmod << 24 | wqe_index << 8 | opcode`.
+        pub opmod_idx_opcode: U32,
+        /// `qpn << 8 | ds` (ds: the WQE's length in 16-byte units).
+        pub qpn_ds: U32,
+        /// WQE signature (only with `MLX5_QP_FLAG_SIGNATURE`; 0).
+        pub signature: u8,
+        /// DCI stream channel (0).
+        pub dci_stream_channel_id: [u8; 2],
+        /// `MLX5_WQE_CTRL_*`: fence mode, completion, solicited event.
+        pub fm_ce_se: u8,
+        /// Immediate data (as given, already big-endian in `ibv_send_wr`),
+        /// or the rkey to invalidate.
+        pub imm: U32,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_raddr_seg`: the remote side of RDMA and atomics.
+    #[repr(C, align(8))]
+    pub struct RaddrSeg {
+        /// Remote address.
+        pub raddr: U64,
+        /// Remote key.
+        pub rkey: U32,
+        /// Reserved (written 0).
+        pub reserved: U32,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_atomic_seg`.
+    #[repr(C, align(8))]
+    pub struct AtomicSeg {
+        /// Swap value (compare-and-swap) or the addend (fetch-and-add).
+        pub swap_add: U64,
+        /// Compare value (compare-and-swap; not written for fetch-and-add).
+        pub compare: U64,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_data_seg`: one gather/scatter entry.
+    #[repr(C, align(8))]
+    pub struct DataSeg {
+        /// Bytes (0 with `MLX5_INVALID_LKEY` ends a receive list).
+        pub byte_count: U32,
+        /// Local key.
+        pub lkey: U32,
+        /// Address.
+        pub addr: U64,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_av` (= `struct mlx5_wqe_datagram_seg`): a UD
+    /// destination. libmlx5 builds it when the AH is created and copies it
+    /// into each UD WQE, setting `dqp_dct` and `qkey` per request.
+    #[repr(C, align(8))]
+    pub struct Av {
+        /// `key.qkey.qkey`: the destination's Q_Key.
+        pub qkey: U32,
+        /// `key.qkey.reserved`.
+        pub key_reserved: U32,
+        /// Destination QP number `| MLX5_EXTENDED_UD_AV`.
+        pub dqp_dct: U32,
+        /// Static rate (high nibble) and SL (IB: low nibble; RoCE: bits 1..3).
+        pub stat_rate_sl: u8,
+        /// IB: source path bits (low 7 bits); `mlid` bit 7.
+        pub fl_mlid: u8,
+        /// IB: destination LID; RoCE v2: the UDP source port.
+        pub rlid: U16,
+        /// Reserved.
+        pub reserved0: [u8; 4],
+        /// RoCE: destination MAC.
+        pub rmac: [u8; 6],
+        /// Traffic class.
+        pub tclass: u8,
+        /// Hop limit.
+        pub hop_limit: u8,
+        /// `grh << 30 | sgid_index << 20 | flow_label` (grh: IB only).
+        pub grh_gid_fl: U32,
+        /// Destination GID.
+        pub rgid: [u8; 16],
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_srq_next_seg`: the head of an SRQ WQE, linking the
+    /// free list.
+    #[repr(C, align(2))]
+    pub struct SrqNextSeg {
+        /// Reserved.
+        pub rsvd0: [u8; 2],
+        /// Index of the next free WQE.
+        pub next_wqe_index: U16,
+        /// Signature (0).
+        pub signature: u8,
+        /// Reserved.
+        pub rsvd1: [u8; 11],
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_cqe64`: a completion (the last 64 bytes of a 128-byte
+    /// CQE).
+    #[repr(C, align(8))]
+    pub struct Cqe64 {
+        /// Reserved.
+        pub rsvd0: [u8; 2],
+        /// WQE id (striding RQ).
+        pub wqe_id: U16,
+        /// Reserved.
+        pub rsvd4: [u8; 13],
+        /// Destination LID path bits (low 7 bits).
+        pub ml_path: u8,
+        /// Reserved.
+        pub rsvd20: [u8; 4],
+        /// Source LID.
+        pub slid: U16,
+        /// SL in bits 24..27, GRH present in 28..29, source QP in 0..23.
+        pub flags_rqpn: U32,
+        /// Header-data split / IP checksum flags.
+        pub hds_ip_ext: u8,
+        /// L4/L3 header types.
+        pub l4_hdr_type_etc: u8,
+        /// VLAN.
+        pub vlan_info: U16,
+        /// SRQ number, or (CQE version 1) the user index, in bits 0..23.
+        pub srqn_uidx: U32,
+        /// Immediate data (raw), the invalidated rkey, or the P_Key index.
+        pub imm_inval_pkey: U32,
+        /// Application (tag matching).
+        pub app: u8,
+        /// Application opcode.
+        pub app_op: u8,
+        /// Application info.
+        pub app_info: U16,
+        /// Bytes received or read.
+        pub byte_cnt: U32,
+        /// Timestamp.
+        pub timestamp: U64,
+        /// The WQE opcode (requester) in bits 24..31, QP number in 0..23.
+        pub sop_drop_qpn: U32,
+        /// Index of the WQE that completed (its `opmod_idx_opcode` index).
+        pub wqe_counter: U16,
+        /// Signature.
+        pub signature: u8,
+        /// CQE opcode in bits 4..7, inline scatter in 2..3, owner in 0.
+        pub op_own: u8,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_err_cqe`: the same 64 bytes for an error completion.
+    #[repr(C, align(4))]
+    pub struct ErrCqe {
+        /// Reserved.
+        pub rsvd0: [u8; 32],
+        /// SRQ number or user index.
+        pub srqn: U32,
+        /// Reserved.
+        pub rsvd1: [u8; 18],
+        /// Vendor syndrome (`ibv_wc.vendor_err`).
+        pub vendor_err_synd: u8,
+        /// `MLX5_CQE_SYNDROME_*`.
+        pub syndrome: u8,
+        /// The failed WQE's opcode in bits 24..31, QP number in 0..23.
+        pub s_wqe_opcode_qpn: U32,
+        /// Index of the failed WQE.
+        pub wqe_counter: U16,
+        /// Signature.
+        pub signature: u8,
+        /// As in [`Cqe64::op_own`].
+        pub op_own: u8,
+    }
+}
+
+const_assert_eq!(size_of::<CtrlSeg>(), 16);
+const_assert_eq!(size_of::<RaddrSeg>(), 16);
+const_assert_eq!(size_of::<AtomicSeg>(), 16);
+const_assert_eq!(size_of::<DataSeg>(), 16);
+const_assert_eq!(size_of::<Av>(), 48);
+const_assert_eq!(size_of::<SrqNextSeg>(), 16);
+const_assert_eq!(size_of::<Cqe64>(), 64);
+const_assert_eq!(size_of::<ErrCqe>(), 64);
+
+/// `sizeof(struct mlx5_wqe_inl_data_seg)`: the inline block's length word.
+pub const INLINE_HDR: usize = 4;
+/// `sizeof(struct mlx5_wqe_umr_ctrl_seg)` (UMR WQEs are not written yet;
+/// libmlx5's send-queue overhead counts them).
+pub const UMR_CTRL_SEG: usize = 48;
+/// `sizeof(struct mlx5_wqe_mkey_context_seg)`.
+pub const MKEY_CONTEXT_SEG: usize = 64;
+/// `max(sizeof(struct mlx5_wqe_umr_klm_seg), 64)` in `_sq_overhead`.
+pub const UMR_KLM_AREA: usize = 64;
+/// `sizeof(struct mlx5_wqe_xrc_seg)`.
+pub const XRC_SEG: usize = 16;
+/// `sizeof(struct mlx5_rwqe_sig)`.
+pub const RWQE_SIG: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::IntoBytes;
+
+    #[test]
+    fn ctrl_segment_bytes() {
+        // An RDMA WRITE at WQE index 0x1234 of QP 0xabcdef, 3 ds, signaled.
+        let c = CtrlSeg {
+            opmod_idx_opcode: U32::new(0x1234 << 8 | u32::from(OPCODE_RDMA_WRITE)),
+            qpn_ds: U32::new(0xab_cdef << 8 | 3),
+            fm_ce_se: WQE_CTRL_CQ_UPDATE,
+            imm: U32::new(0x0102_0304),
+            ..Default::default()
+        };
+        assert_eq!(c.as_bytes(), &[0, 0x12, 0x34, 0x08, 0xab, 0xcd, 0xef, 3, 0, 0, 0, 8, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn cqe_fields_sit_where_mlx5_md_says() {
+        use core::mem::offset_of;
+        assert_eq!(offset_of!(Cqe64, flags_rqpn), 24);
+        assert_eq!(offset_of!(Cqe64, srqn_uidx), 32);
+        assert_eq!(offset_of!(Cqe64, byte_cnt), 44);
+        assert_eq!(offset_of!(Cqe64, sop_drop_qpn), 56);
+        assert_eq!(offset_of!(Cqe64, op_own), 63);
+        assert_eq!(offset_of!(ErrCqe, vendor_err_synd), 54);
+        assert_eq!(offset_of!(ErrCqe, syndrome), 55);
+        assert_eq!(offset_of!(Av, rgid), 32);
+        assert_eq!(offset_of!(Av, grh_gid_fl), 28);
+    }
+}

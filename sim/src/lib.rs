@@ -1,0 +1,25 @@
+//! A simulated ConnectX (mlx5): everything below the uverbs boundary.
+//!
+//! The real driver that judges this model is rdma-core's unmodified
+//! libibverbs + libmlx5. Layers (each calls only downward):
+//!
+//! ```text
+//! bin/simd.rs   the device daemon: one per simulated NIC, serves every process
+//! server/       (daemon side) the shim protocol, contexts, uverbs write/ioctl commands
+//!               answered as mlx5_ib answers them, mmap offsets, event fds
+//! engine/       the NIC: doorbells, send-queue WQEs, receive queues, SRQs, CQEs
+//! model.rs      the objects both halves share (PD, MR, MW, CQ, QP, SRQ, AH)
+//! mem.rs        host memory of the applications (process_vm_readv/writev: DMA)
+//! ```
+//!
+//! Applications reach the daemon through `verbs-sim-shim` (an `LD_PRELOAD`
+//! library, `sim/shim`), which owns the uverbs descriptor in each process.
+#![warn(missing_docs)]
+
+pub mod engine;
+pub mod fdpass;
+pub mod fixture;
+pub mod mem;
+pub mod model;
+pub mod proto;
+pub mod server;

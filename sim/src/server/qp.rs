@@ -1,0 +1,317 @@
+//! CREATE_QP (plain and extended), MODIFY_QP with the IB spec's state
+//! machine and attribute masks (`ib_modify_qp_is_ok`), QUERY_QP, DESTROY_QP.
+
+use super::cmd::{errno, u16_at, u32_at, u64_at, u8_at, Out, Req, Resp};
+use super::device::{ACTIVE_MTU, LOG_MAX_QP_SZ, MAX_MTU, MAX_RD_ATOMIC, MAX_SGE};
+use super::{Daemon, State};
+use crate::mem::Pid;
+use super::qp_state::*;
+use crate::model::{Qp, QpAttrs, QpState, QpType, Wq};
+
+/// What QUERY_QP returns that the model does not keep.
+#[derive(Debug, Clone, Default)]
+pub struct QpExtra {
+    /// struct ib_uverbs_qp_dest as last set (AV).
+    pub dest: [u8; 32],
+    /// Alternate path (kept, never used).
+    pub alt_dest: [u8; 32],
+    /// Caps granted: max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline.
+    pub caps: [u32; 5],
+    /// Path migration state.
+    pub mig_state: u8,
+    /// Alternate pkey index / port / timeout.
+    pub alt: (u16, u8, u8),
+    /// SQ draining notification asked for.
+    pub sqd_notify: bool,
+}
+
+/// CREATE_QP. Core (after the response pointer): user_handle 0, pd 8,
+/// send_cq 12, recv_cq 16, srq 20, max_send_wr 24, max_recv_wr 28,
+/// max_send_sge 32, max_recv_sge 36, max_inline 40, sq_sig_all 44,
+/// qp_type 45, is_srq 46 [ex: comp_mask 48, create_flags 52]. mlx5 udata:
+/// buf_addr 0, db_addr 8, sq_wqe_count 16, rq_wqe_count 20, rq_wqe_shift
+/// 24, flags 28, uidx 32, bfreg_index 36.
+pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
+    let c = &req.core;
+    let user_handle = u64_at(c, 0);
+    let qp_type = match u8_at(c, 45) {
+        2 => QpType::Rc,
+        3 => QpType::Uc,
+        4 => QpType::Ud,
+        _ => return Err(errno::EOPNOTSUPP),
+    };
+    // extended: comp_mask (RSS indirection table) none; create_flags only
+    // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
+    if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {
+        return Err(errno::EOPNOTSUPP);
+    }
+    let caps = [u32_at(c, 24), u32_at(c, 28), u32_at(c, 32), u32_at(c, 36), u32_at(c, 40)];
+    let (pd_h, scq, rcq, srq_h) = (u32_at(c, 8), u32_at(c, 12), u32_at(c, 16), u32_at(c, 20));
+    let pdn = match st.dev.pds.get(&pd_h) {
+        Some(p) if p.ctx == ctx => p.pdn,
+        _ => return Err(errno::EINVAL),
+    };
+    let mine_cq = |n: u32| st.dev.cqs.get(&n).is_some_and(|c| c.ctx == ctx);
+    if !mine_cq(scq) || !mine_cq(rcq) {
+        return Err(errno::EINVAL);
+    }
+    let srqn = if u8_at(c, 46) != 0 {
+        match st.dev.srqs.get(&srq_h) {
+            Some(s) if s.ctx == ctx => Some(srq_h),
+            _ => return Err(errno::EINVAL),
+        }
+    } else {
+        None
+    };
+    let u = &req.udata;
+    if u.len() < 40 {
+        return Err(errno::EINVAL);
+    }
+    let (buf, db, sq_cnt, rq_cnt, rq_shift, flags, uidx) =
+        (u64_at(u, 0), u64_at(u, 8), u32_at(u, 16), u32_at(u, 20), u32_at(u, 24), u32_at(u, 28), u32_at(u, 32));
+    let max = 1u32 << LOG_MAX_QP_SZ;
+    let pow2_or_0 = |n: u32| n == 0 || n.is_power_of_two();
+    if sq_cnt > max || rq_cnt > max || !pow2_or_0(sq_cnt) || !pow2_or_0(rq_cnt) || (rq_cnt > 0 && !(4..=10).contains(&rq_shift)) {
+        return Err(errno::EINVAL);
+    }
+    if caps[2] > MAX_SGE || caps[3] > MAX_SGE || (srqn.is_some() && rq_cnt != 0) {
+        return Err(errno::EINVAL);
+    }
+    // signature, scatter-to-CQE, bfreg index, allow-scatter-CQE: the rest
+    // (tunnel offloads, DCT/DCI, UAR page index) is not modelled.
+    if flags & !(1 | 2 | 8 | 0x100) != 0 {
+        return Err(errno::EOPNOTSUPP);
+    }
+    if buf % 64 != 0 || db % 8 != 0 {
+        return Err(errno::EINVAL);
+    }
+    let x = st.ctxx.get_mut(&ctx).ok_or(errno::EINVAL)?;
+    let cqe_v1 = x.cqe_version == 1;
+    // Legacy bfreg numbering: 4 per UAR page, the first two are BlueFlame
+    // registers; index 0 (no BlueFlame) is never handed out.
+    let usable: Vec<u32> = (0..x.tot_bfregs / 2).flat_map(|p| [p * 4, p * 4 + 1]).filter(|&b| b != 0).collect();
+    let bfreg = usable[(x.next_bfreg as usize) % usable.len().max(1)];
+    x.next_bfreg = x.next_bfreg.wrapping_add(1);
+    let qpn = State::alloc(&mut st.next_qpn, 0x100);
+    let rq = Wq { buf, wqe_cnt: rq_cnt, wqe_shift: if rq_cnt > 0 { rq_shift } else { 0 }, ci: 0 };
+    let sq = Wq { buf: buf + (u64::from(rq_cnt) << rq.wqe_shift), wqe_cnt: sq_cnt, wqe_shift: 6, ci: 0 };
+    st.dev.qps.insert(
+        qpn,
+        Qp {
+            qpn,
+            ctx,
+            pid,
+            user_handle,
+            pdn,
+            qp_type,
+            state: QpState::Reset,
+            sq,
+            rq,
+            dbrec: db,
+            send_cqn: scq,
+            recv_cqn: rcq,
+            srqn,
+            uidx: if cqe_v1 { uidx & 0xff_ffff } else { 0xff_ffff },
+            sq_sig_all: u8_at(c, 44) != 0,
+            scatter_cqe: flags & 2 != 0,
+            attrs: QpAttrs::default(),
+            max_inline: caps[4],
+            max_recv_sge: if rq_cnt > 0 { (1 << rq_shift) / 16 } else { 0 },
+        },
+    );
+    st.qpx.insert(qpn, QpExtra { caps, ..Default::default() });
+    let mut core = Out::new(if req.ex { 40 } else { 32 });
+    core.u32(0, qpn).u32(4, qpn).u32(8, caps[0]).u32(12, caps[1]).u32(16, caps[2]).u32(20, caps[3]).u32(24, caps[4]);
+    if req.ex {
+        core.u32(36, 40);
+    }
+    let drv = Out::new(40).u32(0, bfreg).done();
+    Ok(Resp {
+        core: core.done(),
+        drv,
+        note: format!(
+            "qpn={qpn:#x} type={qp_type:?} sq={sq_cnt} rq={rq_cnt}<<{rq_shift} flags={flags:#x} uidx={uidx} bfreg={bfreg} srq={srqn:?} buf={buf:#x} db={db:#x}"
+        ),
+        ..Default::default()
+    })
+}
+
+fn qp_of(st: &State, ctx: u32, handle: u32) -> Result<u32, i32> {
+    match st.dev.qps.get(&handle) {
+        Some(q) if q.ctx == ctx => Ok(handle),
+        _ => Err(errno::EINVAL),
+    }
+}
+
+/// MODIFY_QP (plain: no udata; extended: + rate_limit, mlx5 udata ignored).
+/// Core layout: dest 0..32, alt_dest 32..64, qp_handle 64, attr_mask 68,
+/// qkey 72, rq_psn 76, sq_psn 80, dest_qp_num 84, access 88, pkey_index 92,
+/// alt_pkey_index 94, qp_state 96, cur_qp_state 97, path_mtu 98,
+/// path_mig_state 99, en_sqd_async_notify 100, max_rd_atomic 101,
+/// max_dest_rd_atomic 102, min_rnr_timer 103, port 104, timeout 105,
+/// retry_cnt 106, rnr_retry 107, alt_port 108, alt_timeout 109.
+pub fn modify_qp(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
+    let c = &req.core;
+    let qpn = qp_of(st, ctx, u32_at(c, 64))?;
+    let mask = u32_at(c, 68);
+    let qp = &st.dev.qps[&qpn];
+    let cur = if mask & CUR_STATE != 0 { state_from(u8_at(c, 97)).ok_or(errno::EINVAL)? } else { qp.state };
+    let next = if mask & STATE != 0 { state_from(u8_at(c, 96)).ok_or(errno::EINVAL)? } else { cur };
+    let (req_mask, opt_mask) = transition(qp.qp_type, cur, next).ok_or(errno::EINVAL)?;
+    let given = mask & !(STATE | CAP);
+    if cur != qp.state {
+        return Err(errno::EINVAL);
+    }
+    if given & req_mask != req_mask || given & !(req_mask | opt_mask | CUR_STATE) != 0 {
+        return Err(errno::EINVAL);
+    }
+    if mask & CAP != 0 {
+        return Err(errno::EINVAL); // mlx5 cannot resize a QP
+    }
+    // Values the kernel / firmware reject.
+    if mask & PORT != 0 && u8_at(c, 104) != 1 {
+        return Err(errno::EINVAL);
+    }
+    if mask & PKEY_INDEX != 0 && u16_at(c, 92) != 0 {
+        return Err(errno::EINVAL);
+    }
+    if mask & PATH_MTU != 0 && !(1..=MAX_MTU).contains(&u8_at(c, 98)) {
+        return Err(errno::EINVAL);
+    }
+    if mask & MAX_QP_RD_ATOMIC != 0 && u32::from(u8_at(c, 101)) > MAX_RD_ATOMIC
+        || mask & MAX_DEST_RD_ATOMIC != 0 && u32::from(u8_at(c, 102)) > MAX_RD_ATOMIC
+    {
+        return Err(errno::EINVAL);
+    }
+    if mask & AV != 0 {
+        // RoCE: the address must carry a GRH with a valid source GID.
+        let dest = &c[0..32];
+        if u8_at(dest, 30) == 0 || usize::from(u8_at(dest, 24)) >= crate::fixture::gids(&d.id).len() {
+            return Err(errno::EINVAL);
+        }
+        if u8_at(dest, 31) > 1 {
+            return Err(errno::EINVAL);
+        }
+    }
+    let x = st.qpx.entry(qpn).or_default();
+    let qp = st.dev.qps.get_mut(&qpn).ok_or(errno::EINVAL)?;
+    let a = &mut qp.attrs;
+    if mask & QKEY != 0 {
+        a.qkey = u32_at(c, 72);
+    }
+    if mask & RQ_PSN != 0 {
+        a.rq_psn = u32_at(c, 76) & 0xff_ffff;
+    }
+    if mask & SQ_PSN != 0 {
+        a.sq_psn = u32_at(c, 80) & 0xff_ffff;
+    }
+    if mask & DEST_QPN != 0 {
+        a.dest_qpn = u32_at(c, 84) & 0xff_ffff;
+    }
+    if mask & ACCESS_FLAGS != 0 {
+        a.access = u32_at(c, 88);
+    }
+    if mask & PKEY_INDEX != 0 {
+        a.pkey_index = u16_at(c, 92);
+    }
+    if mask & PATH_MTU != 0 {
+        a.path_mtu = u8_at(c, 98);
+    }
+    if mask & PATH_MIG_STATE != 0 {
+        x.mig_state = u8_at(c, 99);
+    }
+    if mask & EN_SQD_ASYNC_NOTIFY != 0 {
+        x.sqd_notify = u8_at(c, 100) != 0;
+    }
+    if mask & MAX_QP_RD_ATOMIC != 0 {
+        a.max_rd_atomic = u8_at(c, 101);
+    }
+    if mask & MAX_DEST_RD_ATOMIC != 0 {
+        a.max_dest_rd_atomic = u8_at(c, 102);
+    }
+    if mask & MIN_RNR_TIMER != 0 {
+        a.min_rnr_timer = u8_at(c, 103);
+    }
+    if mask & PORT != 0 {
+        a.port = u8_at(c, 104);
+    }
+    if mask & TIMEOUT != 0 {
+        a.timeout = u8_at(c, 105);
+    }
+    if mask & RETRY_CNT != 0 {
+        a.retry_cnt = u8_at(c, 106);
+    }
+    if mask & RNR_RETRY != 0 {
+        a.rnr_retry = u8_at(c, 107);
+    }
+    if mask & AV != 0 {
+        x.dest.copy_from_slice(&c[0..32]);
+        a.dgid.copy_from_slice(&c[0..16]);
+        a.sl = u8_at(c, 27);
+        if u8_at(c, 31) != 0 {
+            a.port = u8_at(c, 31);
+        }
+    }
+    if mask & ALT_PATH != 0 {
+        x.alt_dest.copy_from_slice(&c[32..64]);
+        x.alt = (u16_at(c, 94), u8_at(c, 108), u8_at(c, 109));
+    }
+    let was = qp.state;
+    qp.state = next;
+    if next == QpState::Reset {
+        qp.sq.ci = 0;
+        qp.rq.ci = 0;
+    }
+    if next == QpState::Err && was != QpState::Err {
+        d.with_engine(st, |e| e.qp_error(qpn));
+    }
+    Ok(Resp { note: format!("qpn={qpn:#x} {was:?}->{next:?} mask={mask:#x}"), ..Default::default() })
+}
+
+/// QUERY_QP: struct ib_uverbs_query_qp_resp.
+pub fn query_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
+    let qpn = qp_of(st, ctx, u32_at(&req.core, 0))?;
+    let qp = &st.dev.qps[&qpn];
+    let x = st.qpx.get(&qpn).cloned().unwrap_or_default();
+    let a = &qp.attrs;
+    let mut o = Out::new(128);
+    o.bytes(0, &x.dest)
+        .bytes(32, &x.alt_dest)
+        .u32(64, x.caps[0])
+        .u32(68, qp.rq.wqe_cnt) // the receive queue as made (mlx5_ib: rq.wqe_cnt, rq.max_gs)
+        .u32(72, x.caps[2])
+        .u32(76, qp.max_recv_sge)
+        .u32(80, x.caps[4])
+        .u32(84, a.qkey)
+        .u32(88, a.rq_psn)
+        .u32(92, a.sq_psn)
+        .u32(96, a.dest_qpn)
+        .u32(100, a.access)
+        .u16(104, a.pkey_index)
+        .u16(106, x.alt.0)
+        .u8(108, state_num(qp.state))
+        .u8(109, state_num(qp.state))
+        .u8(110, if a.path_mtu == 0 { ACTIVE_MTU } else { a.path_mtu })
+        .u8(111, x.mig_state)
+        .u8(112, 0) // sq_draining
+        .u8(113, a.max_rd_atomic)
+        .u8(114, a.max_dest_rd_atomic)
+        .u8(115, a.min_rnr_timer)
+        .u8(116, a.port)
+        .u8(117, a.timeout)
+        .u8(118, a.retry_cnt)
+        .u8(119, a.rnr_retry)
+        .u8(120, x.alt.1)
+        .u8(121, x.alt.2)
+        .u8(122, u8::from(qp.sq_sig_all));
+    Ok(Resp { core: o.done(), note: format!("qpn={qpn:#x} state={:?}", qp.state), ..Default::default() })
+}
+
+/// DESTROY_QP: reports the async events delivered for it.
+pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
+    let qpn = qp_of(st, ctx, u32_at(&req.core, 0))?;
+    let qp = st.dev.qps.remove(&qpn).ok_or(errno::EINVAL)?;
+    st.qpx.remove(&qpn);
+    let n = st.sink.async_reported(ctx, qp.user_handle);
+    Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("qpn={qpn:#x}"), ..Default::default() })
+}

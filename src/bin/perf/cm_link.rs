@@ -69,7 +69,9 @@ pub(crate) struct CmLink {
     recv_cq: &'static Cq<'static>,
     mr: Mr<'static>,
     /// Keeps the connection up.
-    _id: CmId<'static>,
+    id: CmId<'static>,
+    /// Where the connection's events arrive.
+    ch: &'static EventChannel,
 }
 
 /// The exchange QP in INIT (its one receive posted), on the device the
@@ -126,7 +128,7 @@ impl CmLink {
             id.connect(&qp, &param).map_err(s("rdma_connect"))?;
             let ev = ch.get_event_timeout(STEP_MS).map_err(s("rdma_get_cm_event"))?.ok_or("no answer to rdma_connect")?;
             let qp = id.establish(qp, &ev).map_err(|e| format!("rdma_connect: {}", e.error))?;
-            Ok(CmLink { ctx, qp, send_cq, recv_cq, mr, _id: id })
+            Ok(CmLink { ctx, qp, send_cq, recv_cq, mr, id, ch })
         })
     }
 
@@ -149,7 +151,7 @@ impl CmLink {
         // perftest destroys its listener here: the test's listener takes
         // the same port.
         drop(listener);
-        Ok(CmLink { ctx, qp, send_cq, recv_cq, mr, _id: id })
+        Ok(CmLink { ctx, qp, send_cq, recv_cq, mr, id, ch })
     }
 
     /// Waits for one completion on `cq`; it must be successful, or have
@@ -177,13 +179,14 @@ impl CmLink {
         self.send_as(msg, what, None)
     }
 
-    /// The server's last message (the close handshake), after which the
-    /// client exits. siw checks the connection after each segment it sent
-    /// and completes the SEND with `LocQpOpErr` when the peer has closed
-    /// meanwhile (`siw_qp_sq_proc_tx`: "Verbs 6.4"), which a client that
-    /// read the message and exited at once has done under TCG. Whether the
-    /// message arrived is the client's to say (it fails without it); here
-    /// that status is no error.
+    /// A message of the close handshake. siw checks the connection after
+    /// each segment it sent and completes the SEND with `LocQpOpErr` when
+    /// the peer has closed meanwhile (`siw_qp_sq_proc_tx`: "Verbs 6.4"),
+    /// which a peer that read the message, answered and exited at once has
+    /// done under TCG. Whether the message arrived is said elsewhere: the
+    /// client's send by the server's answer, which comes only after it; the
+    /// server's (the last message) by the client, which fails without it.
+    /// Here that status is no error.
     pub(crate) fn send_last(&mut self, msg: &[u8], what: &str) -> Result<(), String> {
         self.send_as(msg, what, Some(WcStatus::LocQpOpErr))
     }
@@ -195,6 +198,21 @@ impl CmLink {
             .post_send(&[SendWr::send(1, &[Sge::from_mr(&self.mr, 0, len)]).signaled()])
             .map_err(|e| format!("sending the {what}: {}", e.error))?;
         Self::one(self.send_cq, what, also).map(|_| ())
+    }
+
+    /// The server after its last message: waits (at most `ms`) for the
+    /// client to close the exchange connection, so that the client's own
+    /// last SEND, still being checked by siw, does not see the connection go
+    /// down under it (see [`Self::send_last`]).
+    pub(crate) fn await_peer_close(&self, ms: i32) {
+        let t0 = Instant::now();
+        while let Some(left) = (ms as u128).checked_sub(t0.elapsed().as_millis()) {
+            match self.ch.get_event_timeout(left as i32) {
+                Ok(Some(ev)) if ev.kind() == EventKind::Disconnected && ev.is_for(&self.id) => return,
+                Ok(Some(_)) => {}
+                _ => return,
+            }
+        }
     }
 
     /// Receives one message of `len` bytes and re-posts the receive.

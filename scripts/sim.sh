@@ -16,10 +16,13 @@
 #   4. prints a table (program, variant, result, seconds) and exits non-zero if anything failed.
 # Every program runs under a timeout (SIM_TIMEOUT seconds, default 60), so nothing hangs.
 #
-# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--only REGEX] [--trace FILE] [--keep]
+# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--only REGEX] [--trace FILE] [--keep]
 #   --no-build    use the existing target/release binaries
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
+#   --ours        also build our tools with rustix's libc backend (RUSTFLAGS="--cfg
+#                 rustix_use_libc", target/sim-libc: a separate, slow build) and check that
+#                 verbs-devices lists the simulated device through the same shim
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -28,12 +31,13 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-BUILD=1 UNIT=1 PYVERBS=1 ONLY="" TRACE="" KEEP=0
+BUILD=1 UNIT=1 PYVERBS=1 OURS=0 ONLY="" TRACE="" KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0; shift ;;
         --no-unit) UNIT=0; shift ;;
         --no-pyverbs) PYVERBS=0; shift ;;
+        --ours) OURS=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
         --trace) TRACE=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
@@ -135,6 +139,17 @@ echo "sim.sh: verbs-simd pid $DAEMON, SYSFS_PATH=$SYSFS_PATH"
 run_one ibv_devices "" "mlx5_0[[:space:]]+0c42a10300b15e00" ibv_devices
 run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx5_0
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
+
+if [ "$OURS" = 1 ]; then
+    # our library makes its system calls through rustix; with the libc backend they go through
+    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged)
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --target-dir "$ROOT/target/sim-libc"; then
+        run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" \
+            "$ROOT/target/sim-libc/release/verbs-devices"
+    else
+        row verbs-devices "(ours, rustix libc backend)" "FAIL(build)" "-"
+    fi
+fi
 
 G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 for tool in rc uc; do

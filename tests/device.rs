@@ -52,6 +52,7 @@ mod device {
     mod comp_channel;
     mod connect;
     mod cq;
+    mod cq_pollers;
     mod cq_shared;
     #[cfg(feature = "internals")]
     mod dead;
@@ -68,6 +69,7 @@ mod device {
     mod harness;
     mod mcast;
     mod mr;
+    mod mr_iova;
     mod mr_own;
     mod no_alloc;
     mod pingpong;

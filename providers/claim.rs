@@ -16,3 +16,81 @@ pub enum Claim {
     /// which may take any time, or poll the same queue.
     Lent = 2,
 }
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+/// Takes a consumer's claim on `flag` (acquire) after a CQ poll's
+/// compare-exchange found it taken (out of line: the uncontended poll
+/// never comes here).
+///
+/// A claim [`Claim::Held`] by another consumer copying completions is
+/// waited for: its holder runs no caller code (`WcOut` is sealed), so it
+/// lets go after a bounded number of steps; C's `ibv_poll_cq` callers
+/// wait on rdma-core's CQ spinlock the same way. The wait spins, then
+/// yields the CPU on each round (the holder may have been preempted). A
+/// claim [`Claim::Lent`] to caller code (a `poll_with` closure, on this
+/// thread or another) is `Err` at once: the closure may take any time, or
+/// be the caller itself polling again, which waiting would deadlock.
+#[cold]
+#[inline(never)]
+pub fn wait_held(flag: &AtomicU8) -> Result<(), Claim> {
+    let mut spins = 0u32;
+    loop {
+        match flag.load(Ordering::Relaxed) {
+            v if v == Claim::Lent as u8 => return Err(Claim::Lent),
+            v if v == Claim::Free as u8 => {
+                if flag
+                    .compare_exchange_weak(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+            }
+            _ => {
+                spins = spins.saturating_add(1);
+                if spins < SPINS_BEFORE_YIELD {
+                    core::hint::spin_loop();
+                } else {
+                    rustix::thread::sched_yield();
+                }
+            }
+        }
+    }
+}
+
+/// How many times a waiting consumer spins before it yields the CPU on
+/// each further round.
+const SPINS_BEFORE_YIELD: u32 = 128;
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_free_claim_is_taken_and_a_lent_one_refused() {
+        let f = AtomicU8::new(Claim::Free as u8);
+        assert_eq!(wait_held(&f), Ok(()));
+        assert_eq!(f.load(Ordering::Relaxed), Claim::Held as u8);
+        f.store(Claim::Lent as u8, Ordering::Relaxed);
+        assert_eq!(wait_held(&f), Err(Claim::Lent));
+    }
+
+    #[test]
+    fn a_held_claim_is_waited_for_until_freed_or_lent() {
+        let f = AtomicU8::new(Claim::Held as u8);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| wait_held(&f));
+            std::thread::sleep(core::time::Duration::from_millis(20));
+            // Still held: the waiter cannot have taken it.
+            f.store(Claim::Free as u8, Ordering::Release);
+            assert_eq!(waiter.join().unwrap(), Ok(()), "the waiter took the freed claim");
+        });
+        assert_eq!(f.load(Ordering::Relaxed), Claim::Held as u8);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| wait_held(&f));
+            std::thread::sleep(core::time::Duration::from_millis(20));
+            f.store(Claim::Lent as u8, Ordering::Release);
+            assert_eq!(waiter.join().unwrap(), Err(Claim::Lent), "a lent claim ends the wait");
+        });
+    }
+}

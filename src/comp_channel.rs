@@ -52,7 +52,7 @@ impl<'ctx> CompChannel<'ctx> {
     pub fn create(ctx: &'ctx Context) -> Result<Self> {
         const VERB: &str = "ibv_create_comp_channel";
         let cmd = CreateCompChannel::new_zeroed();
-        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut [])?;
+        let resp = ctx.channel().exec_new_fd(VERB, &cmd, &[], &mut [])?;
         let fd = crate::cmd::channel::adopt_fd(VERB, resp.fd)?;
         Ok(Self { ctx, fd, pending: Default::default() })
     }

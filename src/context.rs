@@ -6,11 +6,17 @@
 //! No `unsafe` block: this file declares `unsafe fn Context::from_fd`,
 //! whose caller promises that the fd is a uverbs device file. The command
 //! channel writes commands carrying response addresses to that fd and
-//! adopts the fd numbers in the responses as owned files: on any other
-//! file (`/dev/null`, a pipe) the response stays zeros and the context
-//! would adopt, and on drop close, fd 0. [`Context::open`] keeps the
-//! promise itself: `fstat` shows a character device whose `major:minor`
-//! is the one sysfs lists for the discovered `uverbsN`.
+//! adopts the fd numbers in the responses as owned files. Paths and
+//! device numbers come from the caller (`DiscoveryConfig::sysfs_root`,
+//! `dev_dir`) and can name any file, so the proof is the answer itself:
+//! the responses that name fds are filled with `0xff` before the call and
+//! an fd field the call did not write is refused
+//! (`cmd::channel::adopt_fd`); `/dev/null`, a pipe or a regular file take
+//! the command and write nothing back (before this check, their all-zero
+//! "response" made the context adopt, and on drop close, fd 0).
+//! [`Context::open`] also checks with `fstat` that the opened file is a
+//! character device whose `major:minor` is the one sysfs lists for the
+//! discovered `uverbsN`.
 #![allow(unsafe_code)]
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -60,9 +66,12 @@ impl Context {
     /// sends commands to it whose bytes carry addresses of response
     /// buffers, and takes ownership of every file descriptor number the
     /// responses name; another file would answer with bytes that are not
-    /// the kernel's (for `/dev/null`: none, so the "new" async event fd
-    /// reads as 0, and dropping the context would close stdin).
-    /// [`Context::open`] checks this itself and is safe.
+    /// the kernel's. (A file that answers nothing, like `/dev/null`, is
+    /// refused with `NotUverbsDevice`: the async fd field of `GET_CONTEXT`
+    /// must be written by the call. A file that writes responses through
+    /// the addresses in `write()` commands is a uverbs-speaking driver, and
+    /// this is the contract for it.) [`Context::open`] checks the device
+    /// number as well and is safe.
     #[doc(alias = "ibv_open_device")]
     pub unsafe fn from_fd(fd: OwnedFd, provider: ProviderKind, name: &str) -> Result<Self> {
         const VERB: &str = "ibv_open_device";
@@ -99,7 +108,10 @@ impl Context {
     /// whose `major:minor` is the device's uverbs number from sysfs
     /// ([`Device::dev_t`](crate::discovery::Device::dev_t)), else
     /// [`ErrorKind::NotUverbsDevice`](crate::ErrorKind::NotUverbsDevice),
-    /// and creates the kernel context with the matched provider.
+    /// and creates the kernel context with the matched provider. A file
+    /// that takes the `GET_CONTEXT` command without writing its response
+    /// (`/dev/null` named by a caller's sysfs tree) is also
+    /// `NotUverbsDevice`, and no fd is adopted from it.
     #[cfg(feature = "std")]
     #[doc(alias = "ibv_open_device")]
     pub fn open(device: &crate::discovery::Device) -> Result<Self> {
@@ -317,6 +329,16 @@ mod tests {
         assert!(check_uverbs_fd(fd.as_fd(), (1, 3)).is_ok());
         let e = check_uverbs_fd(fd.as_fd(), (231, 192)).unwrap_err();
         assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"));
+    }
+
+    #[cfg(feature = "rxe")]
+    #[test]
+    fn from_fd_of_dev_null_is_refused_and_adopts_no_fd() {
+        // SAFETY: violates the contract on purpose: /dev/null is a
+        // character device, so only its missing answer to GET_CONTEXT
+        // refuses it, before any fd is adopted.
+        let e = unsafe { Context::from_fd(open("/dev/null"), ProviderKind::Rxe, "rxe0") }.unwrap_err();
+        assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"), "{e}");
     }
 
     #[cfg(feature = "std")]

@@ -272,12 +272,15 @@ impl<'ctx> Cq<'ctx> {
     ///
     /// Takes `&self` because QPs share their CQs: pollers on several
     /// threads are serialised by an atomic claim flag (uncontended: one
-    /// compare-exchange). A poll never waits for it: if another caller
-    /// holds the CQ (another thread polling, or a [`Cq::poll_with`]
-    /// closure, on this thread or another, that is still running), the
-    /// poll takes nothing and is an error of kind
-    /// [`ErrorKind::Busy`] (try again). An empty CQ is answered without
-    /// taking the flag.
+    /// compare-exchange). A poll that meets another thread's copying poll
+    /// (`poll`, `poll_uninit`) waits for it, as `ibv_poll_cq` callers
+    /// wait on rdma-core's CQ lock: that poll holds the CQ only while it
+    /// copies, running no caller code. A poll that meets a
+    /// [`Cq::poll_with`] closure that is still running (on this thread or
+    /// another) does not wait, since the closure may run for any time or
+    /// be the caller itself: it takes nothing and is an error of kind
+    /// [`ErrorKind::Busy`] (try again), never a deadlock. An empty CQ is
+    /// answered without taking the flag.
     #[doc(alias = "ibv_poll_cq")]
     #[inline(always)]
     pub fn poll(&self, wc: &mut [crate::wc::Wc]) -> Result<usize> {
@@ -342,8 +345,11 @@ impl<'ctx> Cq<'ctx> {
     /// inlined (a closure usually is), only the fields it reads are loaded
     /// from the ring, which makes this the cheapest way to drain a CQ:
     /// see BENCHMARKS.md. Same locking as [`Cq::poll`]; while `f` runs
-    /// the CQ is held, so polling it from inside `f` (or from another
-    /// thread meanwhile) is a `Busy` error, not a deadlock. If `f`
+    /// the CQ is lent to `f`, so polling it from inside `f` (or from
+    /// another thread meanwhile) is a `Busy` error, not a deadlock.
+    /// `poll_with` itself never waits: if any other poll holds the CQ
+    /// (another thread's copying poll included) it takes nothing and is a
+    /// `Busy` error (try again). If `f`
     /// panics, the completions it was handed are consumed and the CQ is
     /// released: later polls work and see the rest.
     ///
@@ -539,6 +545,8 @@ fn busy(claim: crate::providers::claim::Claim) -> Error {
     let e = Error::new("ibv_poll_cq", ErrorKind::Busy);
     match claim {
         Claim::Lent => e.with_detail("the CQ is being polled from inside a poll_with closure (here or on another thread)"),
+        // Only `poll_with` sees this (a copying poll waits for another
+        // copying poll: `wait_held`).
         _ => e.with_detail("the CQ is being polled by another thread"),
     }
 }

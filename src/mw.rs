@@ -39,6 +39,9 @@ impl TryFrom<u32> for MwType {
     }
 }
 
+/// The index part of a window's key (the tag is the low 8 bits).
+pub(crate) const KEY_INDEX: u32 = 0xffff_ff00;
+
 /// A memory window (`struct ibv_mw`).
 ///
 /// `'a` is invariant: a [`MwBind`](crate::wr::MwBind) borrows the bound
@@ -50,7 +53,12 @@ impl TryFrom<u32> for MwType {
 pub struct Mw<'a> {
     pd: &'a Pd<'a>,
     handle: u32,
-    /// Changes when a bind is posted (`ibv_bind_mw` updates `mw->rkey`).
+    /// The upper 24 bits of every key of this window: the kernel's index
+    /// of the window (rxe finds the window a bind names by `mw_rkey >> 8`
+    /// and keeps these bits across binds). Fixed at allocation.
+    index: u32,
+    /// Changes when a bind is posted (`ibv_bind_mw` updates `mw->rkey`);
+    /// always `index | tag` ([`Mw::set_rkey`] refuses other indexes).
     rkey: core::sync::atomic::AtomicU32,
     mw_type: MwType,
     /// Makes `'a` invariant, so a bind cannot shorten it.
@@ -65,7 +73,8 @@ impl<'a> Mw<'a> {
         cmd.pd_handle = pd.handle();
         cmd.mw_type = mw_type as u8;
         let resp = pd.context().channel().exec("ibv_alloc_mw", &cmd, &[], &mut [])?;
-        Ok(Self { pd, handle: resp.mw_handle, rkey: resp.rkey.into(), mw_type, _bound: PhantomData })
+        let index = resp.rkey & KEY_INDEX;
+        Ok(Self { pd, handle: resp.mw_handle, index, rkey: resp.rkey.into(), mw_type, _bound: PhantomData })
     }
 
     /// The window's current remote key: the one of the last bind posted
@@ -86,13 +95,26 @@ impl<'a> Mw<'a> {
 
     /// Records the window's remote key (after a posted bind; or to undo
     /// one that completed in error).
-    pub fn set_rkey(&self, rkey: u32) {
+    ///
+    /// Only the key's low 8 bits (its tag) change between binds: the upper
+    /// 24 bits are the window's index, which the kernel keeps for the
+    /// window's life and by which a bind names the window. A key with
+    /// another index (another window's key) is refused with
+    /// [`ErrorKind::InvalidArgument`] and the window keeps its key: it
+    /// would make the next bind of this window name the other one.
+    pub fn set_rkey(&self, rkey: u32) -> Result<()> {
+        if rkey & KEY_INDEX != self.index {
+            return Err(Error::new("ibv_mw.rkey", ErrorKind::InvalidArgument)
+                .with_detail("the key's upper 24 bits are another window's index: only the low 8 bits (the tag) of a window's rkey change"));
+        }
         self.rkey.store(rkey, core::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
-    /// The rkey word a posted bind updates.
-    pub(crate) fn rkey_cell(&self) -> &core::sync::atomic::AtomicU32 {
-        &self.rkey
+    /// The window's index (the upper 24 bits of its keys) and the rkey
+    /// word a posted bind updates.
+    pub(crate) fn rkey_parts(&self) -> (u32, &core::sync::atomic::AtomicU32) {
+        (self.index, &self.rkey)
     }
 
     /// The kernel's handle for this window.

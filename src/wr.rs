@@ -122,8 +122,12 @@ pub enum Payload<'w> {
 /// with it, never freed.
 #[derive(Clone, Copy, Debug)]
 pub struct MwBind<'w> {
+    /// The bound window's index (its keys' upper 24 bits), taken from the
+    /// `&Mw` whose lifetime borrows the region: the bind names exactly
+    /// that window, whatever its rkey cell holds.
+    mw_index: u32,
     /// The window's rkey cell (`ibv_mw.rkey`), updated when the bind is
-    /// posted.
+    /// posted; only its tag (low 8 bits) is read.
     mw_rkey: &'w AtomicU32,
     rkey: u32,
     mr_lkey: u32,
@@ -140,14 +144,24 @@ impl<'w> MwBind<'w> {
     /// `'m` is the window's own lifetime parameter, which is invariant: the
     /// region stays borrowed until the window is dropped.
     pub fn new<'m, B: MrBuffer>(mw: &'w Mw<'m>, mr: &'m Mr<'_, B>, addr: u64, length: u64, access: AccessFlags) -> Self {
-        Self { mw_rkey: mw.rkey_cell(), rkey: mw.next_rkey(), mr_lkey: mr.lkey(), addr, length, access }
+        let (mw_index, mw_rkey) = mw.rkey_parts();
+        Self { mw_index, mw_rkey, rkey: mw.next_rkey(), mr_lkey: mr.lkey(), addr, length, access }
     }
 
     /// Uses `rkey` as the window's new key instead of
-    /// `ibv_inc_rkey(mw.rkey())`.
+    /// `ibv_inc_rkey(mw.rkey())`. A key is the window's index (upper 24
+    /// bits, fixed for the window's life) and a tag (low 8 bits): only the
+    /// tag is chosen by a bind, so a key with another index is refused by
+    /// `post_send` (`InvalidArgument`).
     pub fn with_rkey(mut self, rkey: u32) -> Self {
         self.rkey = rkey;
         self
+    }
+
+    /// Whether the new key keeps the window's index (what `post_send`
+    /// checks before writing the bind).
+    pub(crate) fn keeps_index(&self) -> bool {
+        self.rkey & crate::mw::KEY_INDEX == self.mw_index
     }
 
     /// The window's key after the bind.
@@ -155,9 +169,11 @@ impl<'w> MwBind<'w> {
         self.rkey
     }
 
-    /// The window's key before the bind (`ibv_mw.rkey`).
+    /// The window's key before the bind (`ibv_mw.rkey`), which names the
+    /// window to the kernel: the index of the window this bind was made
+    /// for, with the tag its rkey cell holds now.
     pub fn mw_rkey(&self) -> u32 {
-        self.mw_rkey.load(Ordering::Relaxed)
+        self.mw_index | (self.mw_rkey.load(Ordering::Relaxed) & !crate::mw::KEY_INDEX)
     }
 
     /// Records the new key in the window (after the bind was posted).
@@ -605,6 +621,10 @@ pub(crate) fn check_send(
         SendOp::BindMw(b) if crate::mr::unknown_access(b.access) => {
             Err(Refusal(Inval, "the bind's access has bits this library does not know"))
         }
+        SendOp::BindMw(b) if !b.keeps_index() => Err(Refusal(
+            Inval,
+            "the bind's new rkey has another window's index: only its low 8 bits (the tag) may differ from the window's key",
+        )),
         _ => Ok(len as u32),
     }
 }

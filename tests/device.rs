@@ -52,6 +52,7 @@ mod device {
     mod comp_channel;
     mod connect;
     mod cq;
+    mod cq_pollers;
     mod cq_shared;
     #[cfg(feature = "internals")]
     mod dead;

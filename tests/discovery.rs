@@ -9,6 +9,8 @@ mod children;
 #[cfg(feature = "internals")]
 #[path = "discovery/netlink_parse.rs"]
 mod netlink_parse;
+#[path = "discovery/null_device.rs"]
+mod null_device;
 #[path = "discovery/sysfs_parse.rs"]
 mod sysfs_parse;
 

@@ -3,10 +3,10 @@
 //! This is the data-path core, complete and tested on real bytes, not
 //! yet reachable from [`Context`](crate::Context): the ABI of the driver
 //! data ([`abi`]), the ring layouts ([`wqe`]), queue sizing as libmlx5
-//! computes it (`sizing`, to come), the work queue memory (`buf`, to come), the send
-//! queue writer with its doorbell decision (`sq`, to come), the receive and SRQ
-//! writers (`rq`, to come), the address vector of UD sends (`av`, to come) and CQE
-//! parsing (`cqe`, to come). Facts come from `../shared/MLX5.md` and rdma-core
+//! computes it ([`sizing`]), the work queue memory ([`buf`]), the send
+//! queue writer with its doorbell decision ([`sq`]), the receive and SRQ
+//! writers ([`rq`]), the address vector of UD sends ([`av`]) and CQE
+//! parsing ([`cqe`]). Facts come from `../shared/MLX5.md` and rdma-core
 //! v44's `providers/mlx5` (`qp.c`, `cq.c`, `srq.c`, `verbs.c`).
 //!
 //! # How it will plug in
@@ -25,7 +25,7 @@
 //!   retry with 40- and 32-byte requests, then without `DEVX`, as libmlx5
 //!   does) and keep [`abi::Mlx5AllocUcontextResp`]: `max_sq_desc_sz`,
 //!   `max_rq_desc_sz`, `max_send_wqebb`, `max_recv_wr`, `max_srq_recv_wr`
-//!   feed `sizing::DeviceLimits`; `cqe_version` (0 or 1, else refuse)
+//!   feed [`sizing::DeviceLimits`]; `cqe_version` (0 or 1, else refuse)
 //!   picks how CQEs name their QP; `cache_line_size` spaces doorbell
 //!   records; `bf_reg_size` (0: no BlueFlame) and `tot_bfregs` (0: dynamic
 //!   UARs) choose the UAR scheme.
@@ -38,16 +38,16 @@
 //!   volatile 64-bit stores into it, never a reference; it is owned by the
 //!   context and outlives every QP and CQ that rings it.
 //! * **Object creation**: queue buffers and doorbell records are
-//!   `buf::WqBuf`s (page-aligned anonymous memory, zeroed, never moved)
+//!   [`buf::WqBuf`]s (page-aligned anonymous memory, zeroed, never moved)
 //!   owned by the QP/CQ/SRQ handle and dropped only after the destroy
 //!   command succeeded (the kernel unpins them then); their addresses go
 //!   into [`abi::Mlx5CreateQp`] (with `sq_wqe_count`, `rq_wqe_count`,
 //!   `rq_wqe_shift` from `sizing`, `uidx` from a per-context table,
 //!   flags without `SCATTER_CQE`: this provider never lets the device put
-//!   data into CQEs, see `cqe`), [`abi::Mlx5CreateCq`], [`abi::Mlx5CreateSrq`].
-//! * **The doorbell path**: `sq::SendQueue::post` writes the WQEs,
+//!   data into CQEs, see [`cqe`]), [`abi::Mlx5CreateCq`], [`abi::Mlx5CreateSrq`].
+//! * **The doorbell path**: [`sq::SendQueue::post`] writes the WQEs,
 //!   stores the doorbell record (after the release fence that orders the
-//!   WQE stores before it) and returns a `sq::Ring`: the 8 bytes of the
+//!   WQE stores before it) and returns a [`sq::Ring`]: the 8 bytes of the
 //!   last control segment, or the BlueFlame copy of the one WQE, exactly
 //!   as libmlx5 decides. The UAR code then does what `post_send_db` does:
 //!   `sfence` (write-combining), the 64-bit store or the 64-byte-chunk
@@ -63,6 +63,7 @@
 pub mod abi;
 pub mod av;
 pub mod buf;
+pub mod cqe;
 pub mod rq;
 pub mod sizing;
 pub mod sq;

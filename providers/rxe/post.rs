@@ -589,8 +589,9 @@ pub fn is_empty(cq: &CompletionQueue) -> bool {
 /// `ibv_poll_cq` on rxe: copies up to `out.len()` completions from the
 /// ring and frees their slots. Returns how many (the first that many
 /// elements of `out` are written: `out` may be uninitialised memory, see
-/// [`crate::wc::WcOut`]), or `Err` with the state of the claim if another
-/// consumer holds the CQ (never waits). The empty case is inlined into
+/// [`crate::wc::WcOut`]). Another thread's copying poll is waited for
+/// ([`Queue::consumer_contended`](super::queue::Queue::consumer_contended));
+/// a `poll_with` closure holding the CQ is `Err(Claim::Lent)` at once. The empty case is inlined into
 /// the caller; the copying is not.
 #[inline(always)]
 pub fn poll<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<usize, Claim> {
@@ -613,7 +614,26 @@ fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result
 /// completions, frees their slots, and returns how many.
 #[inline(always)]
 pub fn poll_nonempty<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
-    let c = cq.try_consumer()?;
+    match cq.consumer_now() {
+        Some(c) => Ok(copy_claimed(&c, out)),
+        None => poll_contended(cq, out),
+    }
+}
+
+/// [`poll_nonempty`] when the CQ's claim was taken: waits for another
+/// thread's copying poll (or is `Err(Claim::Lent)` at once while a
+/// `poll_with` closure runs), then copies. Out of line and whole, so the
+/// uncontended poll saves no register for it (it is a tail call).
+#[cold]
+#[inline(never)]
+fn poll_contended<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
+    let c = cq.consumer_contended()?;
+    Ok(copy_claimed(&c, out))
+}
+
+/// The copy of [`poll_nonempty`] under the claim `c`.
+#[inline(always)]
+fn copy_claimed<S: crate::wc::WcOut>(c: &Consumer<'_, CQ_MIN>, out: &mut [S]) -> u32 {
     let ring = c.reader::<AbiWc>();
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
@@ -628,7 +648,7 @@ pub fn poll_nonempty<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -
         fix_flags(&ring, cons, got);
     }
     c.release(cons, n);
-    Ok(n)
+    n
 }
 
 /// Puts right the flag words of the completions of `got` (copied from the
@@ -665,8 +685,9 @@ impl Drop for Handed<'_, '_> {
 
 /// Hands up to `max` completions to `f`, in ring order, then frees their
 /// slots with one release store. Returns how many, or `Err` with the
-/// state of the claim if another consumer holds the CQ (never waits: a
-/// poll of the same CQ from inside `f` gets [`Claim::Lent`]). Each
+/// state of the claim if another consumer holds the CQ (never waits,
+/// whoever holds it: a poll of the same CQ from inside `f` gets
+/// [`Claim::Lent`]). Each
 /// completion is read into a local `Wc` (the kernel's flag bits put
 /// right) that `f` borrows; when `f` is inlined, only the fields it reads
 /// are loaded. A panic in `f` frees the slots handed out so far and the
@@ -771,17 +792,36 @@ mod tests {
         }
 
         #[test]
-        fn a_held_cq_is_refused_without_waiting() {
-            let (_fd, cq) = cq_with(&[7]);
+        fn a_poll_waits_for_another_threads_copying_poll_but_not_for_a_lent_claim() {
+            let (_fd, cq) = cq_with(&[7, 8]);
+            // Another thread's copying poll holds the claim (library code,
+            // bounded): this thread's polls wait for it (issue 24 item 6;
+            // they used to fail with `Held`, i.e. `ErrorKind::Busy`).
             let c = cq.try_consumer().unwrap();
-            assert_eq!(cq.try_consumer().err(), Some(Claim::Held));
-            let mut out = [Wc::ZERO; 1];
-            assert_eq!(poll(&cq, &mut out), Err(Claim::Held));
+            std::thread::scope(|s| {
+                let copying = s.spawn(|| {
+                    let mut out = [Wc::ZERO; 1];
+                    poll(&cq, &mut out).map(|n| (n, out[0].wr_id()))
+                });
+                std::thread::sleep(core::time::Duration::from_millis(20));
+                drop(c);
+                assert_eq!(copying.join().unwrap(), Ok((1, 7)), "the poll waited for the held claim");
+            });
+            // `poll_with` never waits (its callers get `Busy` from a
+            // closure on another thread anyway, so they retry).
+            let c = cq.try_consumer().unwrap();
             assert_eq!(poll_with(&cq, 1, |_| ()), Err(Claim::Held));
-            c.lend();
-            assert_eq!(poll(&cq, &mut out), Err(Claim::Lent));
             drop(c);
-            assert_eq!(ids(&cq), [7]);
+            assert_eq!(ids(&cq), [8]);
+            // A claim lent to caller code is refused at once.
+            let (_fd, cq) = cq_with(&[9]);
+            let c = cq.try_consumer().unwrap();
+            c.lend();
+            let mut out = [Wc::ZERO; 1];
+            assert_eq!(poll(&cq, &mut out), Err(Claim::Lent));
+            assert_eq!(poll_with(&cq, 1, |_| ()), Err(Claim::Lent));
+            drop(c);
+            assert_eq!(ids(&cq), [9]);
         }
 
         #[test]

@@ -44,10 +44,13 @@
 //!   while holding the queue's `claim` flag, which only one `Producer` at a
 //!   time can hold (acquire compare-exchange on entry, release store in
 //!   `Drop`, which also runs while unwinding). The same flag serialises
-//!   consumers of a shared CQ ([`Queue::try_consumer`]), which never wait
-//!   for it: a consumer that finds it held gets `None` (the caller reports
-//!   `Busy`), so a consumer that runs caller code while holding it (a
-//!   `poll_with` closure that polls the same CQ) cannot deadlock.
+//!   consumers of a shared CQ: a copying poll that finds it held by
+//!   another copying poll (library code, bounded) waits for it
+//!   ([`Queue::consumer_contended`]); a poll that finds it lent to caller
+//!   code (a `poll_with` closure, which may poll the same CQ), and a
+//!   `poll_with` that finds it taken at all ([`Queue::try_consumer`]),
+//!   get `Err` at once (the caller reports `Busy`), so a closure polling
+//!   its own CQ cannot deadlock.
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
@@ -236,9 +239,10 @@ impl<const MIN: usize> Queue<MIN> {
     /// The only consumer of a queue reached through `&Queue` (a CQ shared
     /// by QPs and threads), or, without waiting, `Err` with the state of
     /// the claim if another consumer holds it ([`Claim::Held`]: another
-    /// thread is polling; [`Claim::Lent`]: caller code runs inside a poll,
-    /// on this thread or another). One compare-exchange. The [`Consumer`]
-    /// releases the claim when dropped, also while unwinding.
+    /// thread is copying completions; [`Claim::Lent`]: caller code runs
+    /// inside a poll, on this thread or another). One compare-exchange.
+    /// `poll_with` takes its claim so. The [`Consumer`] releases the claim
+    /// when dropped, also while unwinding.
     #[inline]
     pub fn try_consumer(&self) -> core::result::Result<Consumer<'_, MIN>, Claim> {
         match self.claim.compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed) {
@@ -246,6 +250,29 @@ impl<const MIN: usize> Queue<MIN> {
             Err(v) if v == Claim::Lent as u8 => Err(Claim::Lent),
             Err(_) => Err(Claim::Held),
         }
+    }
+
+    /// The uncontended claim of a copying poll: the consumer if one
+    /// compare-exchange takes the free claim, else `None`, and the poll
+    /// goes out of line whole to [`Self::consumer_contended`] (so that
+    /// the uncontended poll keeps no register for the wait).
+    #[inline(always)]
+    pub fn consumer_now(&self) -> Option<Consumer<'_, MIN>> {
+        self.claim
+            .compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| Consumer { q: self })
+    }
+
+    /// The claim of a copying poll that [`Self::consumer_now`] found
+    /// taken: waits for another thread's copying poll ([`Claim::Held`]:
+    /// library code, bounded), or is `Err(Claim::Lent)` at once while a
+    /// `poll_with` closure runs ([`wait_held`](crate::providers::claim::wait_held)).
+    #[cold]
+    #[inline(never)]
+    pub fn consumer_contended(&self) -> core::result::Result<Consumer<'_, MIN>, Claim> {
+        crate::providers::claim::wait_held(&self.claim)?;
+        Ok(Consumer { q: self })
     }
 
     /// Waits for the claim (producers only: they run no caller code while

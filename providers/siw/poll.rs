@@ -98,8 +98,8 @@ pub fn is_empty(cq: &CqRing) -> bool {
 
 /// `ibv_poll_cq` on siw: moves up to `out.len()` completions into `out`,
 /// handing each element back to the kernel as it is read. Returns how
-/// many, or `Err` with the state of the claim if another consumer holds
-/// the CQ (never waits). The empty case is inlined into the caller; the
+/// many; waits for another thread's copying poll, or is `Err` with
+/// [`Claim::Lent`] at once while a `poll_with` closure holds the CQ. The empty case is inlined into the caller; the
 /// copying is not (it would give every caller of `Cq::poll`, rxe's
 /// included, its registers and stack frame).
 #[inline(always)]
@@ -113,7 +113,7 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Cl
 /// [`poll`] past the empty check.
 #[inline(never)]
 fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
-    let c = cq.try_consumer()?;
+    let c = cq.consumer()?;
     let mut n = 0;
     for slot in out.iter_mut() {
         let Some(cqe) = c.take() else { break };

@@ -45,7 +45,9 @@
 //!   producer is a borrow of `&mut Ring` (a QP's own queues) or holds the
 //!   ring's claim flag (an SRQ), a consumer always holds the claim flag (a
 //!   CQ), taken by an acquire compare-exchange and released by a release
-//!   store in `Drop` (also while unwinding). Consumers never wait for it
+//!   store in `Drop` (also while unwinding). A copying poll waits for
+//!   another copying poll (library code, bounded: [`Ring::consumer`]) but
+//!   not for a claim lent to caller code, and `poll_with` waits for none
 //!   ([`Ring::try_consumer`]), so a poll run from inside a `poll_with`
 //!   closure gets `Busy`, not a deadlock.
 #![allow(unsafe_code)]
@@ -197,7 +199,8 @@ impl<const ELEM: usize> Ring<ELEM> {
     }
 
     /// The only consumer (a CQ shared by QPs and threads), or, without
-    /// waiting, `Err` with the state of the claim if another holds it.
+    /// waiting, `Err` with the state of the claim if another holds it
+    /// (how `poll_with` takes it).
     #[inline]
     pub fn try_consumer(&self) -> core::result::Result<Consumer<'_, ELEM>, Claim> {
         match self.claim.compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed) {
@@ -205,6 +208,26 @@ impl<const ELEM: usize> Ring<ELEM> {
             Err(v) if v == Claim::Lent as u8 => Err(Claim::Lent),
             Err(_) => Err(Claim::Held),
         }
+    }
+
+    /// The only consumer, for a copying poll: waits, out of line, for
+    /// another thread's copying poll ([`Claim::Held`]: library code,
+    /// bounded), and is `Err(Claim::Lent)` at once while a `poll_with`
+    /// closure runs ([`wait_held`](crate::providers::claim::wait_held)).
+    #[inline]
+    pub fn consumer(&self) -> core::result::Result<Consumer<'_, ELEM>, Claim> {
+        match self.claim.compare_exchange(Claim::Free as u8, Claim::Held as u8, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => Ok(Consumer { q: self }),
+            Err(_) => self.consumer_contended(),
+        }
+    }
+
+    /// [`Self::consumer`] once the claim was found taken.
+    #[cold]
+    #[inline(never)]
+    fn consumer_contended(&self) -> core::result::Result<Consumer<'_, ELEM>, Claim> {
+        crate::providers::claim::wait_held(&self.claim)?;
+        Ok(Consumer { q: self })
     }
 }
 

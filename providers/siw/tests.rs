@@ -186,21 +186,31 @@ fn completions_translate_to_ibv_wc() {
 
 #[test]
 fn poll_with_lends_the_claim_and_a_panic_consumes_what_was_handed_out() {
-    let (_fd, cq, _k) = cq_with(&[(1, SIW_OP_SEND, 0), (2, SIW_OP_SEND, 0), (3, SIW_OP_SEND, 0)]);
+    let (_fd, cq, _k) =
+        cq_with(&[(1, SIW_OP_SEND, 0), (2, SIW_OP_SEND, 0), (3, SIW_OP_SEND, 0), (4, SIW_OP_SEND, 0)]);
     let mut seen = Vec::new();
     let n = poll_with(&cq, 1, |wc| {
         seen.push(wc.wr_id());
         assert_eq!(poll(&cq, &mut [Wc::ZERO]), Err(Claim::Lent));
     });
     assert_eq!((n, seen), (Ok(1), vec![1]));
+    // Another thread's copying poll holds the claim: this poll waits for
+    // it instead of failing with `Held` (issue 24 item 6).
     let held = cq.try_consumer().unwrap();
-    assert_eq!(poll(&cq, &mut [Wc::ZERO]), Err(Claim::Held));
-    drop(held);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let mut out = [Wc::ZERO; 1];
+            poll(&cq, &mut out).map(|n| (n, out[0].wr_id()))
+        });
+        std::thread::sleep(core::time::Duration::from_millis(20));
+        drop(held);
+        assert_eq!(other.join().unwrap(), Ok((1, 2)), "the poll waited for the held claim");
+    });
     let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| poll_with(&cq, 4, |_| panic!("caller code"))));
     assert!(r.is_err());
     let mut out = [Wc::ZERO; 4];
-    assert_eq!(poll(&cq, &mut out), Ok(1), "2 was consumed by the panicking closure");
-    assert_eq!(out[0].wr_id(), 3);
+    assert_eq!(poll(&cq, &mut out), Ok(1), "3 was consumed by the panicking closure");
+    assert_eq!(out[0].wr_id(), 4);
 }
 
 #[test]

@@ -115,7 +115,7 @@ pub struct Cq {
     pub user_handle: u64,
     /// CQE buffer (mlx5_ib_create_cq.buf_addr).
     pub buf: u64,
-    /// Doorbell record: [0] consumer index (set_ci), [1] arm word.
+    /// Doorbell record: word 0 the consumer index (set_ci), word 1 the arm word.
     pub dbrec: u64,
     /// Number of entries (power of two; the kernel's `cqe` + 1).
     pub ncqe: u32,
@@ -237,7 +237,7 @@ pub struct Qp {
     pub sq: Wq,
     /// Receive queue (unused when `srqn` is set).
     pub rq: Wq,
-    /// Doorbell record: [0] receive counter, [1] send counter (BE u32, low 16 bits).
+    /// Doorbell record: word 0 the receive counter, word 1 the send counter (BE u32, low 16 bits).
     pub dbrec: u64,
     /// Send CQ number.
     pub send_cqn: u32,
@@ -277,7 +277,7 @@ pub struct Srq {
     pub wqe_shift: u32,
     /// Queue.
     pub wq: Wq,
-    /// Doorbell record: [0] = BE u32 count of WQEs posted (low 16 bits).
+    /// Doorbell record: word 0 = BE u32 count of WQEs posted (low 16 bits).
     pub dbrec: u64,
     /// Next WQE index the device takes (follows next_wqe_index links).
     pub head: u32,

@@ -217,6 +217,25 @@ impl Channel {
         C: IntoBytes + Immutable,
         R: FromBytes + IntoBytes,
     {
+        self.command_filled(verb, command, cmd, drv_in, drv_out, 0)
+    }
+
+    /// [`Self::command`] with the core response buffer filled with `fill`
+    /// bytes before the call: a field still holding them afterwards was not
+    /// written by whatever answered the command (see [`UNWRITTEN_FD`]).
+    fn command_filled<C, R>(
+        &self,
+        verb: &'static str,
+        command: u32,
+        cmd: &C,
+        drv_in: &[u8],
+        drv_out: &mut [u8],
+        fill: u8,
+    ) -> Result<R>
+    where
+        C: IntoBytes + Immutable,
+        R: FromBytes + IntoBytes,
+    {
         let rlen = size_of::<R>();
         let mut out = [0u64; MAX_WRITE_CMD / 8];
         let total = rlen + drv_out.len();
@@ -224,6 +243,7 @@ impl Channel {
             return Err(Error::new(verb, ErrorKind::InvalidArgument));
         }
         let out = &mut out.as_mut_bytes()[..total];
+        out[..rlen].fill(fill);
         self.write_legacy(verb, command, cmd.as_bytes(), drv_in, out)?;
         drv_out.copy_from_slice(&out[rlen..]);
         R::read_from_bytes(&out[..rlen]).map_err(|_| Error::new(verb, ErrorKind::Malformed))
@@ -282,6 +302,29 @@ impl Channel {
         } else {
             self.command(verb, C::COMMAND, cmd, drv_in, drv_out)
         }
+    }
+
+    /// [`Self::exec`] for a legacy command whose response names a file
+    /// descriptor the call creates (`GET_CONTEXT`'s async fd,
+    /// `CREATE_COMP_CHANNEL`'s fd): the core response starts as all `0xff`
+    /// bytes, so an fd field that the answer did not write reads as
+    /// [`UNWRITTEN_FD`], which [`adopt_fd`] refuses. A file that accepts the
+    /// `write()` without answering it (`/dev/null`, a pipe, a regular file)
+    /// leaves it so; before this, its all-zero "response" named fd 0.
+    pub fn exec_new_fd<C: WriteCommand>(
+        &self,
+        verb: &'static str,
+        cmd: &C,
+        drv_in: &[u8],
+        drv_out: &mut [u8],
+    ) -> Result<C::Resp>
+    where
+        C::Resp: FromZeros,
+    {
+        if C::EXTENDED {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        self.command_filled(verb, C::COMMAND, cmd, drv_in, drv_out, 0xff)
     }
 
     fn write_frame(&self, verb: &'static str, frame: &[u8]) -> Result<()> {
@@ -439,9 +482,26 @@ impl AsFd for Channel {
 static_assertions::const_assert_eq!(size_of::<IoctlHdr>(), 24);
 static_assertions::const_assert_eq!(size_of::<IoctlAttr>(), 16);
 
-/// Takes ownership of a file descriptor number the kernel just returned in
-/// a command response (async event fd, completion channel fd).
+/// An fd field of a response sent by [`Channel::exec_new_fd`] that the
+/// answer did not write: the `0xff` fill (as an `int`, -1: no fd).
+pub(crate) const UNWRITTEN_FD: u32 = u32::MAX;
+
+/// Takes ownership of a file descriptor number that the answer to a command
+/// sent with [`Channel::exec_new_fd`] named (async event fd, completion
+/// channel fd).
+///
+/// Adopted only if the answer wrote it ([`UNWRITTEN_FD`] is
+/// [`ErrorKind::NotUverbsDevice`]: the file took the command without
+/// answering it) and it names an open file. Writing a response through the
+/// address carried inside a `write()` command is what the uverbs driver
+/// does (or an in-process model of it answering the same system calls),
+/// and it answers with a file it installed during the call, which nobody
+/// else holds.
 pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
+    if raw == UNWRITTEN_FD {
+        return Err(Error::new(verb, ErrorKind::NotUverbsDevice)
+            .with_detail("the device file accepted the command but wrote no response: not a uverbs device"));
+    }
     let raw = i32::try_from(raw).map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
     // Cheap plausibility check before claiming ownership: the number must
     // name an open file of this process.
@@ -452,8 +512,12 @@ pub(crate) fn adopt_fd(verb: &'static str, raw: u32) -> Result<OwnedFd> {
         rustix::io::fcntl_getfd(b)
     };
     probe.map_err(|_| Error::new(verb, ErrorKind::Malformed))?;
-    // SAFETY: the kernel installed `raw` into this process's fd table while
-    // executing our command and handed its number to us alone; no other
+    // SAFETY: the response field held `UNWRITTEN_FD` before the call and
+    // holds `raw` now, so the answer to our command wrote it: a uverbs
+    // device (the only file whose `write()` writes a response through the
+    // address inside the command; `Context::open` also checked the
+    // device number) installed `raw` into this process's fd table while
+    // executing the command and handed its number to us alone. No other
     // owner exists, so wrapping it in an `OwnedFd` (which closes it on
     // drop) creates the unique owner.
     Ok(unsafe { <OwnedFd as rustix::fd::FromRawFd>::from_raw_fd(raw) })
@@ -477,5 +541,32 @@ pub(crate) fn kernel_wrote(out: &mut [u8]) {
     // write into them during the syscall did.
     unsafe {
         core::arch::asm!("/* kernel wrote {0} */", in(reg) out.as_mut_ptr(), options(nostack, preserves_flags));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::uverbs::{CreateCompChannel, GetContext};
+
+    /// `/dev/null` takes every `write()` and answers none: the commands
+    /// that hand out fds are refused instead of naming the fill (or, as
+    /// before the fill, fd 0).
+    #[test]
+    fn commands_creating_fds_on_dev_null_adopt_nothing() {
+        let fd = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            .unwrap();
+        let ch = Channel::new(fd, RdmaDriverId::UNKNOWN);
+        let r = ch.exec_new_fd("ibv_create_comp_channel", &CreateCompChannel::new_zeroed(), &[], &mut []).unwrap();
+        assert_eq!(r.fd, UNWRITTEN_FD);
+        let e = adopt_fd("ibv_create_comp_channel", r.fd).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotUverbsDevice);
+        let r = ch.exec_new_fd("ibv_open_device", &GetContext::new_zeroed(), &[], &mut []).unwrap();
+        assert_eq!(r.async_fd, UNWRITTEN_FD);
+        // The plain `command` leaves zeros, the old fd 0.
+        let r: crate::abi::uverbs::CreateCompChannelResp = ch
+            .command("x", crate::abi::uverbs::CMD_CREATE_COMP_CHANNEL, &CreateCompChannel::new_zeroed(), &[], &mut [])
+            .unwrap();
+        assert_eq!(r.fd, 0);
     }
 }

@@ -10,7 +10,7 @@ use zerocopy::FromZeros;
 use crate::abi::ioctl_cmds::{device, OBJECT_DEVICE};
 use crate::abi::ioctl_verbs::{GidEntry, QueryPortRespEx};
 use crate::abi::uverbs::{
-    ExQueryDevice, ExQueryDeviceResp, GetContext, GetContextResp, CMD_GET_CONTEXT,
+    ExQueryDevice, ExQueryDeviceResp, GetContext, GetContextResp,
     EX_CMD_QUERY_DEVICE,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -32,7 +32,7 @@ pub struct ContextReply {
 pub fn get_context(ch: &Channel, drv_in: &[u8], drv_out: &mut [u8]) -> Result<ContextReply> {
     const VERB: &str = "ibv_open_device";
     let cmd = GetContext::new_zeroed();
-    let resp: GetContextResp = ch.command(VERB, CMD_GET_CONTEXT, &cmd, drv_in, drv_out)?;
+    let resp: GetContextResp = ch.exec_new_fd(VERB, &cmd, drv_in, drv_out)?;
     let async_fd = adopt_fd(VERB, resp.async_fd)?;
     Ok(ContextReply { async_fd, num_comp_vectors: resp.num_comp_vectors })
 }

@@ -1,8 +1,9 @@
 //! Fault scenario, concurrent polling (issue #12): four threads polling
 //! one CQ (two with `poll`, two with `poll_with`) while a fifth posts see
 //! every completion exactly once (each wr_id counted), each poller's ids
-//! in increasing order (the ring hands out contiguous runs). A poll that finds the CQ claimed by another
-//! poller may say `Busy`: the pollers try again. Bounded by a deadline.
+//! in increasing order (the ring hands out contiguous runs). A poll that meets another thread's
+//! copying poll waits for it; one that meets a `poll_with` closure (which may run any caller
+//! code) says `Busy`: the pollers try again. Bounded by a deadline.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::time::Duration;
@@ -63,7 +64,7 @@ fn four_pollers_one_poster_each_completion_once(dev: &str) {
                                 assert_eq!(mine.len() - before, k, "poller {t}: count vs records");
                                 seen.fetch_add(k, Ordering::AcqRel);
                             }
-                            // another poller holds the CQ: try again
+                            // a `poll_with` closure holds the CQ: try again
                             Err(e) if e.kind() == ErrorKind::Busy => std::thread::yield_now(),
                             Err(e) => panic!("poller {t}: {e}"),
                         }

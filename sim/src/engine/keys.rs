@@ -50,11 +50,15 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                 if total > 1 << 31 {
                     return Err(syn::LOC_LEN);
                 }
+                // Every key is checked before anything is allocated or read.
+                let ranges = sges
+                    .iter()
+                    .map(|s| self.local_range(pdn, s.lkey, s.addr, u64::from(s.len), false).ok_or(syn::LOC_PROT))
+                    .collect::<Result<Vec<_>, u8>>()?;
                 let mut out = vec![0u8; total];
                 let mut at = 0;
-                for s in sges {
+                for (s, r) in sges.iter().zip(ranges) {
                     let n = s.len as usize;
-                    let r = self.local_range(pdn, s.lkey, s.addr, n as u64, false).ok_or(syn::LOC_PROT)?;
                     self.mem.read(r.pid, r.addr, &mut out[at..at + n]).map_err(|_| syn::LOC_PROT)?;
                     at += n;
                 }

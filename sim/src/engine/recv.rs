@@ -82,8 +82,11 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
                 return None;
             }
             let shift = if srq.wqe_shift != 0 { srq.wqe_shift } else { srq.wq.wqe_shift };
+            if !(5..=16).contains(&shift) {
+                return None; // a next segment and one data segment at least
+            }
             let idx = if srq.wq.wqe_cnt.is_power_of_two() { srq.head & (srq.wq.wqe_cnt - 1) } else { srq.head };
-            let mut b = vec![0u8; 1 << shift.min(16)];
+            let mut b = vec![0u8; 1 << shift];
             self.mem.read(srq.pid, srq.wq.buf + (u64::from(idx) << shift), &mut b).ok()?;
             let next = be16(&b, 2);
             return Some(RecvWqe { counter: idx as u16, sges: parse_scatter(&b[16..]), srq: Some((srqn, next)) });

@@ -49,6 +49,7 @@ pub fn layout(cmd: u32, ex: bool) -> Option<(usize, bool, usize)> {
         (false, 33) => (16, false, 0),   // MODIFY_SRQ
         (false, 34) => (16, true, 16),   // QUERY_SRQ
         (false, 35) => (16, true, 4),    // DESTROY_SRQ
+        (true, 1) => (8, false, 176 + 8), // EX QUERY_DEVICE (base + comp_mask, response_length)
         (true, 18) => (32, false, 16),   // EX CREATE_CQ
         (true, 24) => (64, false, 40),   // EX CREATE_QP
         (true, 26) => (120, false, 8),   // EX MODIFY_QP

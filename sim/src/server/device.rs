@@ -153,6 +153,28 @@ pub fn query_device(d: &Daemon, _req: &Req) -> Result<Resp, i32> {
     Ok(Resp { core: o.done(), ..Default::default() })
 }
 
+/// EX QUERY_DEVICE: struct ib_uverbs_ex_query_device_resp — the base
+/// attributes, then no ODP, no timestamps, no RSS/TSO/tag matching, CQ
+/// moderation as mlx5 reports it; cut to the room userspace gave (the
+/// kernel's response_length says how much was written).
+pub fn query_device_ex(d: &Daemon, req: &Req) -> Result<Resp, i32> {
+    if u32_at(&req.core, 0) != 0 {
+        return Err(errno::EINVAL); // comp_mask
+    }
+    let base = query_device(d, req)?.core;
+    let mut o = Out::new(EX_QUERY_DEVICE_LEN);
+    o.bytes(0, &base)
+        .u32(176, 0) // comp_mask
+        .u32(180, req.core_out.min(EX_QUERY_DEVICE_LEN) as u32) // response_length
+        .u64(224, u64::from(DEVICE_CAP_FLAGS)) // device_cap_flags_ex
+        .u16(280, u16::MAX) // max_cq_moderation_count
+        .u16(282, 4095); // max_cq_moderation_period (µs)
+    Ok(Resp { core: o.done(), note: format!("out={}", req.core_out), ..Default::default() })
+}
+
+/// Size of struct ib_uverbs_ex_query_device_resp.
+const EX_QUERY_DEVICE_LEN: usize = 304;
+
 /// QUERY_PORT: struct ib_uverbs_query_port_resp of port 1 (RoCE, active).
 pub fn query_port(_d: &Daemon, req: &Req) -> Result<Resp, i32> {
     let port = u8_at(&req.core, 0);

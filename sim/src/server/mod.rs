@@ -4,8 +4,11 @@
 
 pub mod cmd;
 mod device;
+mod events;
 mod objects;
 mod qp;
+mod qp_state;
+mod queues;
 mod scanner;
 mod sock;
 pub mod trace;
@@ -17,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::engine::{Engine, EventSink};
+use crate::engine::Engine;
 use crate::fdpass;
 use crate::fixture::Identity;
 use crate::mem::{Pid, ProcMem};
@@ -25,6 +28,7 @@ use crate::model::{Ctx, Device};
 use crate::proto::{Call, Hello, Reply, Welcome, UAR_PAGES};
 use cmd::{errno, Req, Resp};
 use trace::{cmd_name, Trace};
+pub use events::{Chan, Sink};
 use uar::Uar;
 
 /// Daemon settings.
@@ -38,87 +42,10 @@ pub struct Config {
     pub identity: Identity,
 }
 
-/// A completion channel: the daemon's end of the socketpair whose other
-/// end the process reads `ib_uverbs_comp_event_desc` records from.
-pub struct Chan {
-    /// Owning context.
-    pub ctx: u32,
-    /// Daemon's end.
-    pub fd: OwnedFd,
-    /// A duplicate of the process's end (to take back unread events).
-    pub app: OwnedFd,
-    /// Inode of the process's end (to recognise the fd number CREATE_CQ names).
-    pub app_ino: u64,
-}
-
-/// Event delivery, and the counts DESTROY_* report back (libibverbs waits
-/// until it has acknowledged that many events).
-#[derive(Default)]
-pub struct Sink {
-    /// Completion channels by id.
-    pub chans: HashMap<u32, Chan>,
-    /// Async event descriptors by context: (daemon's end, duplicate of the
-    /// process's end).
-    pub async_fds: HashMap<u32, (OwnedFd, OwnedFd)>,
-    /// Completion events delivered per (channel, cq user handle).
-    pub comp_counts: HashMap<(u32, u64), u32>,
-    /// Async events delivered per (context, element).
-    pub async_counts: HashMap<(u32, u64), u32>,
-    trace: Option<Trace>,
-}
-
-/// One event record to a process's event descriptor; never blocks (a
-/// process that stopped reading loses events rather than stalling the NIC).
-fn send_record(fd: &OwnedFd, rec: &[u8]) -> bool {
-    sock::send_nowait(fd, rec)
-}
-
-impl EventSink for Sink {
-    fn completion(&mut self, channel: u32, cq_user_handle: u64) {
-        let ok = self.chans.get(&channel).is_some_and(|c| send_record(&c.fd, &cq_user_handle.to_le_bytes()));
-        if ok {
-            *self.comp_counts.entry((channel, cq_user_handle)).or_default() += 1;
-        }
-        if let Some(t) = &self.trace {
-            t.line(format_args!("EVENT comp channel={channel} cq_handle={cq_user_handle:#x} delivered={ok}"));
-        }
-    }
-
-    fn async_event(&mut self, ctx: u32, element: u64, event_type: u32) {
-        let mut rec = [0u8; 16];
-        rec[..8].copy_from_slice(&element.to_le_bytes());
-        rec[8..12].copy_from_slice(&event_type.to_le_bytes());
-        let ok = self.async_fds.get(&ctx).is_some_and(|(fd, _)| send_record(fd, &rec));
-        if ok {
-            *self.async_counts.entry((ctx, element)).or_default() += 1;
-        }
-        if let Some(t) = &self.trace {
-            t.line(format_args!("EVENT async ctx={ctx} element={element:#x} type={event_type} delivered={ok}"));
-        }
-    }
-}
-
-impl Sink {
-    /// Completion events reported for a destroyed CQ: those delivered minus
-    /// those still unread (taken back from the channel).
-    pub fn comp_reported(&mut self, channel: Option<u32>, handle: u64) -> u32 {
-        let Some(ch) = channel else { return 0 };
-        let sent = self.comp_counts.remove(&(ch, handle)).unwrap_or(0);
-        let unread = self.chans.get(&ch).map_or(0, |c| {
-            sock::take_back(&c.app, &c.fd, 8, |r| r == handle.to_le_bytes())
-        });
-        sent.saturating_sub(unread)
-    }
-
-    /// Async events reported for a destroyed object (delivered minus unread).
-    pub fn async_reported(&mut self, ctx: u32, element: u64) -> u32 {
-        let sent = self.async_counts.remove(&(ctx, element)).unwrap_or(0);
-        let unread = self.async_fds.get(&ctx).map_or(0, |(mine, app)| {
-            sock::take_back(app, mine, 16, |r| r[..8] == element.to_le_bytes())
-        });
-        sent.saturating_sub(unread)
-    }
-}
+/// What CREATE_CQ stores in the doorbell record's arm word: no arm word
+/// can have it (bits 30-31 are always clear), so the first arm is seen
+/// even when it is 0 (sn 0, "next completion", ci 0).
+pub const ARM_UNSET: u32 = u32::MAX;
 
 /// Per-context facts the model does not keep.
 #[derive(Debug, Default, Clone)]
@@ -146,6 +73,10 @@ pub struct State {
     pub ctxx: HashMap<u32, CtxExtra>,
     /// QP facts for QUERY_QP.
     pub qpx: HashMap<u32, qp::QpExtra>,
+    /// The last arm word taken for each CQ (see `scanner`: arms are also
+    /// read from the CQ's doorbell record, whose arm word starts at
+    /// [`ARM_UNSET`]).
+    pub arm_seen: HashMap<u32, u32>,
     /// Next ids.
     next_ctx: u32,
     next_pdn: u32,
@@ -277,9 +208,10 @@ impl Daemon {
                     } else {
                         format!("request={request:#x}")
                     };
-                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> ENOTTY", conn.ctx, conn.pid));
+                    let e = errname(self.ioctl_errno(conn));
+                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> {e}", conn.ctx, conn.pid));
                 }
-                (Reply::ret(-i64::from(errno::ENOTTY)), Vec::new())
+                (Reply::ret(-i64::from(self.ioctl_errno(conn))), Vec::new())
             }
             Call::Write { buf, len } => {
                 let req = match cmd::parse(&self.mem, conn.pid, buf, len) {
@@ -325,19 +257,34 @@ impl Daemon {
                     }
                     Err(e) => {
                         self.trace.line(format_args!(
-                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {}",
+                            "ctx={} pid={} WRITE {ex}{}({}) in={}+{} -> {} core={} udata={}",
                             conn.ctx,
                             conn.pid,
                             cmd_name(req.cmd),
                             req.cmd,
                             req.core.len(),
                             req.udata.len(),
-                            errname(e)
+                            errname(e),
+                            hex(&req.core),
+                            hex(&req.udata)
                         ));
                         (Reply::ret(-i64::from(e)), Vec::new())
                     }
                 }
             }
+        }
+    }
+
+    /// The ioctl interface is absent as far as libibverbs can tell: ENOTTY
+    /// until the context exists (its probe then sends every command with a
+    /// write fallback through write()). The ioctls issued after that have
+    /// no fallback (DEVX, dynamic UARs, device memory, import, ...): the
+    /// device does not offer them, which mlx5_ib says with EOPNOTSUPP.
+    fn ioctl_errno(&self, conn: &Conn) -> i32 {
+        if self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open) {
+            errno::EOPNOTSUPP
+        } else {
+            errno::ENOTTY
         }
     }
 
@@ -349,6 +296,7 @@ impl Daemon {
         match (req.ex, req.cmd) {
             (false, 0) => device::get_context(self, st, conn.ctx, conn.pid, req),
             (false, 1) => device::query_device(self, req),
+            (true, 1) => device::query_device_ex(self, req),
             (false, 2) => device::query_port(self, req),
             (false, 3) => objects::alloc_pd(st, conn.ctx),
             (false, 4) => objects::dealloc_pd(st, conn.ctx, req),
@@ -360,17 +308,17 @@ impl Daemon {
             (false, 14) => objects::alloc_mw(st, conn.ctx, req),
             (false, 16) => objects::dealloc_mw(st, conn.ctx, req),
             (false, 17) => objects::create_comp_channel(st, conn.ctx),
-            (_, 18) => objects::create_cq(st, conn.ctx, conn.pid, req),
-            (false, 19) => objects::resize_cq(self, st, conn.ctx, req),
-            (false, 20) => objects::destroy_cq(st, conn.ctx, req),
+            (_, 18) => queues::create_cq(self, st, conn.ctx, conn.pid, req),
+            (false, 19) => queues::resize_cq(self, st, conn.ctx, req),
+            (false, 20) => queues::destroy_cq(st, conn.ctx, req),
             (_, 24) => qp::create_qp(st, conn.ctx, conn.pid, req),
             (false, 25) => qp::query_qp(st, conn.ctx, req),
             (_, 26) => qp::modify_qp(self, st, conn.ctx, req),
             (false, 27) => qp::destroy_qp(st, conn.ctx, req),
-            (false, 32) => objects::create_srq(st, conn.ctx, conn.pid, req),
-            (false, 33) => objects::modify_srq(st, conn.ctx, req),
-            (false, 34) => objects::query_srq(st, conn.ctx, req),
-            (false, 35) => objects::destroy_srq(st, conn.ctx, req),
+            (false, 32) => queues::create_srq(st, conn.ctx, conn.pid, req),
+            (false, 33) => queues::modify_srq(st, conn.ctx, req),
+            (false, 34) => queues::query_srq(st, conn.ctx, req),
+            (false, 35) => queues::destroy_srq(st, conn.ctx, req),
             _ => Err(errno::EOPNOTSUPP),
         }
     }
@@ -385,7 +333,11 @@ impl Daemon {
             st.qpx.remove(&q);
         }
         st.dev.srqs.retain(|_, s| s.ctx != ctx);
-        st.dev.cqs.retain(|_, c| c.ctx != ctx);
+        let cqs: Vec<u32> = st.dev.cqs.values().filter(|c| c.ctx == ctx).map(|c| c.cqn).collect();
+        for c in cqs {
+            st.dev.cqs.remove(&c);
+            st.arm_seen.remove(&c);
+        }
         st.dev.mrs.retain(|_, m| m.ctx != ctx);
         st.dev.mws.retain(|_, m| m.ctx != ctx);
         st.dev.ahs.retain(|_, a| a.ctx != ctx);
@@ -401,6 +353,10 @@ impl Daemon {
         st.ctxx.remove(&ctx);
         st.dev.ctxs.remove(&ctx);
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// errno name for the trace.

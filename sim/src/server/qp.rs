@@ -5,6 +5,7 @@ use super::cmd::{errno, u16_at, u32_at, u64_at, u8_at, Out, Req, Resp};
 use super::device::{ACTIVE_MTU, LOG_MAX_QP_SZ, MAX_MTU, MAX_RD_ATOMIC, MAX_SGE};
 use super::{Daemon, State};
 use crate::mem::Pid;
+use super::qp_state::*;
 use crate::model::{Qp, QpAttrs, QpState, QpType, Wq};
 
 /// What QUERY_QP returns that the model does not keep.
@@ -24,107 +25,6 @@ pub struct QpExtra {
     pub sqd_notify: bool,
 }
 
-// IBV_QP_* attribute mask bits.
-const STATE: u32 = 1;
-const CUR_STATE: u32 = 1 << 1;
-const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
-const ACCESS_FLAGS: u32 = 1 << 3;
-const PKEY_INDEX: u32 = 1 << 4;
-const PORT: u32 = 1 << 5;
-const QKEY: u32 = 1 << 6;
-const AV: u32 = 1 << 7;
-const PATH_MTU: u32 = 1 << 8;
-const TIMEOUT: u32 = 1 << 9;
-const RETRY_CNT: u32 = 1 << 10;
-const RNR_RETRY: u32 = 1 << 11;
-const RQ_PSN: u32 = 1 << 12;
-const MAX_QP_RD_ATOMIC: u32 = 1 << 13;
-const ALT_PATH: u32 = 1 << 14;
-const MIN_RNR_TIMER: u32 = 1 << 15;
-const SQ_PSN: u32 = 1 << 16;
-const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
-const PATH_MIG_STATE: u32 = 1 << 18;
-const CAP: u32 = 1 << 19;
-const DEST_QPN: u32 = 1 << 20;
-
-fn state_from(v: u8) -> Option<QpState> {
-    Some(match v {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => return None,
-    })
-}
-
-fn state_num(s: QpState) -> u8 {
-    match s {
-        QpState::Reset => 0,
-        QpState::Init => 1,
-        QpState::Rtr => 2,
-        QpState::Rts => 3,
-        QpState::Sqd => 4,
-        QpState::Sqe => 5,
-        QpState::Err => 6,
-    }
-}
-
-/// (required, optional) attribute masks of a transition, or None if the
-/// transition is not allowed (IB spec 1.3 table 91; the kernel's
-/// qp_state_table for RC, UC and UD).
-pub fn transition(t: QpType, cur: QpState, next: QpState) -> Option<(u32, u32)> {
-    use QpState::*;
-    use QpType::*;
-    let by = |ud: (u32, u32), uc: (u32, u32), rc: (u32, u32)| match t {
-        Ud => ud,
-        Uc => uc,
-        Rc => rc,
-    };
-    Some(match (cur, next) {
-        (_, Reset) => (0, 0),
-        (_, Err) => (0, 0),
-        (Reset, Init) => by((PKEY_INDEX | PORT | QKEY, 0), (PKEY_INDEX | PORT | ACCESS_FLAGS, 0), (PKEY_INDEX | PORT | ACCESS_FLAGS, 0)),
-        (Init, Init) => by((0, PKEY_INDEX | PORT | QKEY), (0, PKEY_INDEX | PORT | ACCESS_FLAGS), (0, PKEY_INDEX | PORT | ACCESS_FLAGS)),
-        (Init, Rtr) => by(
-            (0, PKEY_INDEX | QKEY),
-            (AV | PATH_MTU | DEST_QPN | RQ_PSN, ALT_PATH | ACCESS_FLAGS | PKEY_INDEX),
-            (AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER, ALT_PATH | ACCESS_FLAGS | PKEY_INDEX),
-        ),
-        (Rtr, Rts) => by(
-            (SQ_PSN, CUR_STATE | QKEY),
-            (SQ_PSN, CUR_STATE | ALT_PATH | ACCESS_FLAGS | PATH_MIG_STATE),
-            (
-                TIMEOUT | RETRY_CNT | RNR_RETRY | SQ_PSN | MAX_QP_RD_ATOMIC,
-                CUR_STATE | ALT_PATH | ACCESS_FLAGS | MIN_RNR_TIMER | PATH_MIG_STATE,
-            ),
-        ),
-        (Rts, Rts) | (Sqd, Rts) => by(
-            (0, CUR_STATE | QKEY),
-            (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE),
-            (0, CUR_STATE | ACCESS_FLAGS | ALT_PATH | PATH_MIG_STATE | MIN_RNR_TIMER),
-        ),
-        (Rts, Sqd) => (0, EN_SQD_ASYNC_NOTIFY),
-        (Sqd, Sqd) => by(
-            (0, PKEY_INDEX | QKEY),
-            (0, AV | ALT_PATH | ACCESS_FLAGS | PKEY_INDEX | PATH_MIG_STATE),
-            (
-                0,
-                PORT | AV | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | MAX_DEST_RD_ATOMIC | ALT_PATH | ACCESS_FLAGS
-                    | PKEY_INDEX | MIN_RNR_TIMER | PATH_MIG_STATE,
-            ),
-        ),
-        (Sqe, Rts) => match t {
-            Ud => (0, CUR_STATE | QKEY),
-            Uc => (0, CUR_STATE | ACCESS_FLAGS),
-            Rc => return None,
-        },
-        _ => return None,
-    })
-}
-
 /// CREATE_QP. Core (after the response pointer): user_handle 0, pd 8,
 /// send_cq 12, recv_cq 16, srq 20, max_send_wr 24, max_recv_wr 28,
 /// max_send_sge 32, max_recv_sge 36, max_inline 40, sq_sig_all 44,
@@ -140,7 +40,9 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
         4 => QpType::Ud,
         _ => return Err(errno::EOPNOTSUPP),
     };
-    if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) != 0) {
+    // extended: comp_mask (RSS indirection table) none; create_flags only
+    // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
+    if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {
         return Err(errno::EOPNOTSUPP);
     }
     let caps = [u32_at(c, 24), u32_at(c, 28), u32_at(c, 32), u32_at(c, 36), u32_at(c, 40)];
@@ -376,9 +278,9 @@ pub fn query_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     o.bytes(0, &x.dest)
         .bytes(32, &x.alt_dest)
         .u32(64, x.caps[0])
-        .u32(68, x.caps[1])
+        .u32(68, qp.rq.wqe_cnt) // the receive queue as made (mlx5_ib: rq.wqe_cnt, rq.max_gs)
         .u32(72, x.caps[2])
-        .u32(76, x.caps[3])
+        .u32(76, qp.max_recv_sge)
         .u32(80, x.caps[4])
         .u32(84, a.qkey)
         .u32(88, a.rq_psn)
@@ -412,28 +314,4 @@ pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     st.qpx.remove(&qpn);
     let n = st.sink.async_reported(ctx, qp.user_handle);
     Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("qpn={qpn:#x}"), ..Default::default() })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn state_table_matches_the_spec() {
-        use QpState::*;
-        // rc_pingpong's three steps
-        assert_eq!(transition(QpType::Rc, Reset, Init), Some((PKEY_INDEX | PORT | ACCESS_FLAGS, 0)));
-        let (r, _) = transition(QpType::Rc, Init, Rtr).unwrap();
-        assert_eq!(r, AV | PATH_MTU | DEST_QPN | RQ_PSN | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER);
-        assert_eq!(transition(QpType::Ud, Rtr, Rts), Some((SQ_PSN, CUR_STATE | QKEY)));
-        // not allowed
-        assert_eq!(transition(QpType::Rc, Reset, Rts), None);
-        assert_eq!(transition(QpType::Rc, Init, Rts), None);
-        assert_eq!(transition(QpType::Rc, Sqe, Rts), None);
-        // to RESET and ERR from anywhere
-        for s in [Reset, Init, Rtr, Rts, Sqd, Sqe, Err] {
-            assert_eq!(transition(QpType::Uc, s, Err), Some((0, 0)));
-            assert_eq!(transition(QpType::Uc, s, Reset), Some((0, 0)));
-        }
-    }
 }

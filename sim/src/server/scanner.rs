@@ -1,6 +1,15 @@
 //! The doorbell scanner: watches every context's UAR pages, hands send
 //! doorbells and CQ arms to the engine, and calls `Engine::progress`.
 //!
+//! CQ arms: libmlx5 writes every CQ's arm to the same UAR word (+0x20 of
+//! the context's first UAR page), after storing the arm word in the CQ's
+//! doorbell record. Two CQs armed back to back (perftest arms its send and
+//! receive CQs in a row) leave only the second in the UAR word if no scan
+//! ran in between, where a NIC sees two MMIO writes. So an arm seen in the
+//! UAR also makes the scanner read the doorbell records of the context's
+//! other CQs that have a completion channel, and a changed arm word there is
+//! taken as the arm the UAR word lost.
+//!
 //! Between scans that found nothing it sleeps: briefly while there was
 //! recent traffic, longer when idle, so an idle daemon does not hold a
 //! core. It never spins: with the applications busy-polling their CQs on
@@ -55,13 +64,17 @@ pub fn run(d: &Daemon) {
                         }
                     }
                     Doorbell::Arm { cqn, word } => {
-                        let mine = st.dev.cqs.get(&cqn).is_some_and(|c| c.ctx == *ctx);
+                        recover_arms(d, &mut st, *ctx, cqn);
+                        // Already taken from the doorbell record by an earlier
+                        // recovery (its UAR write landed after that scan).
+                        let taken = st.arm_seen.insert(cqn, word) == Some(word);
+                        let mine = !taken && st.dev.cqs.get(&cqn).is_some_and(|c| c.ctx == *ctx);
                         d.trace.line(format_args!(
                             "ctx={ctx} ARM cqn={cqn} sn={} {} ci={}{}",
                             word >> 28 & 3,
                             if word >> 24 & 1 != 0 { "solicited" } else { "next" },
                             word & 0xff_ffff,
-                            if mine { "" } else { " (not this context's CQ: ignored)" }
+                            if taken { " (taken already)" } else if mine { "" } else { " (not this context's CQ: ignored)" }
                         ));
                         if mine {
                             d.with_engine(&mut st, |e| e.cq_arm(cqn, word));
@@ -84,6 +97,32 @@ pub fn run(d: &Daemon) {
             std::thread::sleep(NAP);
         } else {
             std::thread::sleep(SLEEP);
+        }
+    }
+}
+
+/// Arms of context `ctx` overwritten in the UAR word before a scan: any CQ
+/// (other than `seen`, whose arm the UAR showed) whose doorbell record holds
+/// an arm word not taken yet.
+fn recover_arms(d: &Daemon, st: &mut super::State, ctx: u32, seen: u32) {
+    let others: Vec<(u32, i32, u64)> = st
+        .dev
+        .cqs
+        .values()
+        .filter(|c| c.ctx == ctx && c.cqn != seen && c.channel.is_some())
+        .map(|c| (c.cqn, c.pid, c.dbrec))
+        .collect();
+    for (cqn, pid, dbrec) in others {
+        let Ok(word) = crate::mem::HostMem::read_be32(&d.mem, pid, dbrec + 4) else { continue };
+        if st.arm_seen.get(&cqn).is_some_and(|w| *w != word) {
+            st.arm_seen.insert(cqn, word);
+            d.trace.line(format_args!(
+                "ctx={ctx} ARM cqn={cqn} sn={} {} ci={} (from the doorbell record: its UAR write was overwritten)",
+                word >> 28 & 3,
+                if word >> 24 & 1 != 0 { "solicited" } else { "next" },
+                word & 0xff_ffff
+            ));
+            d.with_engine(st, |e| e.cq_arm(cqn, word));
         }
     }
 }

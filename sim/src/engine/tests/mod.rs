@@ -4,6 +4,7 @@
 
 mod basic;
 mod errors;
+mod garbage;
 mod mw;
 mod queues;
 
@@ -193,6 +194,13 @@ impl Rig {
         self.dev.qps.insert(qpn, qp);
         self.user.insert(qpn, UserQp::default());
         qpn
+    }
+
+    /// The application's producer counters (send WQEBBs, receives) of
+    /// `qpn`: where a QP reset to them starts with empty queues.
+    pub fn user_pi(&self, qpn: u32) -> (u32, u32) {
+        let u = self.user[&qpn];
+        (u.sq_pi, u.rq_pi)
     }
 
     pub fn connect(&mut self, a: u32, b: u32) {

@@ -1,0 +1,156 @@
+//! [`CqRing`]'s consumer side: ownership test, polling with retirement
+//! of the WQEs each completion covers, the consumer-index doorbell
+//! record and arming (`mlx5_arm_cq`).
+
+use super::*;
+
+const VERB: &str = "ibv_poll_cq";
+
+/// The queues a CQ's completions may name, found by the caller (the
+/// context's user-index or QP-number table, later).
+pub trait Queues {
+    /// The queue `source` names, or `None` if no such QP/SRQ exists.
+    fn find(&mut self, source: Source) -> Option<Target<'_>>;
+}
+
+impl CqRing {
+    /// A CQ of `ncqe` entries of `cqe_size` bytes at offset 0 of its
+    /// buffer, doorbell record at `dbrec_offset`.
+    pub fn new(verb: &'static str, ncqe: u32, cqe_size: u32, dbrec_offset: usize, cqn: u32, cqe_version: u8) -> Result<Self> {
+        if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
+        }
+        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0 })
+    }
+
+    /// Whether `buf` holds the ring and the doorbell record pair.
+    fn fits(&self, buf: &WqBuf) -> bool {
+        let ring = self.ncqe as usize * self.cqe_size as usize;
+        ring <= buf.len() && self.dbrec_offset.checked_add(8).is_some_and(|e| e <= buf.len())
+    }
+
+    /// Offset of the 64 bytes that matter of entry `i`.
+    fn cqe64_at(&self, i: u32) -> usize {
+        (i & (self.ncqe - 1)) as usize * self.cqe_size as usize + self.cqe_size as usize - 64
+    }
+
+    /// Marks every entry invalid (`op_own = 0xf0`), as
+    /// `mlx5_alloc_cq_buf` does before the CQ is created.
+    pub fn init(&self, buf: &mut WqBuf) -> Result<()> {
+        if !self.fits(buf) {
+            return Err(Error::new("ibv_create_cq", ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
+        }
+        for i in 0..self.ncqe {
+            buf.put(self.cqe64_at(i) + 63, CQE_INVALID << 4);
+        }
+        Ok(())
+    }
+
+    /// The consumer index (`cons_index`).
+    pub fn ci(&self) -> u32 {
+        self.ci
+    }
+
+    /// The CQE at the consumer index if software owns it (`get_sw_cqe`),
+    /// read after the owner byte (acquire: no byte of it is read before
+    /// the owner bit said it is complete).
+    pub fn peek(&self, buf: &WqBuf) -> Option<Cqe64> {
+        let at = self.cqe64_at(self.ci);
+        let op_own: u8 = buf.get(at + 63)?;
+        if op_own >> 4 == CQE_INVALID || (op_own & CQE_OWNER_MASK != 0) != (self.ci & self.ncqe != 0) {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        buf.get(at)
+    }
+
+    /// Stores the consumer index into the doorbell record (after every
+    /// read of the CQEs it frees: release).
+    pub fn update_ci(&self, buf: &WqBuf) {
+        if let Some(db) = buf.atomic_u32(self.dbrec_offset) {
+            db.store((self.ci & 0xff_ffff).to_be(), Ordering::Release);
+        }
+    }
+
+    /// `ibv_poll_cq`: up to `out.len()` completions, each with its
+    /// `wr_id` from the queue `queues` finds for it (retiring the WQEs it
+    /// covers). A CQE that cannot be completed (see [`parse`], or naming
+    /// no queue) is an error when it is the first of the call, else the
+    /// call stops before it and the next reports it; either way it is
+    /// consumed once reported.
+    pub fn poll(&mut self, buf: &WqBuf, out: &mut [Wc], queues: &mut impl Queues) -> Result<usize> {
+        if !self.fits(buf) {
+            return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
+        }
+        let mut n = 0;
+        let mut failed = None;
+        while n < out.len() {
+            let Some(c) = self.peek(buf) else { break };
+            let p = match parse(&c, self.cqe_version) {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    self.ci = self.ci.wrapping_add(1);
+                    continue;
+                }
+                Err(why) => {
+                    failed = Some(why);
+                    break;
+                }
+            };
+            let from_record = c.op_own >> 4 == CQE_REQ && !matches!((c.sop_drop_qpn.get() >> 24) as u8, OPCODE_RDMA_WRITE_IMM
+                | OPCODE_RDMA_WRITE | OPCODE_SEND_IMM | OPCODE_SEND | OPCODE_SEND_INVAL | OPCODE_RDMA_READ | OPCODE_ATOMIC_CS | OPCODE_ATOMIC_FA | OPCODE_TSO);
+            let mut wc = p.wc;
+            let a = wc.as_abi_mut();
+            match (p.source, queues.find(p.source)) {
+                (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
+                    let e = sq.complete(wqe_counter);
+                    a.wr_id = e.wr_id;
+                    if from_record {
+                        a.opcode = e.wr_data;
+                    }
+                }
+                (Source::Recv { .. }, Some(Target::Recv(rq))) => a.wr_id = rq.complete(),
+                (Source::Recv { wqe_counter, .. }, Some(Target::Srq(srq, sbuf))) => match srq.complete(sbuf, wqe_counter) {
+                    Some(id) => a.wr_id = id,
+                    None => {
+                        failed = Some("mlx5: a CQE names an SRQ WQE outside the SRQ");
+                        break;
+                    }
+                },
+                _ => {
+                    failed = Some("mlx5: a CQE names no QP or SRQ of this context");
+                    break;
+                }
+            }
+            out[n] = wc;
+            n += 1;
+            self.ci = self.ci.wrapping_add(1);
+        }
+        let result = match failed {
+            Some(why) if n == 0 => {
+                self.ci = self.ci.wrapping_add(1);
+                Err(Error::new(VERB, ErrorKind::Malformed).with_detail(why))
+            }
+            _ => Ok(n),
+        };
+        self.update_ci(buf);
+        result
+    }
+
+    /// `ibv_req_notify_cq`: stores the arm word into the doorbell record
+    /// and returns the 8 bytes to store, as they are, at UAR `+ 0x20`
+    /// (`MLX5_CQ_DOORBELL`) after a write-combining flush.
+    pub fn arm(&self, buf: &WqBuf, solicited_only: bool) -> [u8; 8] {
+        let cmd = if solicited_only { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
+        let v = (self.arm_sn & 3) << 28 | cmd | (self.ci & 0xff_ffff);
+        if let Some(db) = buf.atomic_u32(self.dbrec_offset + 4) {
+            db.store(v.to_be(), Ordering::Release);
+        }
+        (u64::from(v) << 32 | u64::from(self.cqn)).to_be_bytes()
+    }
+
+    /// A completion event was read for this CQ (`mlx5_cq_event`).
+    pub fn event(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+}

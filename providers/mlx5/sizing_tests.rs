@@ -47,6 +47,9 @@ fn send_queue_table() {
     // XRC: 208+16=224 -> 256; inline 256-208-4.
     assert_eq!(sq(QpType::XrcSend, 1, 1, 0), (256, 4, 1, 44));
     assert_eq!(sq_size(&LIM, QpType::Rc, 0, 4, 64), Ok(None), "no send queue");
+    // No SGE, no inline: the WQE is the overhead alone (libmlx5: inline -4).
+    assert_eq!(sq(QpType::Ud, 1, 0, 0), (64, 1, 1, 0));
+    assert_eq!(sq(QpType::Rc, 3, 0, 0), (192, 16, 5, 0));
 }
 
 #[test]

@@ -74,6 +74,21 @@ impl ProviderKind {
         }
     }
 
+    /// Whether the provider's kernel driver addresses a memory region by
+    /// the I/O virtual address it was registered with (`hca_va`, what
+    /// `ibv_reg_mr_iova` sets): rxe does (`mr->ibmr.iova`, against which
+    /// it checks local SGEs and peers' addresses). siw does not: it
+    /// addresses every region by its buffer address (`siw_mr_add_mem`
+    /// keeps `start`) and ignores `hca_va`.
+    pub const fn addresses_regions_by_iova(self) -> bool {
+        match self {
+            #[cfg(feature = "rxe")]
+            ProviderKind::Rxe => true,
+            #[cfg(feature = "siw")]
+            ProviderKind::Siw => false,
+        }
+    }
+
     /// Whether the provider's devices are RoCE (Ethernet link layer,
     /// addressed by GID: every address needs a GRH).
     pub const fn is_roce(self) -> bool {

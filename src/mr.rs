@@ -158,6 +158,18 @@ fn check_translation(verb: &'static str, addr: usize, len: usize, iova: u64) -> 
     Ok(())
 }
 
+/// The address the device gives the first byte of a region registered at
+/// `addr` with I/O virtual address `iova`: `iova`, unless the provider's
+/// driver ignores it and addresses the region by its buffer address
+/// (siw).
+fn device_iova(pd: &Pd<'_>, addr: usize, iova: u64) -> u64 {
+    if pd.context().provider().addresses_regions_by_iova() {
+        iova
+    } else {
+        addr as u64
+    }
+}
+
 /// Turns the kernel's `EFAULT` (memory not mapped, cannot be pinned) into
 /// the dedicated kind; other errnos keep their usual kind.
 fn map_pin_error(e: Error) -> Error {
@@ -359,9 +371,12 @@ impl<'a, B: MrBuffer> Mr<'a, B> {
         Self::with_parts(pd, ptr, len, ptr as u64, access, raw)
     }
 
-    /// `ibv_reg_mr_iova`: like [`Mr::reg`], but peers address the region
-    /// with `iova` instead of the buffer's address (its offset within the
-    /// page must match the buffer's).
+    /// `ibv_reg_mr_iova`: like [`Mr::reg`], but the region is addressed
+    /// by `iova` instead of the buffer's address (its offset within the
+    /// page must match the buffer's): by local scatter/gather entries and
+    /// by peers. [`Mr::iova`] is the address to use: `iova` where the
+    /// driver honours it (rxe), the buffer's address on siw, whose driver
+    /// ignores it.
     #[doc(alias = "ibv_reg_mr_iova")]
     #[doc(alias = "ibv_reg_mr_iova2")]
     pub fn reg_iova(
@@ -391,7 +406,7 @@ impl<'a, B: MrBuffer> Mr<'a, B> {
                 rkey: k.rkey,
                 addr,
                 len,
-                iova,
+                iova: device_iova(pd, addr, iova),
                 access,
                 raw: ManuallyDrop::new(raw),
                 _buf: PhantomData,
@@ -445,7 +460,14 @@ impl<'a, B: MrBuffer> Mr<'a, B> {
         self.len == 0
     }
 
-    /// The I/O virtual address peers use (`ibv_reg_mr_iova`'s `iova`).
+    /// The address the device gives the region's first byte: what local
+    /// scatter/gather entries ([`Sge::from_mr`](crate::wr::Sge::from_mr))
+    /// and peers' RDMA operations (with [`Mr::rkey`]) address it by.
+    ///
+    /// For [`Mr::reg`], the buffer's address. For [`Mr::reg_iova`], the
+    /// `iova` given, on devices whose driver honours it (rxe); siw
+    /// ignores it and addresses every region by its buffer address, so
+    /// there this is [`Mr::addr`] whatever `iova` was asked for.
     pub fn iova(&self) -> u64 {
         self.iova
     }
@@ -534,7 +556,8 @@ impl<'a, B: MrBuffer> Mr<'a, B> {
         crate::fork::ForkRange::release(self.addr, self.len, self.access);
         let (old_ptr, old_len) = (self.addr as *mut u8, self.len);
         let old_raw = core::mem::replace(&mut self.raw, ManuallyDrop::new(raw));
-        (self.pd, self.addr, self.len, self.iova, self.access) = (new.0, addr, len, iova, new.4);
+        (self.pd, self.addr, self.len, self.access) = (new.0, addr, len, new.4);
+        self.iova = device_iova(self.pd, addr, iova);
         (self.lkey, self.rkey) = (resp.lkey, resp.rkey);
         // SAFETY: the old buffer's parts, kept since its registration and
         // used once; the kernel moved the registration to the new buffer.

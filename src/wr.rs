@@ -44,12 +44,16 @@ static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, length), 8);
 static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, lkey), 12);
 
 impl Sge {
-    /// `len` bytes at `offset` into `mr` (no bounds check here: the device
-    /// checks the range against the region and fails the request with
-    /// `IBV_WC_LOC_PROT_ERR` if it is outside).
+    /// `len` bytes at `offset` into `mr`, addressed as the device
+    /// addresses the region ([`Mr::iova`]: the buffer's address, or the
+    /// I/O virtual address of a region made with
+    /// [`Mr::reg_iova`](crate::Mr::reg_iova) where the driver honours it).
+    /// No bounds check here: the device checks the range against the
+    /// region and fails the request with `IBV_WC_LOC_PROT_ERR` if it is
+    /// outside.
     pub fn from_mr<B: MrBuffer>(mr: &Mr<'_, B>, offset: usize, len: u32) -> Self {
         Self {
-            addr: mr.addr().wrapping_add(offset as u64),
+            addr: mr.iova().wrapping_add(offset as u64),
             length: len,
             lkey: mr.lkey(),
         }

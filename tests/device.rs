@@ -70,6 +70,7 @@ mod device {
     mod harness;
     mod mcast;
     mod mr;
+    mod mr_iova;
     mod mr_own;
     mod no_alloc;
     mod pingpong;

@@ -13,6 +13,8 @@ mod scanner;
 mod sock;
 pub mod trace;
 pub mod uar;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::io;

@@ -1,0 +1,169 @@
+//! The command path end to end on this test process's own memory: the
+//! daemon reads each command and writes each response with
+//! process_vm_readv/writev on our pid, as it does for an application.
+//!
+//! Buffers are `Vec`s whose addresses travel as integers (exposed) and are
+//! written inside `process_vm_writev`, an opaque foreign call, so the
+//! compiler must assume they changed (as for the kernel's writes in
+//! `src/cmd/channel.rs`); nothing here needs `unsafe`.
+
+use super::cmd::{u32_at, Out};
+use super::{Config, Conn, Daemon};
+use crate::fixture::Identity;
+use crate::proto::{Call, Reply};
+
+struct Client {
+    d: std::sync::Arc<Daemon>,
+    conn: Conn,
+}
+
+/// A page-aligned, zeroed buffer inside a larger allocation.
+struct Buf {
+    mem: Vec<u8>,
+    off: usize,
+}
+
+impl Buf {
+    fn new(len: usize) -> Self {
+        let mem = vec![0u8; len + 4096];
+        let off = (4096 - (mem.as_ptr() as usize % 4096)) % 4096;
+        Buf { mem, off }
+    }
+    fn addr(&self) -> u64 {
+        self.mem.as_ptr() as u64 + self.off as u64
+    }
+    fn bytes(&self) -> &[u8] {
+        std::hint::black_box(&self.mem[self.off..])
+    }
+}
+
+impl Client {
+    fn new(d: &std::sync::Arc<Daemon>) -> Self {
+        let mut st = d.lock();
+        let ctx = super::State::alloc(&mut st.next_ctx, 1);
+        st.ctxx.insert(ctx, Default::default());
+        st.uars.insert(ctx, std::sync::Arc::new(super::uar::Uar::new().unwrap()));
+        drop(st);
+        Client { d: d.clone(), conn: Conn { ctx, pid: std::process::id() as i32 } }
+    }
+
+    /// write(2) of a plain command: header + core (response pointer first
+    /// when `resp` is given) + udata; returns the reply.
+    fn write(&mut self, cmd: u32, resp: Option<&Buf>, out_len: usize, core: &[u8], udata: &[u8]) -> Reply {
+        let mut c = Vec::new();
+        let in_len = 8 + resp.map_or(0, |_| 8) + core.len() + udata.len();
+        c.extend_from_slice(&cmd.to_le_bytes());
+        c.extend_from_slice(&((in_len / 4) as u16).to_le_bytes());
+        c.extend_from_slice(&((out_len / 4) as u16).to_le_bytes());
+        if let Some(r) = resp {
+            c.extend_from_slice(&r.addr().to_le_bytes());
+        }
+        c.extend_from_slice(core);
+        c.extend_from_slice(udata);
+        let call = Call::Write { buf: c.as_ptr() as u64, len: c.len() as u64 };
+        let (reply, _fds) = self.d.call(&mut self.conn, call);
+        std::hint::black_box(&c);
+        reply
+    }
+}
+
+fn daemon() -> std::sync::Arc<Daemon> {
+    let cfg = Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() };
+    Daemon::new(&cfg).unwrap()
+}
+
+const EINVAL: i64 = -(libc::EINVAL as i64);
+
+#[test]
+fn context_pd_cq_qp_and_the_state_machine_answer_like_mlx5_ib() {
+    let d = daemon();
+    let mut a = Client::new(&d);
+    // Nothing before GET_CONTEXT.
+    let r = Buf::new(64);
+    assert_eq!(a.write(3, Some(&r), 8, &[], &[]).ret, EINVAL);
+    // GET_CONTEXT: mlx5_ib_alloc_ucontext_req_v2 as libmlx5 sends it.
+    let mut req = Out::new(32);
+    req.u32(0, 16).u32(4, 4).u32(8, 1).u8(16, 1).u64(24, 3);
+    let resp = Buf::new(80);
+    let reply = a.write(0, Some(&resp), 80, &[], &req.0);
+    assert_eq!(reply.ret, 48, "write returns the command length");
+    assert_eq!(reply.nfds, 1, "the async event descriptor");
+    assert_eq!(reply.patch[0], resp.addr(), "its number goes to resp.async_fd");
+    let m = &resp.bytes()[8..];
+    assert_eq!(u32_at(resp.bytes(), 4), 4, "num_comp_vectors");
+    assert_eq!((u32_at(m, 4), u32_at(m, 8), u32_at(m, 12)), (512, 16, 64), "bf_reg_size, tot_bfregs, cache line");
+    assert_eq!((m[44], m[45]), (1, 2), "cqe_version 1, cmds_supp_uhw CREATE_AH");
+    // A second GET_CONTEXT on the same descriptor.
+    assert_eq!(a.write(0, Some(&resp), 80, &[], &req.0).ret, EINVAL);
+
+    // ALLOC_PD: handle and mlx5 pdn.
+    let pd = Buf::new(8);
+    assert!(a.write(3, Some(&pd), 8, &[], &[]).ret > 0);
+    let pdn = u32_at(pd.bytes(), 0);
+    assert_eq!(u32_at(pd.bytes(), 4), pdn);
+
+    // CREATE_CQ of 16 entries: 32 made, cqe 31; the arm word preset.
+    let (ring, db) = (Buf::new(32 * 64), Buf::new(64));
+    let mut core = Out::new(24);
+    core.u64(0, 0xc0ffee).u32(8, 16).u32(12, 0).u32(16, u32::MAX);
+    let mut ud = Out::new(32);
+    ud.u64(0, ring.addr()).u64(8, db.addr()).u32(16, 64);
+    let cq = Buf::new(16);
+    assert!(a.write(18, Some(&cq), 16, &core.0, &ud.0).ret > 0);
+    let (cqh, cqe) = (u32_at(cq.bytes(), 0), u32_at(cq.bytes(), 4));
+    assert_eq!(cqe, 31);
+    assert_eq!(u32::from_be_bytes(db.bytes()[4..8].try_into().unwrap()), super::ARM_UNSET);
+    // A ring that is not page-aligned is refused.
+    ud.u64(0, ring.addr() + 64);
+    assert_eq!(a.write(18, Some(&cq), 16, &core.0, &ud.0).ret, EINVAL);
+
+    // CREATE_QP (RC) on them: QPN, BlueFlame register 1.
+    let (qbuf, qdb) = (Buf::new(4096), Buf::new(64));
+    let mut core = Out::new(48);
+    core.u64(0, 0x9a).u32(8, pdn).u32(12, cqh).u32(16, cqh).u32(24, 1).u32(28, 1).u32(32, 1).u32(36, 1).u8(45, 2);
+    let mut ud = Out::new(56);
+    ud.u64(0, qbuf.addr()).u64(8, qdb.addr()).u32(16, 4).u32(20, 4).u32(24, 4).u32(28, 2);
+    let qp = Buf::new(72);
+    assert!(a.write(24, Some(&qp), 72, &core.0, &ud.0).ret > 0);
+    let qpn = u32_at(qp.bytes(), 4);
+    assert_eq!(u32_at(qp.bytes(), 32), 1, "bfreg_index");
+
+    // MODIFY_QP: RESET->INIT without the port is EINVAL, with all three it
+    // works; INIT->RTS is no transition; ->ERR from anywhere.
+    let modify = |c: &mut Client, mask: u32, state: u8| {
+        let mut m = Out::new(112);
+        m.u32(64, qpn).u32(68, mask).u32(88, 7).u16(92, 0).u8(96, state).u8(104, 1);
+        c.write(26, None, 0, &m.0, &[]).ret
+    };
+    assert_eq!(modify(&mut a, 1 | 0x10 | 0x08, 1), EINVAL, "PORT missing");
+    assert!(modify(&mut a, 1 | 0x10 | 0x20 | 0x08, 1) > 0);
+    assert_eq!(modify(&mut a, 1, 3), EINVAL, "INIT->RTS");
+    assert_eq!(modify(&mut a, 1 | 0x40, 6), EINVAL, "QKEY is not an attribute of ->ERR");
+    assert!(modify(&mut a, 1, 6) > 0);
+    // QUERY_QP says ERR (state at offset 108 of the response).
+    let q = Buf::new(128);
+    let mut c = Out::new(8);
+    c.u32(0, qpn);
+    assert!(a.write(25, Some(&q), 128, &c.0, &[]).ret > 0);
+    assert_eq!(q.bytes()[108], 6);
+
+    // The CQ is in use: DESTROY_CQ is EBUSY; another context cannot name
+    // this one's objects.
+    let out = Buf::new(8);
+    let mut c = Out::new(8);
+    c.u32(0, cqh);
+    assert_eq!(a.write(20, Some(&out), 8, &c.0, &[]).ret, -(libc::EBUSY as i64));
+    let mut b = Client::new(&d);
+    req.u32(8, 0);
+    assert!(b.write(0, Some(&resp), 80, &[], &req.0).ret > 0);
+    assert_eq!(b.write(20, Some(&out), 8, &c.0, &[]).ret, EINVAL, "not b's CQ");
+    // After DESTROY_QP the CQ goes, reporting no events.
+    let mut c2 = Out::new(8);
+    c2.u32(0, qpn);
+    assert!(a.write(27, Some(&out), 8, &c2.0, &[]).ret > 0);
+    assert!(a.write(20, Some(&out), 8, &c.0, &[]).ret > 0);
+    assert_eq!((u32_at(out.bytes(), 0), u32_at(out.bytes(), 4)), (0, 0));
+    // Closing a context destroys what it owns.
+    d.teardown(a.conn.ctx);
+    assert!(d.lock().dev.pds.values().all(|p| p.ctx != a.conn.ctx));
+}

@@ -74,7 +74,9 @@ else
 fi
 NAMES=()
 for d in "${DEVS[@]}"; do NAMES+=("${d%%:*}"); done
-python3 "$ROOT/scripts/pyverbs_report.py" "$OUT" "$RATCHET" "${NAMES[@]}" "${UPDATE[@]}"
+SUBSET=()
+[ -n "${PYVERBS_TESTS:-}" ] && SUBSET=(--subset)
+python3 "$ROOT/scripts/pyverbs_report.py" "$OUT" "$RATCHET" "${NAMES[@]}" "${UPDATE[@]}" "${SUBSET[@]}"
 rc=$?
 echo "pyverbs: took $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s (VM/run exit $VMRC)"
 if [ "$VMRC" != 0 ] && [ "$rc" = 0 ]; then rc=$VMRC; fi

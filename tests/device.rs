@@ -34,6 +34,7 @@ macro_rules! twins {
 mod device {
     #[allow(dead_code)]
     mod common;
+    mod procs;
 
     mod ah;
     mod async_event;

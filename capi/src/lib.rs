@@ -19,7 +19,10 @@
 //! Objects are heap-allocated Rust structs whose first field is the C
 //! struct, so `struct ibv_pd *` and the Rust wrapper share an address;
 //! each child holds an `Arc` of its context, so a context outlives the
-//! objects made from it even if C closes it first.
+//! objects made from it even if C closes it first. The C struct's
+//! `handle` and `context` fields are the caller's: where rdma-core sends
+//! them to the kernel, a verb whose fields no longer name the object gets
+//! the kernel's answer and leaves the object alone ([`names`]).
 #![deny(unsafe_code)]
 // The unit-test build leaves out `exports` (an executable has no version
 // nodes for its `.symver`s), so the C entry points look unused there.

@@ -83,6 +83,9 @@ impl CMw {
 pub(crate) extern "C" fn alloc_mw(pd: *mut IbvPd, ty: c_int) -> *mut IbvMw {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
+    // An unknown type first (EINVAL; rdma-core's libsiw answers EOPNOTSUPP
+    // to every type, which pyverbs takes for a skip, not a pass).
+    let Ok(mw_type) = MwType::try_from(ty as u32) else { return fail_null(libc::EINVAL) };
     if cpd.provider() == ProviderKind::Siw {
         // libsiw has no alloc_mw: rdma-core answers before the kernel.
         return fail_null(libc::EOPNOTSUPP);
@@ -91,7 +94,6 @@ pub(crate) extern "C" fn alloc_mw(pd: *mut IbvPd, ty: c_int) -> *mut IbvMw {
         return fail_null(UNKNOWN);
     }
     let Some(rpd) = cpd.pd() else { return fail_null(libc::EINVAL) };
-    let Ok(mw_type) = MwType::try_from(ty as u32) else { return fail_null(libc::EINVAL) };
     cpd.hold();
     let mw = match Mw::alloc(rpd, mw_type) {
         Ok(m) => m,

@@ -264,3 +264,37 @@ fn connected_qps_refuse_destinations_and_ud_needs_one() {
     let mut small = small;
     assert_eq!(sq.post(&mut small, &[], no_av).unwrap_err().kind(), ErrorKind::InvalidArgument, "buffer too small");
 }
+
+#[test]
+fn checks_agree_with_the_provider_independent_ones() {
+    // `check` restates wr::check_send on the lowered request; for
+    // connected QPs and the opcodes mlx5 writes, both must judge alike.
+    use crate::wr::check_send;
+    let one = [SGE];
+    let short = [Sge { length: 4, ..SGE }];
+    let big = [Sge { length: u32::MAX, ..SGE }, Sge { length: u32::MAX, ..SGE }];
+    let wrs = [
+        SendWr::send(1, &one),
+        SendWr::send(1, &[SGE; 3]),
+        SendWr::send(1, &[]).inline(&[1; 60]),
+        SendWr::send(1, &[]).inline(&[1; 61]),
+        SendWr::send(1, &big),
+        SendWr::rdma_read(1, &one, 8, 1),
+        SendWr::rdma_read(1, &[], 8, 1).inline(b"ab"),
+        SendWr::compare_swap(1, &one, 16, 1, 2, 3),
+        SendWr::compare_swap(1, &one, 12, 1, 2, 3),
+        SendWr::fetch_add(1, &short, 16, 1, 2),
+        SendWr::fetch_add(1, &[], 16, 1, 2).inline(&[0; 8]),
+        SendWr::rdma_write_with_imm(1, &one, 0, 0, 5).flags(SendFlags::all()),
+        SendWr::send(1, &one).flags(SendFlags::from_bits_retain(1 << 4)),
+        SendWr::new(1, SendOp::SendWithInv { invalidate_rkey: 3 }, &one),
+    ];
+    for t in [QpType::Rc, QpType::Uc] {
+        for wr in &wrs {
+            let (mut sq, mut buf) = sq_with(t, 4, 2, 60, NO_BF);
+            let ours = sq.post(&mut buf, core::slice::from_ref(wr), no_av).map(|_| ()).map_err(|e| e.kind());
+            let common = check_send(wr, t, 2, 60).map(|_| ()).map_err(|r| r.0);
+            assert_eq!(ours, common, "{t:?} {wr:?}");
+        }
+    }
+}

@@ -91,3 +91,46 @@ impl Sink {
         sent.saturating_sub(unread)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn app_end(fd: OwnedFd) -> std::fs::File {
+        std::fs::File::from(fd)
+    }
+
+    #[test]
+    fn records_are_the_kernels_and_unread_ones_are_taken_back() {
+        let mut sink = Sink::default();
+        let (mine, theirs) = sock::event_pair().unwrap();
+        let dup = theirs.try_clone().unwrap();
+        sink.chans.insert(7, Chan { ctx: 1, fd: mine, app: dup, app_ino: sock::ino(&theirs) });
+        let (amine, atheirs) = sock::event_pair().unwrap();
+        sink.async_fds.insert(1, (amine, atheirs.try_clone().unwrap()));
+        // ib_uverbs_comp_event_desc: the CQ's user handle, one record per read
+        sink.completion(7, 0x1122_3344_5566_7788);
+        sink.completion(7, 0xaaaa);
+        sink.completion(7, 0x1122_3344_5566_7788);
+        let mut app = app_end(theirs);
+        let mut b = [0u8; 64];
+        assert_eq!(app.read(&mut b).unwrap(), 8);
+        assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), 0x1122_3344_5566_7788);
+        // destroying that CQ: one delivered and read, one still queued
+        assert_eq!(sink.comp_reported(Some(7), 0x1122_3344_5566_7788), 1);
+        // the other CQ's event is still there, in order
+        assert_eq!(app.read(&mut b).unwrap(), 8);
+        assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), 0xaaaa);
+        // ib_uverbs_async_event_desc: element, event_type, reserved
+        sink.async_event(1, 0x5151, 1);
+        let mut aapp = app_end(atheirs);
+        assert_eq!(aapp.read(&mut b).unwrap(), 16);
+        assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), 0x5151);
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 1);
+        assert_eq!(sink.async_reported(1, 0x5151), 1);
+        // no channel: nothing delivered, nothing counted
+        sink.completion(9, 1);
+        assert!(!sink.comp_counts.contains_key(&(9, 1)));
+    }
+}

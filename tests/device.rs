@@ -78,6 +78,7 @@ mod device {
     mod pd;
     mod perf_interop;
     mod qp;
+    mod qp_reset;
     mod query;
     #[allow(dead_code)]
     mod rig;

@@ -9,9 +9,10 @@
 //!
 //! The bytes of each WQE equal libmlx5's, including what it leaves
 //! alone: the padding after inline data and fetch-and-add's `compare`
-//! keep whatever the ring held. Not yet written: memory-window binds and
-//! local invalidates (UMR WQEs), XRC, and libmlx5's `ATOMIC_WRITE`-less
-//! opcode table means `IBV_WR_ATOMIC_WRITE` is refused as it is there.
+//! keep whatever the ring held. Binds and local invalidates are UMR WQEs
+//! ([`umr`]). Not written: XRC, type 1 window binds; and libmlx5's
+//! `ATOMIC_WRITE`-less opcode table means `IBV_WR_ATOMIC_WRITE` is refused
+//! as it is there.
 
 use core::sync::atomic::Ordering;
 
@@ -219,6 +220,10 @@ impl SendQueue {
         for i in 0..n {
             let Ok(r) = get(i) else { continue };
             let (idx, ds, is_inline) = self.write(buf, &r, i as u32, &mut next_fence);
+            if let SendOp::BindMw(b) = r.op {
+                // The window answers to its new key once the bind is posted.
+                b.commit();
+            }
             (last_idx, last_ds) = (idx, ds);
             inl |= is_inline;
         }
@@ -254,8 +259,10 @@ impl SendQueue {
         }
         match r.op {
             SendOp::AtomicWrite { .. } => return Err(Refusal(ErrorKind::UnsupportedOpcode, "mlx5 has no ATOMIC_WRITE (libmlx5 v44 refuses it too)")),
-            SendOp::BindMw(_) | SendOp::LocalInv { .. } => {
-                return Err(Refusal(ErrorKind::Unsupported, "mlx5: memory window binds and local invalidates (UMR WQEs) are not implemented yet"))
+            // libmlx5: EOPNOTSUPP (one KLM entry covers at most 2 GiB).
+            SendOp::BindMw(b) if b.length() > 1 << 31 => return Err(Refusal(ErrorKind::Unsupported, "mlx5: a window longer than 2 GiB")),
+            SendOp::BindMw(b) if crate::mr::unknown_access(b.access()) => {
+                return Err(Refusal(Inval, "the bind's access has bits this library does not know"))
             }
             _ if r.op.is_atomic() && !self.cfg.atomics => return Err(Refusal(ErrorKind::Unsupported, "the device does no atomics")),
             _ => {}
@@ -278,6 +285,7 @@ impl SendQueue {
             SendOp::AtomicCmpSwp { remote_addr, .. } | SendOp::AtomicFetchAdd { remote_addr, .. } if len < 8 || !remote_addr.is_multiple_of(8) => {
                 Err(Refusal(Inval, "an atomic needs an 8-byte aligned remote_addr and at least 8 bytes of SGE"))
             }
+            SendOp::BindMw(_) | SendOp::LocalInv { .. } if len != 0 => Err(Refusal(Inval, "a bind or local invalidate carries no data")),
             _ => Ok(()),
         }
     }
@@ -307,6 +315,7 @@ impl SendQueue {
         if r.flags.contains(SendFlags::SOLICITED) {
             fm |= WQE_CTRL_SOLICITED;
         }
+        let mut wr_data = 0;
         let raddr = |remote_addr: u64, rkey: u32| RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO };
         let (opcode, imm) = match r.op {
             SendOp::Send => (OPCODE_SEND, 0),
@@ -340,8 +349,19 @@ impl SendQueue {
                 pos += 32;
                 (OPCODE_ATOMIC_FA, 0)
             }
+            SendOp::BindMw(b) => {
+                let p = umr::BindParams { rkey: b.rkey(), mr_lkey: b.mr_lkey(), addr: b.addr(), length: b.length(), access: b.access() };
+                pos = self.write_umr(buf, pos, Some(p));
+                (*next_fence, wr_data) = (WQE_CTRL_INITIATOR_SMALL_FENCE, umr::WC_BIND_MW);
+                (OPCODE_UMR, b.mw_rkey())
+            }
+            SendOp::LocalInv { rkey } => {
+                pos = self.write_umr(buf, pos, None);
+                (*next_fence, wr_data) = (WQE_CTRL_INITIATOR_SMALL_FENCE, umr::WC_LOCAL_INV);
+                (OPCODE_UMR, rkey)
+            }
             // Refused by `check`.
-            SendOp::AtomicWrite { .. } | SendOp::BindMw(_) | SendOp::LocalInv { .. } => (OPCODE_NOP, 0),
+            SendOp::AtomicWrite { .. } => (OPCODE_NOP, 0),
         };
         if let Some(ud) = r.ud {
             let mut av = ud.av;
@@ -387,7 +407,7 @@ impl SendQueue {
                 imm: U32::new(imm),
             },
         );
-        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data: 0 };
+        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data };
         self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(BB));
         (idx, ds, inline)
     }
@@ -408,6 +428,9 @@ impl SendQueue {
         e
     }
 }
+
+#[path = "umr.rs"]
+pub mod umr;
 
 #[cfg(test)]
 #[path = "sq_tests.rs"]

@@ -106,6 +106,110 @@ c_consts! {
     CQ_DB_REQ_NOT = 0;
 }
 
+c_consts! {
+    /// `MLX5_WQE_UMR_CTRL_FLAG_*` ([`UmrCtrlSeg::flags`]).
+    UMR_CTRL_FLAG_IDS: u8, prefix "MLX5_";
+    WQE_UMR_CTRL_FLAG_INLINE = 1 << 7;
+    WQE_UMR_CTRL_FLAG_CHECK_FREE = 1 << 5;
+    WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET = 1 << 4;
+    WQE_UMR_CTRL_FLAG_CHECK_QPN = 1 << 3;
+}
+
+c_consts! {
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_*` ([`UmrCtrlSeg::mkey_mask`]).
+    MKEY_MASK_IDS: u64, prefix "MLX5_";
+    WQE_UMR_CTRL_MKEY_MASK_LEN = 1 << 0;
+    WQE_UMR_CTRL_MKEY_MASK_START_ADDR = 1 << 6;
+    WQE_UMR_CTRL_MKEY_MASK_MKEY = 1 << 13;
+    WQE_UMR_CTRL_MKEY_MASK_QPN = 1 << 14;
+    WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE = 1 << 18;
+    WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ = 1 << 19;
+    WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE = 1 << 20;
+    WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC = 1 << 21;
+    WQE_UMR_CTRL_MKEY_MASK_FREE = 1 << 29;
+}
+
+c_consts! {
+    /// [`MkeyContextSeg::free`] and `access_flags` bits.
+    MKEY_CONTEXT_IDS: u8, prefix "MLX5_";
+    WQE_MKEY_CONTEXT_FREE = 1 << 6;
+    WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC = 1 << 6;
+    WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE = 1 << 5;
+    WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ = 1 << 4;
+    WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE = 1 << 3;
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_umr_ctrl_seg`: what a UMR WQE (memory window bind,
+    /// local invalidate) changes in the key.
+    #[repr(C, align(8))]
+    pub struct UmrCtrlSeg {
+        /// `MLX5_WQE_UMR_CTRL_FLAG_*`.
+        pub flags: u8,
+        /// Reserved.
+        pub rsvd0: [u8; 3],
+        /// Octowords of translation entries that follow (KLMs).
+        pub klm_octowords: U16,
+        /// Translation offset (0).
+        pub translation_offset: U16,
+        /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_*`: which context fields apply.
+        pub mkey_mask: U64,
+        /// Reserved.
+        pub rsvd1: [u8; 32],
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_mkey_context_seg`: the key's new context.
+    #[repr(C, align(8))]
+    pub struct MkeyContextSeg {
+        /// `MLX5_WQE_MKEY_CONTEXT_FREE`: the key becomes free (invalidate).
+        pub free: u8,
+        /// Reserved.
+        pub reserved1: u8,
+        /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`.
+        pub access_flags: u8,
+        /// Reserved.
+        pub sf: u8,
+        /// `qpn << 8 | key tag` (type 2 window bound to a QP) or `0xffffff00 | tag`.
+        pub qpn_mkey: U32,
+        /// Reserved.
+        pub reserved2: U32,
+        /// Flags and PD.
+        pub flags_pd: U32,
+        /// Start of the window.
+        pub start_addr: U64,
+        /// Length of the window.
+        pub len: U64,
+        /// BSF size.
+        pub bsf_octword_size: U32,
+        /// Reserved.
+        pub reserved3: [u8; 16],
+        /// Translation size.
+        pub translations_octword_size: U32,
+        /// Reserved.
+        pub reserved4: [u8; 3],
+        /// log2 page size.
+        pub log_page_size: u8,
+        /// Reserved.
+        pub reserved: U32,
+    }
+}
+
+abi_struct! {
+    /// `struct mlx5_wqe_umr_klm_seg`: one translation entry (the window's
+    /// range in the region).
+    #[repr(C, align(8))]
+    pub struct UmrKlmSeg {
+        /// Bytes (up to 2 GiB).
+        pub byte_count: U32,
+        /// The region's key.
+        pub mkey: U32,
+        /// Start address.
+        pub address: U64,
+    }
+}
+
 abi_struct! {
     /// `struct mlx5_wqe_ctrl_seg`: the first 16 bytes of every send WQE.
     #[repr(C, align(4))]
@@ -294,6 +398,9 @@ const_assert_eq!(size_of::<DataSeg>(), 16);
 const_assert_eq!(size_of::<Av>(), 48);
 const_assert_eq!(size_of::<SrqNextSeg>(), 16);
 const_assert_eq!(size_of::<Cqe64>(), 64);
+const_assert_eq!(size_of::<UmrCtrlSeg>(), UMR_CTRL_SEG);
+const_assert_eq!(size_of::<MkeyContextSeg>(), MKEY_CONTEXT_SEG);
+const_assert_eq!(size_of::<UmrKlmSeg>(), 16);
 const_assert_eq!(size_of::<ErrCqe>(), 64);
 
 /// `sizeof(struct mlx5_wqe_inl_data_seg)`: the inline block's length word.

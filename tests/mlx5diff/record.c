@@ -78,38 +78,71 @@ static void make_qp(struct q *q, const char *name, enum ibv_qp_type t, uint32_t 
 	       a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_inline_data, q->dq.bf.size, q->dc.cqe_cnt);
 }
 
-/* puts the 64 CQE bytes at the consumer index (owner bit of this pass), polls, prints both */
-static void cqe(struct q *q, uint8_t c[64])
-{
-	uint8_t *slot = (uint8_t *)q->dc.buf + (size_t)(q->ci & (q->dc.cqe_cnt - 1)) * q->dc.cqe_size + q->dc.cqe_size - 64;
-	c[63] = (c[63] & 0xfe) | !!(q->ci & q->dc.cqe_cnt);
-	memcpy(slot, c, 63);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	slot[63] = c[63];
-	struct ibv_wc wc;
-	memset(&wc, 0xcc, sizeof(wc));
-	int n = ibv_poll_cq(q->cq, 1, &wc);
-	printf("cqe %s ", q->name); hex(c, 64);
-	printf(" polled %d ", n);
-	if (n == 1) hex(&wc, sizeof(wc)); else printf("-");
-	printf("\n");
-	q->ci++;
-}
-
+/* puts the 64 CQE bytes at the consumer index (owner bit of this pass) and polls: twice, into
+ * an ibv_wc filled with 0x00 and then one filled with 0xff, so that fields libmlx5 leaves
+ * unwritten show as differing; prints the CQE and both ibv_wc */
 static void put32(uint8_t *c, int off, uint32_t v) { v = htonl(v); memcpy(c + off, &v, 4); }
 static void put16(uint8_t *c, int off, uint16_t v) { v = htons(v); memcpy(c + off, &v, 2); }
 
-/* a successful requester CQE for the last WQE: retires every request posted so far */
-__attribute__((unused)) static void retire(struct q *q, uint8_t wqe_opcode)
+static void cqe(struct q *q, uint8_t c[64])
 {
-	uint8_t c[64] = { 0 };
-	put32(c, 32, q->uidx);
-	put32(c, 44, 0x1234);
-	put32(c, 56, (uint32_t)wqe_opcode << 24 | q->qp->qp_num);
-	put16(c, 60, q->last_idx);
-	c[63] = 0 << 4; /* MLX5_CQE_REQ */
-	cqe(q, c);
-	q->posted = 0;
+	printf("cqe ");
+	for (int pass = 0; pass < 2; pass++) {
+		uint8_t *slot = (uint8_t *)q->dc.buf + (size_t)(q->ci & (q->dc.cqe_cnt - 1)) * q->dc.cqe_size + q->dc.cqe_size - 64;
+		c[63] = (c[63] & 0xfe) | !!(q->ci & q->dc.cqe_cnt);
+		memcpy(slot, c, 63);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		slot[63] = c[63];
+		struct ibv_wc wc;
+		memset(&wc, pass ? 0xff : 0x00, sizeof(wc));
+		int n = ibv_poll_cq(q->cq, 1, &wc);
+		if (n != 1) DIE("ibv_poll_cq: %d", n);
+		/* wr_id comes from the QP's wrid table, not the CQE (nothing was posted): not recorded */
+		wc.wr_id = 0;
+		if (!pass) { hex(c, 64); printf(" wc0 "); } else printf(" wc1 ");
+		hex(&wc, sizeof(wc));
+		q->ci++;
+	}
+	printf("\n");
+}
+
+static void cqes(struct q *q)
+{
+	const uint8_t req_ops[] = { 0x08, 0x09, 0x0a, 0x0b, 0x01, 0x10, 0x11, 0x12 };
+	const uint8_t synd[] = { 0x01, 0x02, 0x04, 0x05, 0x06, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x22, 0x99 };
+	for (unsigned k = 0; k < sizeof req_ops; k++) {
+		uint8_t c[64] = { 0 };
+		put32(c, 32, q->uidx);
+		put32(c, 44, 0x1234 + k);
+		put32(c, 56, (uint32_t)req_ops[k] << 24 | q->qp->qp_num);
+		put16(c, 60, (uint16_t)k);
+		c[63] = 0 << 4; /* MLX5_CQE_REQ */
+		cqe(q, c);
+	}
+	for (uint8_t op = 1; op <= 4; op++)
+		for (unsigned v = 0; v < 4; v++) {
+			uint8_t c[64] = { 0 };
+			c[19] = v & 1 ? 0x85 : 0x03;                   /* ml_path */
+			put16(c, 22, 0x1200 + v);                      /* slid */
+			put32(c, 24, (v & 3) << 28 | (v * 5 & 0xf) << 24 | (0xabcde + v)); /* g, sl, src_qp */
+			put32(c, 32, q->uidx);
+			put32(c, 36, 0x01020304 + 0x01010101 * v);     /* imm / inval rkey / pkey */
+			put32(c, 44, 0x40 * v + 1);                    /* byte_cnt */
+			put32(c, 56, q->qp->qp_num);
+			c[63] = op << 4;
+			cqe(q, c);
+		}
+	for (int resp = 0; resp < 2; resp++)
+		for (unsigned k = 0; k < sizeof synd; k++) {
+			uint8_t c[64] = { 0 };
+			put32(c, 32, q->uidx);
+			c[54] = 0x40 + k; /* vendor_err_synd */
+			c[55] = synd[k];
+			put32(c, 56, (uint32_t)0x0a << 24 | q->qp->qp_num);
+			put16(c, 60, (uint16_t)k);
+			c[63] = (resp ? 14 : 13) << 4;
+			cqe(q, c);
+		}
 }
 
 static const char *opname[] = { [IBV_WR_RDMA_WRITE] = "RDMA_WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM",
@@ -231,6 +264,11 @@ int main(void)
 	printf("ah sl 3 sgid_index 3 hop_limit 64 traffic_class 40 flow_label 74565 dgid ");
 	hex(gid.raw, 16); printf("\n");
 
+	/* CQEs first: the first QP libmlx5 makes has user index 0 (mlx5_store_uidx); it posts
+	 * nothing, so the simulated NIC never writes its CQ */
+	static struct q cq_qp;
+	make_qp(&cq_qp, "cqe_qp", IBV_QPT_RC, 4, 1, 0, 0);
+	cqes(&cq_qp);
 	static struct q qs[4];
 	make_qp(&qs[0], "rc_16_2_0", IBV_QPT_RC, 16, 2, 0, 0);
 	make_qp(&qs[1], "rc_8_4_128", IBV_QPT_RC, 8, 4, 128, 1);

@@ -24,7 +24,7 @@ struct q {
 	struct ibv_cq *cq;
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dc;
-	uint32_t max_post, req[3], gen;
+	uint32_t max_post, req[3], gen, wrap;
 	const char *base;
 	uint32_t uidx, ci, posted; /* posted: requests since the last retirement */
 	uint16_t last_idx;         /* index of the last WQE posted */
@@ -145,6 +145,19 @@ static void cqes(struct q *q)
 		}
 }
 
+/* a requester CQE for the last WQE posted: libmlx5 retires it and every WQE before it */
+static void retire(struct q *q)
+{
+	uint8_t c[64] = { 0 };
+	put32(c, 32, q->uidx);
+	put32(c, 56, (uint32_t)0x0a << 24 | q->qp->qp_num);
+	put16(c, 60, q->last_idx);
+	c[63] = 0 << 4;
+	cqe(q, c);
+	printf("retire %s %u\n", q->name, q->last_idx);
+	q->posted = 0;
+}
+
 static const char *opname[] = { [IBV_WR_RDMA_WRITE] = "RDMA_WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM",
 	[IBV_WR_SEND] = "SEND", [IBV_WR_SEND_WITH_IMM] = "SEND_WITH_IMM", [IBV_WR_RDMA_READ] = "RDMA_READ",
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = "ATOMIC_CMP_AND_SWP", [IBV_WR_ATOMIC_FETCH_AND_ADD] = "ATOMIC_FETCH_AND_ADD",
@@ -153,7 +166,7 @@ __attribute__((unused)) static const uint8_t mlx5_op[] = { [IBV_WR_RDMA_WRITE] =
 	[IBV_WR_SEND_WITH_IMM] = 0x0b, [IBV_WR_RDMA_READ] = 0x10, [IBV_WR_ATOMIC_CMP_AND_SWP] = 0x11,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = 0x12, [IBV_WR_SEND_WITH_INV] = 0x01 };
 
-static uint8_t inl_data[1024];
+static uint8_t inl_bufs[64][1024]; /* one per request of a list */
 static struct ibv_sge sges[64][16];
 
 /* posts `n` requests of `op` with `nsge` SGEs (or `inl` inline bytes if >= 0), flags */
@@ -161,6 +174,8 @@ static void post(struct q *q, const char *case_name, int op, int n, int nsge, in
 {
 	if ((uint32_t)n > q->max_post)
 		return;
+	if (q->posted + n > q->max_post && q->wrap)
+		retire(q);
 	if (q->posted + n > q->max_post) {
 		/* no completion retires what was posted: a fresh QP of the same request */
 		char nm[64];
@@ -192,6 +207,7 @@ static void post(struct q *q, const char *case_name, int op, int n, int nsge, in
 		int ns = nsge;
 		if (inl >= 0) {
 			/* one SGE, or two halves when long enough (libmlx5 concatenates them) */
+			uint8_t *inl_data = inl_bufs[i];
 			for (int k = 0; k < inl; k++) inl_data[k] = (uint8_t)(k * 7 + i + 1);
 			if (inl >= 8 && q->req[1] >= 2) {
 				sges[i][0] = (struct ibv_sge){ (uintptr_t)inl_data, inl / 2, 0 };
@@ -217,7 +233,7 @@ static void post(struct q *q, const char *case_name, int op, int n, int nsge, in
 		       q->type == IBV_QPT_UD ? w->wr.ud.remote_qpn : 0, q->type == IBV_QPT_UD ? w->wr.ud.remote_qkey : 0);
 		if (inl >= 0) {
 			printf(" inline ");
-			if (inl) hex(inl_data, inl); else printf("-");
+			if (inl) hex(inl_bufs[i], inl); else printf("-");
 		} else {
 			printf(" sges");
 			for (int k = 0; k < nsge; k++)
@@ -269,8 +285,20 @@ int main(void)
 	static struct q cq_qp;
 	make_qp(&cq_qp, "cqe_qp", IBV_QPT_RC, 4, 1, 0, 0);
 	cqes(&cq_qp);
+	/* wrapping the ring: a UD QP (user index 1) sending unsignaled inline data to a QP that
+	 * does not exist (the simulated NIC drops it and writes no CQE); requester CQEs put into
+	 * its CQ retire what was posted, so libmlx5 writes on past the ring's end */
+	char name[128];
+	static struct q wq;
+	make_qp(&wq, "ud_wrap", IBV_QPT_UD, 4, 1, 60, 1);
+	wq.wrap = 1;
+	for (unsigned k = 0; k < wq.dq.sq.wqe_cnt * 3; k++) {
+		const int sizes[] = { 0, 60, 17, 44, 1, 33, 60, 12 };
+		snprintf(name, sizeof name, "wrap%u_inline%d", k, sizes[k % 8]);
+		post(&wq, name, k % 3 ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM, 1 + (k % 5 == 4), 0, sizes[k % 8], k % 7 ? 0 : IBV_SEND_SOLICITED);
+	}
 	static struct q qs[4];
-	make_qp(&qs[0], "rc_16_2_0", IBV_QPT_RC, 16, 2, 0, 0);
+	make_qp(&qs[0], "rc_16_2_0", IBV_QPT_RC, 16, 2, 0, 2);
 	make_qp(&qs[1], "rc_8_4_128", IBV_QPT_RC, 8, 4, 128, 1);
 	make_qp(&qs[2], "rc_4_1_60", IBV_QPT_RC, 4, 1, 60, 2);
 	make_qp(&qs[3], "ud_8_2_64", IBV_QPT_UD, 8, 2, 64, 3);
@@ -278,7 +306,6 @@ int main(void)
 		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD };
 	const unsigned flagsets[] = { 0, IBV_SEND_SIGNALED, IBV_SEND_FENCE, IBV_SEND_SOLICITED,
 		IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_SOLICITED };
-	char name[128];
 	for (int qi = 0; qi < 4; qi++) {
 		struct q *q = &qs[qi];
 		int nops = q->type == IBV_QPT_UD ? 2 : 8;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #define DIE(...) do { fprintf(stderr, "record: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
@@ -245,7 +246,19 @@ static void post(struct q *q, const char *case_name, int op, int n, int nsge, in
 	struct ibv_send_wr *bad = NULL;
 	int rc = ibv_post_send(q->qp, wr, &bad);
 	uint32_t after = dbrec(q);
-	printf("end rc %d bad %d dbrec %08x\n", rc, bad ? (int)(bad - wr) : -1, after);
+	/* which doorbell libmlx5 rang (BlueFlame copy or 8-byte store) is in the daemon's trace,
+	 * keyed by QP number and the last WQE's index: the script adds it as "ring BF|DB" */
+	printf("end rc %d bad %d dbrec %08x", rc, bad ? (int)(bad - wr) : -1, after);
+	if (rc == 0) {
+		int last = before;
+		for (uint32_t i = before; i != (after & 0xffff); i = (i + 1) & 0xffff) {
+			uint8_t *b = (uint8_t *)q->dq.sq.buf + 64 * (i & (q->dq.sq.wqe_cnt - 1));
+			if ((uint16_t)(b[1] << 8 | b[2]) == (uint16_t)i && (b[4] << 16 | b[5] << 8 | b[6]) == (int)q->qp->qp_num) last = i;
+		}
+		printf(" doorbell %#x %d", q->qp->qp_num, last);
+		usleep(3000); /* the daemon scans the UAR before the register half is used again */
+	}
+	printf("\n");
 	for (uint32_t i = before; i != (after & 0xffff); i = (i + 1) & 0xffff) {
 		uint32_t s = i & (q->dq.sq.wqe_cnt - 1);
 		printf("bb %u ", s); hex((uint8_t *)q->dq.sq.buf + 64 * s, 64); printf("\n");

@@ -11,6 +11,9 @@
 # runs again), the failing tests' output, the kernel log and a kprobe timeline of siw's
 # connection manager for a failing round, and a last line
 # "cm-soak: N/M rounds passed".  Exit status 0 only if every round passed.
+# Issue #24 item 7, debug build, 20 rounds of the 44 "cm" tests in one boot (load 7-12 on
+# 2 host cores): 44/44 in 19 rounds, 43/44 in round 7 (perf_interop::siw_rdma_cm_read_lat,
+# the close race fixed afterwards in verbs-perf); every cm_* and capi_cm test passed all 20.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

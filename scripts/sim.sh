@@ -55,7 +55,7 @@ if [ "$BUILD" = 1 ]; then
     echo "sim.sh: cargo build --release -p verbs-sim -p verbs-sim-shim"
     cargo build --release -p verbs-sim -p verbs-sim-shim || { echo "sim.sh: build failed"; exit 1; }
 fi
-BIN=$ROOT/target/release
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 SHIM=$BIN/libverbs_sim_shim.so
 for f in "$BIN/verbs-simd" "$SHIM"; do
     [ -e "$f" ] || { echo "sim.sh: $f missing (build first)"; exit 1; }
@@ -143,9 +143,9 @@ run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v
 if [ "$OURS" = 1 ]; then
     # our library makes its system calls through rustix; with the libc backend they go through
     # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged)
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --target-dir "$ROOT/target/sim-libc"; then
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
         run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" \
-            "$ROOT/target/sim-libc/release/verbs-devices"
+            "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release/verbs-devices"
     else
         row verbs-devices "(ours, rustix libc backend)" "FAIL(build)" "-"
     fi

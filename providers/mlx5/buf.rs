@@ -11,7 +11,7 @@
 //! # Safety
 //!
 //! * **B1 — ownership.** `ptr..ptr+len` is a private anonymous mapping
-//!   made by [`Pages::new`] (NULL hint, no `MAP_FIXED`, so it replaces
+//!   made by `Pages::new` (NULL hint, no `MAP_FIXED`, so it replaces
 //!   nothing) and unmapped only by `Pages`' `Drop`; the pointer is private,
 //!   so every in-bounds address stays valid for reads and writes while
 //!   the owner lives.

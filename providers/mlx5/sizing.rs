@@ -137,7 +137,10 @@ pub fn sq_size(lim: &DeviceLimits, qp_type: QpType, max_send_wr: u32, max_send_s
         wqe_cnt,
         max_post: wq_size / wqe_size,
         max_gs: max_send_sge,
-        max_inline: wqe_size - overhead - INLINE_HDR as u32,
+        // With no SGE and no inline data the WQE is exactly the overhead
+        // and libmlx5's `int` goes to -4 (reported as 0xfffffffc, while
+        // its post refuses every inline request): 0 here.
+        max_inline: (wqe_size - overhead).saturating_sub(INLINE_HDR as u32),
     }))
 }
 

@@ -47,6 +47,9 @@ fn send_queue_table() {
     // XRC: 208+16=224 -> 256; inline 256-208-4.
     assert_eq!(sq(QpType::XrcSend, 1, 1, 0), (256, 4, 1, 44));
     assert_eq!(sq_size(&LIM, QpType::Rc, 0, 4, 64), Ok(None), "no send queue");
+    // No SGE, no inline: the WQE is the overhead alone (libmlx5: inline -4).
+    assert_eq!(sq(QpType::Ud, 1, 0, 0), (64, 1, 1, 0));
+    assert_eq!(sq(QpType::Rc, 3, 0, 0), (192, 16, 5, 0));
 }
 
 #[test]
@@ -110,4 +113,28 @@ fn srq_table() {
     assert_eq!(s(8, 4), (7, 7, 32, 15, true, 31));
     assert!(srq_size(&LIM, 32768, 1).is_err());
     assert!(srq_size(&LIM, 8, 33).is_err());
+}
+
+#[test]
+fn what_libmlx5_sent_to_the_simulated_device() {
+    // Observed: rdma-core 44's libmlx5 over verbs-simd (scripts/sim.sh
+    // --trace, 2026-11-26), whose context reports 1024-byte send and
+    // 512-byte receive descriptors and 2^15 WRs everywhere. The requests
+    // are the pingpongs' own: max_send_wr 1, one SGE each way, no inline,
+    // rx_depth 500 receives (or an SRQ of 500).
+    let sim = DeviceLimits { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
+    let qp = |t, srq| {
+        let cap = crate::qp::QpCap { max_send_wr: 1, max_recv_wr: 500, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let l = qp_layout(&sim, t, &cap, srq).unwrap();
+        (l.sq.unwrap().wqe_cnt, l.rq.map_or((0, 0), |r| (r.wqe_cnt, r.wqe_shift)))
+    };
+    // ibv_rc_pingpong / ibv_uc_pingpong: CREATE_QP sq=4 rq=512<<4.
+    assert_eq!(qp(QpType::Rc, false), (4, (512, 4)));
+    assert_eq!(qp(QpType::Uc, false), (4, (512, 4)));
+    // ibv_ud_pingpong: sq=2 rq=512<<4.
+    assert_eq!(qp(QpType::Ud, false), (2, (512, 4)));
+    // ibv_srq_pingpong: sq=4 rq=0<<0, and CREATE_SRQ wqes=1024 stride=32.
+    assert_eq!(qp(QpType::Rc, true), (4, (0, 0)));
+    let s = srq_size(&sim, 500, 1).unwrap();
+    assert_eq!((s.wqe_cnt, 1 << s.wqe_shift), (1024, 32));
 }

@@ -5,8 +5,10 @@
 //!
 //! ```text
 //! bin/simd.rs   the device daemon: one per simulated NIC, serves every process
-//! server/       (daemon side) the shim protocol, contexts, uverbs write/ioctl commands
-//!               answered as mlx5_ib answers them, mmap offsets, event fds
+//! server/       (daemon side) connections, uverbs write commands answered as
+//!               mlx5_ib answers them, UAR pages and the doorbell scanner, event fds
+//! fixture.rs    the device's sysfs tree (SYSFS_PATH)
+//! proto.rs      shim <-> daemon messages; fdpass.rs: SCM_RIGHTS
 //! engine/       the NIC: doorbells, send-queue WQEs, receive queues, SRQs, CQEs
 //! model.rs      the objects both halves share (PD, MR, MW, CQ, QP, SRQ, AH)
 //! mem.rs        host memory of the applications (process_vm_readv/writev: DMA)

@@ -47,45 +47,13 @@ pub fn run(d: &Daemon) {
             u.scan(&mut found);
             origin.extend(std::iter::repeat_n(*ctx, found.len() - before));
         }
-        let mut busy = !found.is_empty();
-        {
-            let mut st = d.lock();
-            for (db, ctx) in found.iter().zip(&origin) {
-                match *db {
-                    Doorbell::Send { qpn, wqe_index, blueflame, page, offset } => {
-                        let mine = st.dev.qps.get(&qpn).is_some_and(|q| q.ctx == *ctx);
-                        d.trace.line(format_args!(
-                            "ctx={ctx} DOORBELL {} qpn={qpn:#x} wqe={wqe_index} uar={page}+{offset:#x}{}",
-                            if blueflame { "BF" } else { "DB" },
-                            if mine { "" } else { " (not this context's QP: ignored)" }
-                        ));
-                        if mine {
-                            d.with_engine(&mut st, |e| e.sq_doorbell(qpn));
-                        }
-                    }
-                    Doorbell::Arm { cqn, word } => {
-                        recover_arms(d, &mut st, *ctx, cqn);
-                        // Already taken from the doorbell record by an earlier
-                        // recovery (its UAR write landed after that scan).
-                        let taken = st.arm_seen.insert(cqn, word) == Some(word);
-                        let mine = !taken && st.dev.cqs.get(&cqn).is_some_and(|c| c.ctx == *ctx);
-                        d.trace.line(format_args!(
-                            "ctx={ctx} ARM cqn={cqn} sn={} {} ci={}{}",
-                            word >> 28 & 3,
-                            if word >> 24 & 1 != 0 { "solicited" } else { "next" },
-                            word & 0xff_ffff,
-                            if taken { " (taken already)" } else if mine { "" } else { " (not this context's CQ: ignored)" }
-                        ));
-                        if mine {
-                            d.with_engine(&mut st, |e| e.cq_arm(cqn, word));
-                        }
-                    }
-                }
-            }
-            if !st.dev.qps.is_empty() {
-                busy |= d.with_engine(&mut st, |e| e.progress());
-            }
-        }
+        // An engine panic must not stop the NIC for every process: the
+        // step is abandoned (and traced), the scanner goes on.
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(d, &found, &origin)));
+        let busy = step.unwrap_or_else(|_| {
+            d.trace.line(format_args!("scanner: the engine panicked; step abandoned"));
+            false
+        });
         let now = Instant::now();
         if busy {
             last = now;
@@ -101,6 +69,63 @@ pub fn run(d: &Daemon) {
     }
 }
 
+/// Hands one scan's doorbells to the engine and runs its progress; returns
+/// whether anything happened.
+fn handle(d: &Daemon, found: &[Doorbell], origin: &[u32]) -> bool {
+    let mut busy = !found.is_empty();
+    {
+        let mut st = d.lock();
+        for (db, ctx) in found.iter().zip(origin) {
+            match *db {
+                Doorbell::Send {
+                    qpn,
+                    wqe_index,
+                    blueflame,
+                    page,
+                    offset,
+                } => {
+                    let mine = st.dev.qps.get(&qpn).is_some_and(|q| q.ctx == *ctx);
+                    d.trace.line(format_args!(
+                        "ctx={ctx} DOORBELL {} qpn={qpn:#x} wqe={wqe_index} uar={page}+{offset:#x}{}",
+                        if blueflame { "BF" } else { "DB" },
+                        if mine { "" } else { " (not this context's QP: ignored)" }
+                    ));
+                    if mine {
+                        d.with_engine(&mut st, |e| e.sq_doorbell(qpn));
+                    }
+                }
+                Doorbell::Arm { cqn, word } => {
+                    recover_arms(d, &mut st, *ctx, cqn);
+                    // Already taken from the doorbell record by an earlier
+                    // recovery (its UAR write landed after that scan).
+                    let taken = st.arm_seen.insert(cqn, word) == Some(word);
+                    let mine = !taken && st.dev.cqs.get(&cqn).is_some_and(|c| c.ctx == *ctx);
+                    d.trace.line(format_args!(
+                        "ctx={ctx} ARM cqn={cqn} sn={} {} ci={}{}",
+                        word >> 28 & 3,
+                        if word >> 24 & 1 != 0 { "solicited" } else { "next" },
+                        word & 0xff_ffff,
+                        if taken {
+                            " (taken already)"
+                        } else if mine {
+                            ""
+                        } else {
+                            " (not this context's CQ: ignored)"
+                        }
+                    ));
+                    if mine {
+                        d.with_engine(&mut st, |e| e.cq_arm(cqn, word));
+                    }
+                }
+            }
+        }
+        if !st.dev.qps.is_empty() {
+            busy |= d.with_engine(&mut st, |e| e.progress());
+        }
+    }
+    busy
+}
+
 /// Arms of context `ctx` overwritten in the UAR word before a scan: any CQ
 /// (other than `seen`, whose arm the UAR showed) whose doorbell record holds
 /// an arm word not taken yet.
@@ -113,7 +138,9 @@ fn recover_arms(d: &Daemon, st: &mut super::State, ctx: u32, seen: u32) {
         .map(|c| (c.cqn, c.pid, c.dbrec))
         .collect();
     for (cqn, pid, dbrec) in others {
-        let Ok(word) = crate::mem::HostMem::read_be32(&d.mem, pid, dbrec + 4) else { continue };
+        let Ok(word) = crate::mem::HostMem::read_be32(&d.mem, pid, dbrec + 4) else {
+            continue;
+        };
         if st.arm_seen.get(&cqn).is_some_and(|w| *w != word) {
             st.arm_seen.insert(cqn, word);
             d.trace.line(format_args!(

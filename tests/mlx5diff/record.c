@@ -25,7 +25,7 @@ struct q {
 	struct ibv_cq *cq;
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dc;
-	uint32_t max_post, req[3], gen, wrap;
+	uint32_t max_post, got_inl, req[3], gen, wrap;
 	const char *base;
 	uint32_t uidx, ci, posted; /* posted: requests since the last retirement */
 	uint16_t last_idx;         /* index of the last WQE posted */
@@ -74,6 +74,7 @@ static void make_qp(struct q *q, const char *name, enum ibv_qp_type t, uint32_t 
 	/* the bytes libmlx5 leaves alone are seen to stay: the replay fills the same */
 	memset(q->dq.sq.buf, 0xee, (size_t)q->dq.sq.wqe_cnt * 64);
 	q->max_post = a.cap.max_send_wr;
+	q->got_inl = a.cap.max_inline_data;
 	printf("qp %s %s req %u %u %u qpn %u uidx %u wqe_cnt %u got %u %u %u bf %u cqe_cnt %u\n", name,
 	       t == IBV_QPT_RC ? "RC" : "UD", wr, sge, inl, q->qp->qp_num, uidx, q->dq.sq.wqe_cnt,
 	       a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_inline_data, q->dq.bf.size, q->dc.cqe_cnt);
@@ -263,6 +264,14 @@ static void post(struct q *q, const char *case_name, int op, int n, int nsge, in
 		uint32_t s = i & (q->dq.sq.wqe_cnt - 1);
 		printf("bb %u ", s); hex((uint8_t *)q->dq.sq.buf + 64 * s, 64); printf("\n");
 	}
+	if (rc != 0) {
+		/* libmlx5 may have written part of the refused request (it copies inline data before
+		 * it finds the size over the limit): the ring as it left it, a WQE's worth of blocks */
+		for (uint32_t i = before; i != ((before + 4) & 0xffff) && i - before < q->dq.sq.wqe_cnt; i = (i + 1) & 0xffff) {
+			uint32_t s = i & (q->dq.sq.wqe_cnt - 1);
+			printf("left %u ", s); hex((uint8_t *)q->dq.sq.buf + 64 * s, 64); printf("\n");
+		}
+	}
 	if (rc == 0) {
 		/* the index of the last WQE: its ctrl segment's wqe_index field */
 		int idx = before;
@@ -323,7 +332,7 @@ int main(void)
 		struct q *q = &qs[qi];
 		int nops = q->type == IBV_QPT_UD ? 2 : 8;
 		uint32_t max_sge = qi == 0 ? 2 : qi == 1 ? 4 : qi == 2 ? 1 : 2;
-		int max_inl = qi == 0 ? 0 : qi == 1 ? 128 : qi == 2 ? 60 : 64;
+		int max_inl = (int)q->got_inl; /* what libmlx5 reported: up to it, and one over */
 		for (int oi = 0; oi < nops; oi++) {
 			int op = rc_ops[oi];
 			int atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -336,9 +345,9 @@ int main(void)
 				post(q, name, op, 1, atomic ? 1 : max_sge, -1, flagsets[f]);
 			}
 			if (!atomic && op != IBV_WR_RDMA_READ && max_inl > 0) {
-				const int sizes[] = { 0, 1, 4, 12, 13, 16, 17, 44, 45, 60, 64, 100, 128 };
+				const int sizes[] = { 0, 1, 4, 12, 13, 16, 17, 44, 45, 60, 64, 100, 128, max_inl };
 				for (unsigned k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-					if (sizes[k] > max_inl) continue;
+					if (sizes[k] > max_inl || (k + 1 < sizeof sizes / sizeof *sizes && sizes[k] == max_inl)) continue;
 					snprintf(name, sizeof name, "%s_inline%d", opname[op], sizes[k]);
 					post(q, name, op, 1, 0, sizes[k], IBV_SEND_SIGNALED);
 				}

@@ -450,7 +450,8 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// Copies the run of ready completions at the position into `out`,
     /// oldest first: for each slot, while the element's flags have
     /// `VALID` (acquire), `copy` gets the slot and the completion read
-    /// out; what it returns is ORed over the run. The elements stay user
+    /// out (at most the array's length); what it returns is ORed over
+    /// the run. The elements stay user
     /// space's (the [`Run`] can read them again) until the run is handed
     /// back, all at once, by [`Run::hand_back`] or its drop.
     #[inline(always)]
@@ -459,7 +460,9 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         let (base, n) = (self.q.base.as_ptr(), self.q.n);
         let start = self.start();
         let (mut i, mut got, mut acc) = (start, 0u32, 0u32);
-        for slot in out.iter_mut() {
+        // At most once round the array: its elements stay `VALID` until
+        // the run is handed back, so a second lap would read them again.
+        for slot in out.iter_mut().take(n as usize) {
             // Element `i < n`: inside the mapping (S1).
             let elem = base.wrapping_add(i as usize * ELEM);
             // SAFETY: byte 8 of element `i`, inside the live mapping, is

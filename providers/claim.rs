@@ -19,6 +19,19 @@ pub enum Claim {
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
+/// Gives the holder's thread a chance to run (it may have been preempted
+/// while holding the claim). `std`'s `yield_now` is `sched_yield(2)`; rustix's
+/// `thread` feature is not used for it because enabling that feature makes
+/// rustix's auxv parsing crash under valgrind, which the instruction-count
+/// benches (callgrind) run the library under. Without `std`, keep spinning.
+#[inline(never)]
+fn yield_now() {
+    #[cfg(feature = "std")]
+    std::thread::yield_now();
+    #[cfg(not(feature = "std"))]
+    core::hint::spin_loop();
+}
+
 /// Takes a consumer's claim on `flag` (acquire) after a CQ poll's
 /// compare-exchange found it taken (out of line: the uncontended poll
 /// never comes here).
@@ -51,7 +64,7 @@ pub fn wait_held(flag: &AtomicU8) -> Result<(), Claim> {
                 if spins < SPINS_BEFORE_YIELD {
                     core::hint::spin_loop();
                 } else {
-                    rustix::thread::sched_yield();
+                    yield_now();
                 }
             }
         }

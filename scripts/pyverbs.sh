@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # rdma-core's own test suite (pyverbs, issue #14 item 3) on rdma-core's libibverbs.so.1 and on
 # ours, on rxe0 and siw0, in ONE VM boot; prints the totals side by side and the tests that pass
-# on rdma-core but not on ours, and fails only on a regression against the committed ratchet
-# (capi/tests/fixtures/pyverbs-ratchet.txt: the tests that passed on ours before).
+# on rdma-core but not on ours, and fails on a regression against the committed ratchet
+# (capi/tests/fixtures/pyverbs-ratchet.txt: the tests that passed on ours before), on a test
+# passing on rdma-core but not on ours, and on a test rdma-core skips that fails or errors on
+# ours (see scripts/pyverbs_report.py for the lists of known reasons).
 #
 # usage: scripts/pyverbs.sh [--no-build] [--no-setup] [--update-ratchet] [--native] [--out DIR]
 #   --no-build         use the existing target/release/libibverbs.so (scripts/test.sh built it)
@@ -11,6 +13,8 @@
 #   --native           run on this host's devices (VERBS_TEST_RXE, VERBS_TEST_SIW ("none" skips),
 #                      VERBS_TEST_GID_INDEX), no VM
 #   --out DIR          keep the raw results there (default: a temp dir, removed)
+#   --tests FILE       run only the tests whose ids (tests.test_mr.MRTest.test_mr_rereg_pd, one a
+#                      line) FILE lists, on both libraries; the ratchet is checked for those only
 #
 # 1. cargo build --release -p verbs-capi (libibverbs.so, SONAME libibverbs.so.1)
 # 2. boots the VM once; scripts/pyverbs-guest.sh copies /usr/share/doc/rdma-core/tests
@@ -33,6 +37,7 @@ while [ $# -gt 0 ]; do
         --update-ratchet) UPDATE=(--update); shift ;;
         --native) NATIVE=1 SETUP=0; shift ;;
         --out) OUT=$2; shift 2 ;;
+        --tests) export PYVERBS_TESTS=$(realpath "$2"); shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "pyverbs: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -60,7 +65,8 @@ if [ "$NATIVE" = 1 ]; then
     VMRC=$?
 else
     # the guest knows rxe0's RoCE v2 IPv4 GID index (VM_RXE_GID_INDEX)
-    "$ROOT/vm/run-in-vm.sh" --rw "$OUT" --timeout "${VERBS_PYVERBS_TIMEOUT:-2400}" -- bash -c \
+    "$ROOT/vm/run-in-vm.sh" --rw "$OUT" --timeout "${VERBS_PYVERBS_TIMEOUT:-2400}" \
+        -e PYVERBS_TESTS="${PYVERBS_TESTS:-}" -- bash -c \
         '"$1" "$2" "$3" "$4" "rxe0:$VM_RXE_GID_INDEX" siw0:0' guest \
         "$ROOT/scripts/pyverbs-guest.sh" "$OUT" "$OUT/lib" "$RATCHET"
     VMRC=$?
@@ -68,7 +74,9 @@ else
 fi
 NAMES=()
 for d in "${DEVS[@]}"; do NAMES+=("${d%%:*}"); done
-python3 "$ROOT/scripts/pyverbs_report.py" "$OUT" "$RATCHET" "${NAMES[@]}" "${UPDATE[@]}"
+SUBSET=()
+[ -n "${PYVERBS_TESTS:-}" ] && SUBSET=(--subset)
+python3 "$ROOT/scripts/pyverbs_report.py" "$OUT" "$RATCHET" "${NAMES[@]}" "${UPDATE[@]}" "${SUBSET[@]}"
 rc=$?
 echo "pyverbs: took $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s (VM/run exit $VMRC)"
 if [ "$VMRC" != 0 ] && [ "$rc" = 0 ]; then rc=$VMRC; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Totals and the ratchet for scripts/pyverbs.sh.
 
-  pyverbs_report.py OUTDIR RATCHET DEV... [--update]
+  pyverbs_report.py OUTDIR RATCHET DEV... [--update] [--subset]
 
 Reads OUTDIR/{rdma-core,ours}-DEV.tsv (scripts/pyverbs_run.py records) and prints, per device,
 passed/failed/errors/skipped on rdma-core's libibverbs and on ours side by side, then every test
@@ -11,7 +11,11 @@ The ratchet (RATCHET: lines "DEV TEST_ID") lists the tests that passed on ours b
 if one of them does not pass now (a regression), if a test that passes on rdma-core's library in
 the same boot does not pass on ours and is not in pyverbs-known-gap.txt next to the ratchet
 (lines "DEV TEST_ID REASON"), if a run is missing, or if rdma-core's own library passed nothing on
-a device (a broken environment, not a result).  A test that fails and then passes on a rerun
+a device (a broken environment, not a result), or if a test that rdma-core's library SKIPS
+fails or errors on ours (it crashes, hangs, fails or errors, also on its reruns) and is not in
+pyverbs-skip-gap.txt next to the ratchet (lines "DEV TEST_ID REASON": the iWARP cases where the
+suite itself moves a QP to RTS without rdma_cm, which errors on rdma-core's library too in the
+tests it runs).  A test that fails and then passes on a rerun
 (scripts/pyverbs_run.py reruns each expected pass that failed, up to twice) counts as passing and
 is listed as flaky.  New passes are listed;
 --update rewrites RATCHET with the tests passing on ours now (regressions drop out of it only
@@ -46,6 +50,22 @@ def load(path):
     return res, retry, libs, total
 
 
+def read_reasons(path):
+    """{(dev, test id): reason} from lines "DEV TEST_ID REASON..." (# comments)."""
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    d, t, why = (line.rstrip("\n").split(None, 2) + [""])[:3]
+                    out[(d, t)] = why
+    return out
+
+
+# Outcomes of ours that count as "fails or errors" for a test rdma-core's library skipped.
+SKIP_FAILS = ("fail", "error", "upass", "crash", "timeout")
+
+
 def counts(res):
     c = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     for o, _ in res.values():
@@ -59,7 +79,9 @@ def short(t):
 
 def main(argv):
     update = "--update" in argv
-    argv = [a for a in argv if a != "--update"]
+    # --subset: a run of chosen tests (pyverbs.sh --tests), not the whole suite
+    subset = "--subset" in argv
+    argv = [a for a in argv if a not in ("--update", "--subset")]
     outdir, ratchet_path, devs = argv[0], argv[1], argv[2:]
     known_path = os.path.join(os.path.dirname(ratchet_path), "pyverbs-known-gap.txt")
     ratchet = set()
@@ -68,14 +90,12 @@ def main(argv):
             ratchet = {tuple(line.split()[:2]) for line in f if line.strip() and not line.startswith("#")}
     # Tests that pass on rdma-core's library and are known not to on ours, each with the reason
     # ("DEV TEST_ID REASON..."); any other such test fails the run.
-    known = {}
-    if os.path.exists(known_path):
-        with open(known_path) as f:
-            for line in f:
-                if line.strip() and not line.startswith("#"):
-                    d, t, why = (line.rstrip("\n").split(None, 2) + [""])[:3]
-                    known[(d, t)] = why
+    known = read_reasons(known_path)
+    # Tests rdma-core's library skips that are known to fail on ours, each with the reason.
+    skip_known_path = os.path.join(os.path.dirname(ratchet_path), "pyverbs-skip-gap.txt")
+    skip_known = read_reasons(skip_known_path)
     bad, runs, behind, known_gap, flaky = [], {}, [], [], []
+    skip_fails, skip_known_hit = [], []
     for dev in devs:
         for lib in LIBS:
             p = os.path.join(outdir, f"{lib}-{dev}.tsv")
@@ -96,7 +116,7 @@ def main(argv):
     for dev in devs:
         base, _, _, _ = runs[("rdma-core", dev)]
         ours, retry, libs, _ = runs[("ours", dev)]
-        if base and counts(base)["passed"] == 0:
+        if base and counts(base)["passed"] == 0 and not subset:
             bad.append(f"rdma-core's library passed no test on {dev}: the environment is broken")
         if ours and "/usr/lib" in libs:
             bad.append(f"the run 'ours' on {dev} mapped {libs}, not our library")
@@ -112,6 +132,18 @@ def main(argv):
                 known_gap.append(f"{dev} {short(t)}: {known[(dev, t)]}")
             elif (dev, t) not in ratchet:  # a ratchet test is reported as a regression below
                 behind.append(f"{dev} {t}: {ours.get(t, ('notrun', ''))[0]} {ours.get(t, ('', ''))[1][:100]}")
+        # Skipped on rdma-core, failed on ours: a verb we claim must pass the tests that use it
+        # (or refuse as the kernel refuses, which the suite then skips). The last rerun counts.
+        for t in base:
+            if base[t][0] != "skip":
+                continue
+            o, d = retry.get(t, ours.get(t, ("notrun", "")))
+            if o not in SKIP_FAILS:
+                continue
+            if (dev, t) in skip_known:
+                skip_known_hit.append(f"{dev} {short(t)}: {skip_known[(dev, t)]}")
+            else:
+                skip_fails.append(f"{dev} {t}: {o} {d[:100]} (rdma-core: skip {base[t][1][:60]})")
         extra = [t for t in ours if ok(ours, t) and not ok(base, t)]
         print(f"\n{dev}: {len(gap)} tests pass on rdma-core but not on ours:")
         for t in gap:
@@ -126,7 +158,8 @@ def main(argv):
             if ours_ok(t):
                 now_pass.add((dev, t))
         for d2, t in sorted(ratchet):
-            if d2 != dev or ok(ours, t):
+            # (a run of chosen tests, pyverbs.sh --tests, has no record of the others)
+            if d2 != dev or ok(ours, t) or (t not in ours and t not in base):
                 continue
             if ok(retry, t):
                 flaky.append(f"{dev} {t}: {ours.get(t, ('notrun', ''))[0]}, passed on a rerun")
@@ -157,8 +190,15 @@ def main(argv):
             for d, t in sorted(keep | now_pass):
                 f.write(f"{d} {t}\n")
         print(f"pyverbs: ratchet {ratchet_path} rewritten: {len(keep | now_pass)} tests")
+    if skip_known_hit:
+        print(f"pyverbs: {len(skip_known_hit)} tests rdma-core skips fail on ours for known reasons "
+              f"({os.path.basename(skip_known_path)}):")
+        for k in skip_known_hit:
+            print(f"  {k}")
     for r in regressions:
         print(f"REGRESSION: {r}")
+    for r in skip_fails:
+        print(f"SKIPPED ON RDMA-CORE, FAILS ON OURS: {r}")
     for r in behind:
         print(f"BEHIND RDMA-CORE: {r}")
     for b in bad:
@@ -167,11 +207,12 @@ def main(argv):
     totals = ", ".join(
         f"{dev} {counts(runs[('ours', dev)][0])['passed']}/{counts(runs[('rdma-core', dev)][0])['passed']}"
         for dev in devs)
-    failed = regressions or behind or bad
+    failed = regressions or behind or bad or skip_fails
     status = "FAILED" if failed else "OK"
     print(f"pyverbs: {status}: passed on ours/rdma-core: {totals}; {ratchet_line}; "
           f"{len(regressions)} regressions, {len(behind)} tests passing only on rdma-core "
-          f"({len(known_gap)} known)")
+          f"({len(known_gap)} known), {len(skip_fails)} tests skipped on rdma-core failing on ours "
+          f"({len(skip_known_hit)} known)")
     return 1 if failed else 0
 
 

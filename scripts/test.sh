@@ -19,7 +19,10 @@
 #      device filter). Fails if a test that passes on rdma-core's library in the same boot, or
 #      one in the ratchet capi/tests/fixtures/pyverbs-ratchet.txt, does not pass on ours (each
 #      such test is rerun up to twice first: TCG timing races), unless it is listed with its
-#      reason in capi/tests/fixtures/pyverbs-known-gap.txt.
+#      reason in capi/tests/fixtures/pyverbs-known-gap.txt; and if a test that rdma-core's
+#      library skips fails or errors on ours (also on its reruns), unless it is listed with its
+#      reason in capi/tests/fixtures/pyverbs-skip-gap.txt (the iWARP tests that move a QP to RTS
+#      without rdma_cm).
 #   6. the simulated ConnectX (scripts/sim.sh, no VM): rdma-core's libibverbs + libmlx5,
 #      unmodified, on verbs-simd; ibv_devices/ibv_devinfo, the four pingpongs and perftest as
 #      server/client pairs (runs after the host tests; not with --device-only or a device filter)

@@ -372,6 +372,23 @@ impl<'ctx> Cq<'ctx> {
         }
     }
 
+    /// Drops the completions of QP `qp_num` waiting in the CQ (the QP was
+    /// just moved to RESET, see [`QueuePair::into_reset`](crate::qp::QueuePair::into_reset)).
+    /// rxe only; nothing is dropped while the CQ is being resized or lent
+    /// to a `poll_with` closure (the completions then stay, as they would
+    /// with rdma-core's librxe).
+    pub(crate) fn discard_qp(&self, qp_num: u32) {
+        let Some(ring) = self.ring.enter() else { return };
+        match *ring {
+            #[cfg(feature = "rxe")]
+            Ring::Rxe(ref ring) => {
+                let _ = crate::providers::rxe::post::discard_qp(ring.queue(), qp_num);
+            }
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+
     /// siw only: the CQ's mapped notification flags (`siw_cq_ctrl.flags`,
     /// `SIW_NOTIFY_*`); `None` on other providers.
     pub fn siw_notify_flags(&self) -> Option<u32> {

@@ -89,6 +89,16 @@ pub enum ErrorKind {
     /// kernel no longer uses the old one, so the object is dead and every
     /// later call on it fails with this error. Destroy it.
     Dead,
+    /// The peer refused the connection: nobody listens on that address
+    /// and port, or the listener rejected it (the connection manager's
+    /// reject reason is in the detail).
+    Refused,
+    /// Nothing answered before the deadline (a connection manager step, a
+    /// completion wait).
+    TimedOut,
+    /// The peer's address or route could not be resolved, or the peer did
+    /// not answer the connection request.
+    Unreachable,
     /// Any other errno from the kernel.
     Os,
 }
@@ -195,6 +205,9 @@ impl Error {
             ErrorKind::NotFound => Errno::NOENT,
             ErrorKind::Dead => Errno::IO,
             ErrorKind::CqNotListed => Errno::INVAL,
+            ErrorKind::Refused => Errno::CONNREFUSED,
+            ErrorKind::TimedOut => Errno::TIMEDOUT,
+            ErrorKind::Unreachable => Errno::HOSTUNREACH,
         };
         e.raw_os_error()
     }
@@ -263,6 +276,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::CqNotListed => f.write_str(
                 "the completion event is for a CQ that was not in the list given; it is kept on the channel and returned by the next call that lists that CQ (fix: pass every CQ created on this channel; CompChannel::pending_cq_events gives the user handles waiting)",
             ),
+            ErrorKind::Refused => f.write_str("connection refused"),
+            ErrorKind::TimedOut => f.write_str("timed out"),
+            ErrorKind::Unreachable => f.write_str("peer unreachable"),
             ErrorKind::Os => f.write_str("kernel error"),
         }
     }

@@ -282,6 +282,9 @@ fn structs() -> Vec<Entry> {
         s!(mlx5wqe::Av, "struct mlx5_wqe_av", [qkey = "key.qkey.qkey", key_reserved = "key.qkey.reserved", dqp_dct, stat_rate_sl, fl_mlid, rlid, reserved0, rmac, tclass, hop_limit, grh_gid_fl, rgid]),
         s!(mlx5wqe::SrqNextSeg, "struct mlx5_wqe_srq_next_seg", [rsvd0, next_wqe_index, signature, rsvd1]),
         s!(mlx5wqe::Cqe64, "struct mlx5_cqe64", [rsvd0, wqe_id, rsvd4, ml_path, rsvd20, slid, flags_rqpn, hds_ip_ext, l4_hdr_type_etc, vlan_info, srqn_uidx, imm_inval_pkey, app, app_op, app_info, byte_cnt, timestamp, sop_drop_qpn, wqe_counter, signature, op_own]),
+        s!(mlx5wqe::UmrCtrlSeg, "struct mlx5_wqe_umr_ctrl_seg", [flags, rsvd0, klm_octowords, translation_offset, mkey_mask, rsvd1]),
+        s!(mlx5wqe::MkeyContextSeg, "struct mlx5_wqe_mkey_context_seg", [free, reserved1, access_flags, sf, qpn_mkey, reserved2, flags_pd, start_addr, len, bsf_octword_size, reserved3, translations_octword_size, reserved4, log_page_size, reserved]),
+        s!(mlx5wqe::UmrKlmSeg, "struct mlx5_wqe_umr_klm_seg", [byte_count, mkey, address]),
         s!(mlx5wqe::ErrCqe, "struct mlx5_err_cqe", [rsvd0, srqn, rsvd1, vendor_err_synd, syndrome, s_wqe_opcode_qpn, wqe_counter, signature, op_own]),
     ]);
     v.extend([
@@ -579,6 +582,9 @@ fn consts() -> Vec<(String, u64)> {
             mlx5wqe::CQE_OPCODE_IDS,
             mlx5wqe::SYNDROME_IDS,
             mlx5wqe::CQ_DB_IDS,
+            mlx5wqe::UMR_CTRL_FLAG_IDS,
+            mlx5wqe::MKEY_MASK_IDS,
+            mlx5wqe::MKEY_CONTEXT_IDS,
         ] {
             v.extend(t.iter().map(|(n, x)| (n.to_string(), *x)));
         }
@@ -771,6 +777,11 @@ const SOURCES: &[(&str, &str)] = &[
     (
         "providers/mlx5/wqe.rs",
         include_str!("../providers/mlx5/wqe.rs"),
+    ),
+    #[cfg(feature = "mlx5")]
+    (
+        "providers/mlx5/cqe_layout.rs",
+        include_str!("../providers/mlx5/cqe_layout.rs"),
     ),
 ];
 

@@ -34,6 +34,7 @@ macro_rules! twins {
 mod device {
     #[allow(dead_code)]
     mod common;
+    mod procs;
 
     mod ah;
     mod async_event;
@@ -51,6 +52,7 @@ mod device {
     mod cm_udaddy;
     mod comp_channel;
     mod connect;
+    mod connector;
     mod cq;
     mod cq_pollers;
     mod cq_shared;
@@ -77,6 +79,7 @@ mod device {
     mod pd;
     mod perf_interop;
     mod qp;
+    mod qp_reset;
     mod query;
     #[allow(dead_code)]
     mod rig;

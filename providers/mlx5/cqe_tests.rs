@@ -252,3 +252,17 @@ fn arm_word_and_doorbell_bytes() {
     assert!(CqRing::new("t", 4, 96, 0, 0, 1).is_err());
     assert!(CqRing::new("t", 4, 64, 0, 0, 2).is_err());
 }
+
+#[test]
+fn umr_completions_take_their_opcode_from_the_wqe_record() {
+    let mut q = qs();
+    let li = SendWr::new(5, crate::wr::SendOp::LocalInv { rkey: 9 }, &[]).signaled();
+    q.sq.post(&mut q.qbuf, &[li], |_| None).unwrap();
+    let (mut r, mut b) = cq(64, 1);
+    let mut c = cqe(CQE_REQ, 0);
+    c.sop_drop_qpn = U32::new(u32::from(OPCODE_UMR) << 24 | 0x42);
+    put(&mut b, 64, 0, c);
+    let mut out = [Wc::ZERO; 1];
+    assert_eq!(r.poll(&b, &mut out, &mut q).unwrap(), 1);
+    assert_eq!((out[0].wr_id(), out[0].opcode()), (5, WcOpcode::LocalInv));
+}

@@ -4,7 +4,8 @@
 //! yet reachable from [`Context`](crate::Context): the ABI of the driver
 //! data ([`abi`]), the ring layouts ([`wqe`]), queue sizing as libmlx5
 //! computes it ([`sizing`]), the work queue memory ([`buf`]), the send
-//! queue writer with its doorbell decision ([`sq`]), the receive and SRQ
+//! queue writer with its doorbell decision ([`sq`], memory-window binds and
+//! local invalidates in [`sq::umr`]), the receive and SRQ
 //! writers ([`rq`]), the address vector of UD sends ([`av`]) and CQE
 //! parsing ([`cqe`]). Facts come from `../shared/MLX5.md` and rdma-core
 //! v44's `providers/mlx5` (`qp.c`, `cq.c`, `srq.c`, `verbs.c`).
@@ -64,6 +65,7 @@ pub mod abi;
 pub mod av;
 pub mod buf;
 pub mod cqe;
+pub mod cqe_layout;
 pub mod rq;
 pub mod sizing;
 pub mod sq;

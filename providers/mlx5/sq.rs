@@ -9,9 +9,10 @@
 //!
 //! The bytes of each WQE equal libmlx5's, including what it leaves
 //! alone: the padding after inline data and fetch-and-add's `compare`
-//! keep whatever the ring held. Not yet written: memory-window binds and
-//! local invalidates (UMR WQEs), XRC, and libmlx5's `ATOMIC_WRITE`-less
-//! opcode table means `IBV_WR_ATOMIC_WRITE` is refused as it is there.
+//! keep whatever the ring held. Binds and local invalidates are UMR WQEs
+//! ([`umr`]). Not written: XRC, type 1 window binds; and libmlx5's
+//! `ATOMIC_WRITE`-less opcode table means `IBV_WR_ATOMIC_WRITE` is refused
+//! as it is there.
 
 use core::sync::atomic::Ordering;
 
@@ -24,7 +25,7 @@ use super::wqe::*;
 use crate::ah::Ah;
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::QpType;
-use crate::wr::{sge_len, unknown_send_flags, Payload, PostError, Refusal, SendFlags, SendOp, SendWr};
+use crate::wr::{Payload, PostError, Refusal, SendFlags, SendOp, SendWr};
 
 const VERB: &str = "ibv_post_send";
 const BB: u32 = SEND_WQE_BB;
@@ -219,6 +220,10 @@ impl SendQueue {
         for i in 0..n {
             let Ok(r) = get(i) else { continue };
             let (idx, ds, is_inline) = self.write(buf, &r, i as u32, &mut next_fence);
+            if let SendOp::BindMw(b) = r.op {
+                // The window answers to its new key once the bind is posted.
+                b.commit();
+            }
             (last_idx, last_ds) = (idx, ds);
             inl |= is_inline;
         }
@@ -235,50 +240,6 @@ impl SendQueue {
         } else {
             let ctrl = buf.get::<[u8; 8]>(self.cfg.sq_offset + (last_idx * BB) as usize).unwrap_or_default();
             Ok(Ring::Doorbell(ctrl))
-        }
-    }
-
-    /// The mlx5-side checks of one request (the provider-independent ones
-    /// of `wr::check_send`, on the lowered form, and what libmlx5 refuses).
-    fn check(&self, r: &Req<'_>) -> core::result::Result<(), Refusal> {
-        use ErrorKind::InvalidArgument as Inval;
-        let t = self.cfg.qp_type;
-        if unknown_send_flags(r.flags) {
-            return Err(Refusal(Inval, "send_flags has bits this library does not know (only FENCE, SIGNALED, SOLICITED; inline is Payload::Inline)"));
-        }
-        if !r.op.valid_for(t) {
-            return Err(Refusal(ErrorKind::UnsupportedOpcode, "the QP's transport cannot carry this opcode"));
-        }
-        if (t == QpType::Ud) != r.ud.is_some() {
-            return Err(Refusal(Inval, "a UD send needs a destination (SendWr::ud), a connected QP's send must have none"));
-        }
-        match r.op {
-            SendOp::AtomicWrite { .. } => return Err(Refusal(ErrorKind::UnsupportedOpcode, "mlx5 has no ATOMIC_WRITE (libmlx5 v44 refuses it too)")),
-            SendOp::BindMw(_) | SendOp::LocalInv { .. } => {
-                return Err(Refusal(ErrorKind::Unsupported, "mlx5: memory window binds and local invalidates (UMR WQEs) are not implemented yet"))
-            }
-            _ if r.op.is_atomic() && !self.cfg.atomics => return Err(Refusal(ErrorKind::Unsupported, "the device does no atomics")),
-            _ => {}
-        }
-        let len = match r.payload {
-            Payload::Sges(s) if s.len() > self.cfg.size.max_gs as usize => return Err(Refusal(ErrorKind::TooManySge, "num_sge is above the QP's max_send_sge")),
-            Payload::Sges(s) => sge_len(s),
-            Payload::Inline(d) if d.len() > self.cfg.size.max_inline as usize => {
-                return Err(Refusal(ErrorKind::InlineTooLarge, "inline data is longer than the QP's max_inline_data"))
-            }
-            Payload::Inline(_) if matches!(r.op, SendOp::RdmaRead { .. }) || r.op.is_atomic() => {
-                return Err(Refusal(Inval, "an RDMA READ or atomic needs an SGE to land its result in, not inline data"))
-            }
-            Payload::Inline(d) => d.len() as u64,
-        };
-        if len > 1 << 31 {
-            return Err(Refusal(Inval, "the message is longer than 2^31 bytes"));
-        }
-        match r.op {
-            SendOp::AtomicCmpSwp { remote_addr, .. } | SendOp::AtomicFetchAdd { remote_addr, .. } if len < 8 || !remote_addr.is_multiple_of(8) => {
-                Err(Refusal(Inval, "an atomic needs an 8-byte aligned remote_addr and at least 8 bytes of SGE"))
-            }
-            _ => Ok(()),
         }
     }
 
@@ -307,6 +268,7 @@ impl SendQueue {
         if r.flags.contains(SendFlags::SOLICITED) {
             fm |= WQE_CTRL_SOLICITED;
         }
+        let mut wr_data = 0;
         let raddr = |remote_addr: u64, rkey: u32| RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO };
         let (opcode, imm) = match r.op {
             SendOp::Send => (OPCODE_SEND, 0),
@@ -340,8 +302,19 @@ impl SendQueue {
                 pos += 32;
                 (OPCODE_ATOMIC_FA, 0)
             }
+            SendOp::BindMw(b) => {
+                let p = umr::BindParams { rkey: b.rkey(), mr_lkey: b.mr_lkey(), addr: b.addr(), length: b.length(), access: b.access() };
+                pos = self.write_umr(buf, pos, Some(p));
+                (*next_fence, wr_data) = (WQE_CTRL_INITIATOR_SMALL_FENCE, umr::WC_BIND_MW);
+                (OPCODE_UMR, b.mw_rkey())
+            }
+            SendOp::LocalInv { rkey } => {
+                pos = self.write_umr(buf, pos, None);
+                (*next_fence, wr_data) = (WQE_CTRL_INITIATOR_SMALL_FENCE, umr::WC_LOCAL_INV);
+                (OPCODE_UMR, rkey)
+            }
             // Refused by `check`.
-            SendOp::AtomicWrite { .. } | SendOp::BindMw(_) | SendOp::LocalInv { .. } => (OPCODE_NOP, 0),
+            SendOp::AtomicWrite { .. } => (OPCODE_NOP, 0),
         };
         if let Some(ud) = r.ud {
             let mut av = ud.av;
@@ -387,7 +360,7 @@ impl SendQueue {
                 imm: U32::new(imm),
             },
         );
-        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data: 0 };
+        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data };
         self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(BB));
         (idx, ds, inline)
     }
@@ -408,6 +381,11 @@ impl SendQueue {
         e
     }
 }
+
+#[path = "sq_check.rs"]
+mod check;
+#[path = "umr.rs"]
+pub mod umr;
 
 #[cfg(test)]
 #[path = "sq_tests.rs"]

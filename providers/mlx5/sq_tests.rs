@@ -3,6 +3,7 @@
 //! with 0xee first, so that bytes libmlx5 leaves alone are seen to stay.
 
 use super::*;
+use crate::mr::AccessFlags;
 use crate::wr::Sge;
 
 const QPN: u32 = 0x00ab_cdef;
@@ -185,7 +186,7 @@ fn refused_lists_leave_everything_as_it_was() {
         (SendWr::send(2, &[SGE]), SendWr::send(3, &three), ErrorKind::TooManySge),
         (SendWr::send(2, &[]), SendWr::send(3, &[]).inline(&[0; 61]), ErrorKind::InlineTooLarge),
         (SendWr::send(2, &[]), SendWr::rdma_read(3, &[], 0, 0).inline(b"x"), ErrorKind::InvalidArgument),
-        (SendWr::send(2, &[]), SendWr::new(3, SendOp::LocalInv { rkey: 1 }, &[]), ErrorKind::Unsupported),
+        (SendWr::send(2, &[]), SendWr::new(3, SendOp::LocalInv { rkey: 1 }, &[SGE]), ErrorKind::InvalidArgument),
         (SendWr::send(2, &[]), SendWr::atomic_write(3, 8, 1, [0; 8]), ErrorKind::UnsupportedOpcode),
         (SendWr::send(2, &[]), SendWr::fetch_add(3, &[SGE], 4, 1, 1), ErrorKind::InvalidArgument),
         (SendWr::send(2, &[]), SendWr::send(3, &[]).flags(SendFlags::from_bits_retain(8)), ErrorKind::InvalidArgument),
@@ -297,4 +298,52 @@ fn checks_agree_with_the_provider_independent_ones() {
             assert_eq!(ours, common, "{t:?} {wr:?}");
         }
     }
+}
+
+#[test]
+fn local_invalidate_is_a_umr_wqe_and_fences_the_next() {
+    let (mut sq, mut buf) = rc();
+    let wrs = [SendWr::new(1, SendOp::LocalInv { rkey: 0x1122_3344 }, &[]), SendWr::send(2, &[SGE])];
+    sq.post(&mut buf, &wrs, no_av).unwrap();
+    let b = bb(&buf, 0);
+    // opcode UMR 0x25, ds 1 + 3 + 4 = 8; the rkey in imm.
+    assert_eq!(&b[..16], &[0, 0, 0, 0x25, 0xab, 0xcd, 0xef, 8, 0, 0, 0, 0, 0x11, 0x22, 0x33, 0x44]);
+    // UMR control: INLINE | TRANSLATION_OFFSET | CHECK_QPN, no KLM, mask FREE | MKEY | QPN.
+    assert_eq!(&b[16..32], &[0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0x60, 0]);
+    assert_eq!(&b[32..64], &[0; 32]);
+    // mkey context: FREE, key 0xffffff00; every other byte as the ring had it.
+    let m = bb(&buf, 1);
+    assert_eq!(&m[..8], &[0x40, 0xee, 0xee, 0xee, 0xff, 0xff, 0xff, 0x00]);
+    assert_eq!(&m[8..], &[0xee; 56]);
+    // The next WQE starts two blocks on and carries the small initiator fence.
+    assert_eq!(&bb(&buf, 2)[..12], &[0, 0, 2, 0x0a, 0xab, 0xcd, 0xef, 2, 0, 0, 0, 0x20]);
+    assert_eq!(sq.complete(0), SqEntry { wr_id: 1, wqe_head: 0, wr_data: 6 }, "IBV_WC_LOCAL_INV for the CQE");
+    let e = sq.post(&mut buf, &[SendWr::new(1, SendOp::LocalInv { rkey: 1 }, &[SGE])], no_av).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "carries no data");
+    let (mut uc, mut ubuf) = sq_with(QpType::Uc, 4, 2, 0, NO_BF);
+    let e = uc.post(&mut ubuf, &wrs[..1], no_av).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::UnsupportedOpcode, "RC only");
+}
+
+#[test]
+fn bind_segments() {
+    use super::umr::BindParams;
+    let (sq, mut buf) = rc();
+    let p = BindParams { rkey: 0xabcd_ef12, mr_lkey: 0x55, addr: 0x1000, length: 0x2000, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
+    assert_eq!(sq.write_umr(&mut buf, 16, Some(p)), 192);
+    let b = bb(&buf, 0);
+    // CHECK_FREE added; 4 octowords of KLM; LEN | START_ADDR | the four access bits too.
+    assert_eq!(&b[16..32], &[0xb0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0x20, 0x3c, 0x60, 0x41]);
+    let m = bb(&buf, 1);
+    // free 0, access REMOTE_WRITE 0x20 | REMOTE_READ 0x10, tag 0x12 of the new key, QP 0xabcdef.
+    assert_eq!(&m[..8], &[0, 0xee, 0x30, 0xee, 0xab, 0xcd, 0xef, 0x12]);
+    assert_eq!(&m[8..16], &[0xee; 8]);
+    assert_eq!(&m[16..32], &[0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0]);
+    let k = bb(&buf, 2);
+    assert_eq!(&k[..16], &[0, 0, 0x20, 0, 0, 0, 0, 0x55, 0, 0, 0, 0, 0, 0, 0x10, 0]);
+    assert_eq!(&k[16..], &[0; 48]);
+    let zb = BindParams { access: AccessFlags::ZERO_BASED | AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC, ..p };
+    sq.write_umr(&mut buf, 16, Some(zb));
+    let m = bb(&buf, 1);
+    assert_eq!((m[2], &m[16..24]), (0x48, &[0u8; 8][..]), "LOCAL_WRITE 0x08 | ATOMIC 0x40; zero-based start");
 }

@@ -651,6 +651,21 @@ fn copy_claimed<S: crate::wc::WcOut>(c: &Consumer<'_, CQ_MIN>, out: &mut [S]) ->
     n
 }
 
+/// Drops the completions of QP `qp_num` that are waiting in `cq` (the QP
+/// went to RESET: rdma-core's hardware providers clean its CQs then, and
+/// rdma-core's test suite relies on it when it brings a QP back from ERR:
+/// the flushed completions of its old work requests are gone). Waits for
+/// another thread's copying poll; `Err(Claim::Lent)` while a `poll_with`
+/// closure holds the CQ (nothing is dropped then). Returns how many.
+pub fn discard_qp(cq: &CompletionQueue, qp_num: u32) -> Result<u32, Claim> {
+    let c = match cq.consumer_now() {
+        Some(c) => c,
+        None => cq.consumer_contended()?,
+    };
+    let (cons, n) = c.ready(usize::MAX);
+    Ok(c.discard::<AbiWc>(cons, n, |wc| wc.qp_num != qp_num))
+}
+
 /// Puts right the flag words of the completions of `got` (copied from the
 /// slots from `cons`, still the consumer's: the kernel has not changed
 /// them) in which one of the two swapped bits is set. Out of line: only
@@ -774,6 +789,33 @@ mod tests {
             let mut out = [Wc::ZERO; 8];
             let n = poll(cq, &mut out).expect("the CQ is free");
             out[..n].iter().map(Wc::wr_id).collect()
+        }
+
+        #[test]
+        fn discarding_a_qps_completions_keeps_the_others_in_order() {
+            let (_fd, cq) = cq_with(&[1, 2, 3, 4, 5, 6]);
+            // wr_ids 2, 3 and 5 belong to QP 9; rewrite their qp_num as
+            // the kernel would have written it.
+            let c = cq.try_consumer().unwrap();
+            let (cons, n) = c.ready(usize::MAX);
+            assert_eq!((cons, n), (0, 6));
+            drop(c);
+            for i in [1u32, 2, 4] {
+                let off = cq.slot_offset(i) + core::mem::offset_of!(AbiWc, qp_num);
+                // The test plays the kernel: a second mapping of the memfd.
+                let mut k = Mapping::new("test", &_fd, 0, LEN).unwrap();
+                assert!(k.write::<u32>(off, 9));
+            }
+            assert_eq!(super::super::discard_qp(&cq, 9), Ok(3));
+            assert_eq!(ids(&cq), [1, 4, 6]);
+            assert_eq!(super::super::discard_qp(&cq, 9), Ok(0), "an empty CQ");
+            // A claim lent to caller code: nothing is dropped.
+            let (_fd2, cq2) = cq_with(&[7]);
+            let c = cq2.try_consumer().unwrap();
+            c.lend();
+            assert_eq!(super::super::discard_qp(&cq2, 0), Err(Claim::Lent));
+            drop(c);
+            assert_eq!(ids(&cq2), [7]);
         }
 
         #[test]

@@ -605,6 +605,45 @@ impl<const MIN: usize> Consumer<'_, MIN> {
         }
     }
 
+    /// Takes out of the `n` slots from `cons` (the consumer's, from
+    /// [`Consumer::ready`]) the elements whose leading `T` `keep` refuses:
+    /// the kept ones move, in order, to the end of that range (next to the
+    /// producer index) and the freed slots at its start are given back to
+    /// the kernel. Returns how many were taken out. (rxe's CQ when a QP
+    /// goes to RESET: its completions are dropped, as rdma-core's hardware
+    /// providers' `cq_clean` does.)
+    pub fn discard<T: FromBytes>(&self, cons: u32, n: u32, keep: impl Fn(&T) -> bool) -> u32 {
+        const { assert!(size_of::<T>() <= MIN, "reads past the checked part of the slot") };
+        let size = self.q.elem_size();
+        let mut removed = 0u32;
+        for k in (0..n).rev() {
+            let from = self.q.slot_ptr(cons.wrapping_add(k));
+            // SAFETY: slot `cons + k` is one of the ring's (the index is
+            // masked, Q1: inside the mapping, `MIN <= elem_size` bytes
+            // long), `T` fits in `MIN` (checked at compile time) and
+            // accepts any bytes, read unaligned; `k < n` and the caller's
+            // `n` came from `ready`, so the consumer owns the slot (Q2)
+            // and the kernel does not write it.
+            let t = unsafe { from.cast::<T>().read_unaligned() };
+            if !keep(&t) {
+                removed += 1;
+            } else if removed > 0 {
+                let to = self.q.slot_ptr(cons.wrapping_add(k + removed));
+                // SAFETY: `removed` counts slots after `k` (up to `n - 1`),
+                // so `k + removed < n`: slot `cons + k + removed` is also
+                // the consumer's, inside the mapping, and differs from
+                // slot `cons + k` (`removed > 0`, and `n` is below the
+                // slot count), so the `elem_size` bytes of the two do not
+                // overlap. This process touches the ring's slots only
+                // through the holder of the claim (Q3), which is `self`;
+                // no reference to them exists (raw pointers only).
+                unsafe { core::ptr::copy_nonoverlapping(from, to, size) };
+            }
+        }
+        self.release(cons, removed);
+        removed
+    }
+
     /// Marks the claim as lent to caller code until this consumer is
     /// dropped: a consumer that comes meanwhile is told [`Claim::Lent`].
     /// (A relaxed store: only the holder writes the flag.)

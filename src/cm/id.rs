@@ -395,6 +395,9 @@ impl From<WaitError<'_>> for Error {
 impl core::fmt::Display for WaitError<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match &self.event {
+            Some(ev) if ev.kind() == EventKind::Rejected => {
+                write!(f, "{} (event {}, status {}: {})", self.error, ev.kind().as_str(), ev.status(), ev.reject_msg())
+            }
             Some(ev) => write!(f, "{} (event {}, status {})", self.error, ev.kind().as_str(), ev.status()),
             None => write!(f, "{}", self.error),
         }

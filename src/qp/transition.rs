@@ -41,7 +41,12 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
             .channel()
             .exec("ibv_modify_qp", &cmd, &[], &mut [])
         {
-            Ok(()) => Ok(QueuePair::from_inner(self.inner)),
+            Ok(()) => {
+                if N::KIND == super::state::QpStateKind::Reset {
+                    self.discard_completions();
+                }
+                Ok(QueuePair::from_inner(self.inner))
+            }
             Err(error) => Err(TransitionError { error: crate::attr_check::explain_gid_error(error), qp: self }),
         }
     }
@@ -53,8 +58,22 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
         self.modify_to(&StateOnly)
     }
 
-    /// `ibv_modify_qp` to RESET, from any state: the queues are emptied and
-    /// the QP can be brought up again.
+    /// The QP went to RESET: its completions still waiting in its CQs are
+    /// dropped, as rdma-core's hardware providers do (`mlx5_cq_clean`),
+    /// so that a QP brought back up does not hand out the flushed
+    /// completions of its earlier life.
+    fn discard_completions(&self) {
+        let (send, recv) = (self.inner.send_cq, self.inner.recv_cq);
+        send.discard_qp(self.inner.qp_num);
+        if !core::ptr::eq(send, recv) {
+            recv.discard_qp(self.inner.qp_num);
+        }
+    }
+
+    /// `ibv_modify_qp` to RESET, from any state: the queues are emptied
+    /// (the QP's completions still waiting in its CQs are dropped, as
+    /// rdma-core's hardware providers do; rxe) and the QP can be brought
+    /// up again.
     #[doc(alias = "ibv_modify_qp")]
     pub fn into_reset(self) -> Transition<'a, T, S, Reset> {
         self.modify_to(&StateOnly)

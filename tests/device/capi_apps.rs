@@ -10,76 +10,14 @@
 
 use super::capi::library_dir;
 use super::common::{gid_index, rxe_name, tcp_listening};
+use super::procs::{both, start_on, Finished};
 use core::time::Duration;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 /// Per pairing: the VM runs under TCG, 50-100x slower than the host.
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-struct Side {
-    name: String,
-    child: Child,
-    out: std::thread::JoinHandle<String>,
-    err: std::thread::JoinHandle<String>,
-}
-
-struct Done {
-    name: String,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl core::fmt::Display for Done {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{} exit {:?}\n--- stdout\n{}--- stderr\n{}", self.name, self.code, self.stdout, self.stderr)
-    }
-}
-
-/// Starts `prog args`, on our library if `lib` is given.
-fn start(prog: &str, args: &[String], lib: Option<&Path>) -> Side {
-    let mut c = Command::new(prog);
-    c.args(args).env_remove("LD_LIBRARY_PATH").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(d) = lib {
-        c.env("LD_LIBRARY_PATH", d);
-    }
-    let mut child = c.spawn().unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let on = if lib.is_some() { "[our libibverbs]" } else { "[rdma-core]" };
-    Side { name: format!("{on} {prog} {}", args.join(" ")), child, out, err }
-}
-
-impl Side {
-    fn finish(mut self, since: Instant) -> Done {
-        let code = loop {
-            match self.child.try_wait().expect("try_wait") {
-                Some(status) => break status.code(),
-                None if since.elapsed() > TIMEOUT => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        Done { name: self.name, code, stdout: self.out.join().unwrap(), stderr: self.err.join().unwrap() }
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-}
 
 /// Asserts `prog` resolves libibverbs.so.1 to our library in `dir`.
 fn loads_ours(prog: &str, dir: &Path) {
@@ -97,24 +35,18 @@ fn loads_ours(prog: &str, dir: &Path) {
 
 /// Server (on ours if `ours_server`) and client with the same `args`;
 /// returns (server, client) once both exited 0.
-fn pair(prog: &str, args: &[String], port: u16, ours_server: bool) -> (Done, Done) {
+fn pair(prog: &str, args: &[String], port: u16, ours_server: bool) -> (Finished, Finished) {
     let dir = library_dir();
     loads_ours(prog, &dir);
     let (sl, cl) = if ours_server { (Some(dir.as_path()), None) } else { (None, Some(dir.as_path())) };
-    let since = Instant::now();
-    let mut srv = start(prog, args, sl);
-    while !tcp_listening(port) {
-        if srv.exited() || since.elapsed() > TIMEOUT {
-            panic!("server never listened on {port}:\n{}", srv.finish(since));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let deadline = Instant::now() + TIMEOUT;
+    let srv = start_on(prog, args, sl).until(&format!("listened on {port}"), || tcp_listening(port), deadline);
     let mut cargs = args.to_vec();
     cargs.push("127.0.0.1".to_owned());
-    let c = start(prog, &cargs, cl).finish(since);
-    let s = srv.finish(since);
+    let c = start_on(prog, &cargs, cl).finish(deadline);
+    let s = srv.finish(deadline);
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{s}\n{c}");
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{}", both(&s, &c));
     (s, c)
 }
 
@@ -130,8 +62,8 @@ fn pingpong(prog: &str, port: u16, extra: &[&str]) {
         let mut a = args.clone();
         a.extend(["-p".to_owned(), p.to_string()]);
         let (s, c) = pair(prog, &a, p, ours_server);
+        let both = both(&s, &c);
         for side in [&s, &c] {
-            let both = format!("{s}\n{c}");
             assert_eq!(side.stdout.lines().filter(|l| l.starts_with(&format!("{PP_ITERS} iters in "))).count(), 1, "{both}");
             assert_eq!(side.stdout.lines().filter(|l| l.contains(" bytes in ")).count(), 1, "{both}");
             assert!(!side.stdout.contains("invalid data"), "{both}");
@@ -183,7 +115,7 @@ fn perftest(prog: &str, port: u16, extra: &[&str], size: u32, iters: u32, server
         let mut a = args.clone();
         a.extend(["-p".to_owned(), p.to_string()]);
         let (s, c) = pair(prog, &a, p, ours_server);
-        let both = format!("{s}\n{c}");
+        let both = both(&s, &c);
         assert_eq!(result_rows(&c.stdout, size, iters), 1, "{both}");
         if server_reports {
             assert_eq!(result_rows(&s.stdout, size, iters), 1, "{both}");

@@ -10,7 +10,7 @@ use verbs::cm::{CmId, ConnParam, EventChannel, EventKind, PortSpace};
 use verbs::qp::{QpInitAttr, RcQp, Rts};
 use verbs::{discovery::devices, Context, Pd};
 
-use super::common::{rxe_name, siw_name};
+use super::common::{cm_listening, rxe_name, siw_name, tcp_listening};
 
 /// Milliseconds any one connection-manager step may take under TCG.
 pub(crate) const CM_TIMEOUT_MS: i32 = 20_000;
@@ -45,6 +45,13 @@ pub(crate) fn with_port(ip: &str, port: u16) -> SocketAddr {
 pub(crate) fn next_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     20_000 + (std::process::id() % 1000) as u16 * 20 + NEXT.fetch_add(1, Ordering::Relaxed) % 20
+}
+
+/// True once a program's connection-manager listener on `dev` accepts connections on
+/// `port`: the cm id listens and, on iWARP, so does the kernel TCP socket under it (siw
+/// creates it in `rdma_listen` after the id is marked listening).
+pub(crate) fn cm_ready(dev: &str, port: u16) -> bool {
+    cm_listening(port) && (dev != siw_name() || tcp_listening(port))
 }
 
 /// Opens the device named `dev`.

@@ -1,81 +1,94 @@
 //! `verbs-ucmatose` against rdma-core's `ucmatose` (C librdmacm) over rxe0
 //! and siw0, both ways: two connections, ten 100-byte messages each way
 //! on each; both exit 0 and print the C tool's progress lines.
+//!
+//! # siw and the server that sends first
+//!
+//! ucmatose's server SENDs as soon as its last connection is ESTABLISHED.
+//! On iWARP the passive side is ESTABLISHED when it has sent the MPA reply,
+//! while siw's active side reads that reply later, in its connection
+//! manager's work queue (`siw_cm_wq`). When the server's first FPDUs arrive
+//! before that work ran (a loaded TCG guest: the queued work waits for a
+//! vCPU while the server keeps posting), siw reads more bytes than the
+//! reply's private data, takes them for a protocol violation
+//! (`siw_recv_mpa_rr`: -EPROTO; the kernel log, with siw's debug messages
+//! on, shows `siw_cm_queue_work: failed with no work available` for each
+//! early segment, then `reason=2, status=-22`) and fails the connect with
+//! `RDMA_CM_EVENT_CONNECT_ERROR`, status -EINVAL, while the server believes
+//! it connected. The event comes from the kernel whichever side is ours
+//! (seen with our client and with C's; issue #24 item 7: about one group
+//! run in five lost a siw pair this way). An attempt whose client reports exactly that event on siw is run
+//! again (new processes, new port), at most [`ATTEMPTS`] times in all; any
+//! other failure fails the test at once. The C client hangs after that
+//! event (waiting for disconnections that never come), so it and the
+//! server are stopped as soon as it prints it.
 
 use core::time::Duration;
-use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use super::cm_rig::{cm_devices, ip_of, next_port};
+use super::cm_rig::{cm_devices, cm_ready, ip_of, next_port};
+use super::common::siw_name;
+use super::procs::{both, start, Finished};
 
 const OURS: &str = env!("CARGO_BIN_EXE_verbs-ucmatose");
+/// Per step (the server listening, each program exiting): the VM runs under TCG.
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn run(prog: &str, args: &[String]) -> Output {
-    let deadline = Instant::now() + TIMEOUT;
-    let mut child = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
+/// What a client prints when siw refused the MPA reply that arrived with the
+/// server's first data (see the module docs).
+const SIW_REPLY_RACE: &str = "cmatose: event: RDMA_CM_EVENT_CONNECT_ERROR, error: -22";
+/// Attempts of one pair on siw when the client keeps losing that race.
+const ATTEMPTS: usize = 5;
 
 fn pair(dev: &str, server: &str, client: &str) {
     pair_with(dev, server, client, false);
+}
+
+/// One run of `server` and `client` with `args` (the address option comes
+/// first): (server, client).
+fn attempt(dev: &str, server: &str, client: &str, args: &[String]) -> (Finished, Finished) {
+    let ip = ip_of(dev);
+    let port = next_port();
+    let common = [args, &["-p".to_string(), port.to_string()]].concat();
+    let sargs = [&["-b".to_string(), ip.clone()], &common[..]].concat();
+    let cargs = [&["-s".to_string(), ip], &common[..]].concat();
+    let srv = start(server, &sargs).until("listened", || cm_ready(dev, port), Instant::now() + TIMEOUT);
+    let raced = |out: &str| dev == siw_name() && out.contains(SIW_REPLY_RACE);
+    let c = start(client, &cargs).finish_unless(Instant::now() + TIMEOUT, raced);
+    // After a lost race the server may wait for transfers that never come.
+    let s = srv.finish(if raced(&c.stdout) { Instant::now() } else { Instant::now() + TIMEOUT });
+    (s, c)
 }
 
 /// With `migrate`, both sides run with `-m`: after the transfers every id
 /// moves to a new event channel (`rdma_migrate_id`), where the
 /// disconnection events then arrive.
 fn pair_with(dev: &str, server: &str, client: &str, migrate: bool) {
-    let ip = ip_of(dev);
-    let port = next_port().to_string();
-    let mut common = ["-c", "2", "-C", "10", "-S", "100", "-p", &port].map(String::from).to_vec();
+    let mut args = ["-c", "2", "-C", "10", "-S", "100"].map(String::from).to_vec();
     if migrate {
-        common.push("-m".into());
+        args.push("-m".into());
     }
-    let mut sargs = vec!["-b".to_string(), ip.clone()];
-    sargs.extend(common.clone());
-    let mut cargs = vec!["-s".to_string(), ip.clone()];
-    cargs.extend(common);
-    let srv_prog = server.to_string();
-    let srv = std::thread::spawn(move || run(&srv_prog, &sargs));
-    let start = Instant::now();
-    let out = loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let out = run(client, &cargs);
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let refused = !out.status.success() && !text.contains("receiving data transfers");
-        if !refused || start.elapsed() > TIMEOUT {
-            break out;
+    let mut lost = Vec::new();
+    let (s, c) = loop {
+        let (s, c) = attempt(dev, server, client, &args);
+        if dev == siw_name() && c.stdout.contains(SIW_REPLY_RACE) && lost.len() + 1 < ATTEMPTS {
+            eprintln!("{dev}: the client lost siw's MPA reply race (see the module docs); running the pair again");
+            lost.push(format!("=== attempt {} lost siw's MPA reply race\n{}\n", lost.len() + 1, both(&s, &c)));
+            continue;
         }
+        break (s, c);
     };
-    let sout = srv.join().expect("server");
-    let show = |o: &Output| format!("exit {:?}\n--- stdout\n{}--- stderr\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(out.status.success(), "{dev}: client {client}: {}", show(&out));
-    assert!(sout.status.success(), "{dev}: server {server}: {}", show(&sout));
-    let c: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let both = format!("{}{}", lost.concat(), both(&s, &c));
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{dev}: exit codes (server, client)\n{both}");
     let mut want_c = vec!["cmatose: starting client", "cmatose: connecting", "receiving data transfers", "sending replies", "data transfers complete", "test complete", "return status 0"];
     if migrate {
         want_c.insert(5, "migrating to new event channel");
     }
-    assert_eq!(c, want_c, "{dev}: client output ({client} against {server}): {}", show(&out));
-    let s: Vec<String> = String::from_utf8_lossy(&sout.stdout).lines().map(str::to_string).collect();
+    assert_eq!(c.stdout.lines().collect::<Vec<_>>(), want_c, "{dev}: client output\n{both}");
     let mut want_s = vec!["cmatose: starting server", "initiating data transfers", "completing sends", "receiving data transfers", "data transfers complete", "cmatose: disconnecting", "disconnected", "test complete", "return status 0"];
     if migrate {
         want_s.insert(5, "migrating to new event channel");
     }
-    assert_eq!(s, want_s, "{dev}: server output ({server} against {client}): {}", show(&sout));
+    assert_eq!(s.stdout.lines().collect::<Vec<_>>(), want_s, "{dev}: server output\n{both}");
 }
 
 #[test]

@@ -5,32 +5,16 @@
 //! after another.
 
 use core::time::Duration;
-use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use super::cm_rig::{cm_devices, ip_of};
+use super::cm_rig::{cm_devices, cm_ready, ip_of};
+use super::procs::{both, start};
 
 const OURS: &str = env!("CARGO_BIN_EXE_verbs-udaddy");
+/// Per step (the server listening, each program exiting): the VM runs under TCG.
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn run(prog: &str, args: &[String]) -> Output {
-    let deadline = Instant::now() + TIMEOUT;
-    let mut child = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
+/// udaddy's fixed port (its `-p` chooses the port space).
+const PORT: u16 = 7174;
 
 fn pair(server: &str, client: &str) {
     let dev = &cm_devices()[0];
@@ -40,27 +24,15 @@ fn pair(server: &str, client: &str) {
     sargs.extend(common.clone());
     let mut cargs = vec!["-s".to_string(), ip];
     cargs.extend(common);
-    let srv_prog = server.to_string();
-    let srv = std::thread::spawn(move || run(&srv_prog, &sargs));
-    let start = Instant::now();
-    let out = loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let out = run(client, &cargs);
-        let refused = !out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("initiating data transfers");
-        if !refused || start.elapsed() > TIMEOUT {
-            break out;
-        }
-    };
-    let sout = srv.join().expect("server");
-    let show = |o: &Output| format!("exit {:?}\n--- stdout\n{}--- stderr\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(out.status.success(), "client {client}: {}", show(&out));
-    assert!(sout.status.success(), "server {server}: {}", show(&sout));
-    let c: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let srv = start(server, &sargs).until("listened", || cm_ready(dev, PORT), Instant::now() + TIMEOUT);
+    let c = start(client, &cargs).finish(Instant::now() + TIMEOUT);
+    let s = srv.finish(Instant::now() + TIMEOUT);
+    let both = both(&s, &c);
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{both}");
     let want_c = ["udaddy: starting client", "udaddy: connecting", "initiating data transfers", "receiving data transfers", "data transfers complete", "test complete", "return status 0"];
-    assert_eq!(c, want_c, "client output ({client} against {server})");
-    let s: Vec<String> = String::from_utf8_lossy(&sout.stdout).lines().map(str::to_string).collect();
+    assert_eq!(c.stdout.lines().collect::<Vec<_>>(), want_c, "client output\n{both}");
     let want_s = ["udaddy: starting server", "receiving data transfers", "sending replies", "data transfers complete", "test complete", "return status 0"];
-    assert_eq!(s, want_s, "server output ({server} against {client})");
+    assert_eq!(s.stdout.lines().collect::<Vec<_>>(), want_s, "server output\n{both}");
 }
 
 #[test]

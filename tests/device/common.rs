@@ -97,3 +97,11 @@ pub(crate) fn tcp_listening(port: u16) -> bool {
         })
     })
 }
+
+/// True once a connection-manager id listens on `port` (`rdma res show cm_id`, any device,
+/// TCP or UDP port space): RoCE listeners have no socket to find in `/proc/net`.
+pub(crate) fn cm_listening(port: u16) -> bool {
+    let out = std::process::Command::new("rdma").args(["res", "show", "cm_id"]).output().map(|o| o.stdout).unwrap_or_default();
+    let want = format!(":{port} ");
+    String::from_utf8_lossy(&out).lines().any(|l| l.contains("state LISTEN") && l.contains(&want))
+}

@@ -11,89 +11,17 @@
 //! few: the VM runs under TCG.
 
 use super::cm_rig::ip_of;
-use super::common::{gid_index, rxe_name, siw_name};
+use super::common::{cm_listening, gid_index, rxe_name, siw_name, tcp_listening};
+use super::procs::{both, start, SiwStall};
 use core::time::Duration;
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 const OURS: &str = env!("CARGO_BIN_EXE_verbs-perf");
 /// Per pairing: the VM runs under TCG, 50-100x slower than the host.
 const TIMEOUT: Duration = Duration::from_secs(120);
 const ITERS: u32 = 50;
-
-struct Finished {
-    name: String,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl core::fmt::Display for Finished {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{} exit {:?}\n--- stdout\n{}--- stderr\n{}", self.name, self.code, self.stdout, self.stderr)
-    }
-}
-
-struct Running {
-    name: String,
-    child: Child,
-    out: std::thread::JoinHandle<String>,
-    err: std::thread::JoinHandle<String>,
-}
-
-fn start(prog: &str, args: &[String]) -> Running {
-    let mut child = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    Running { name: format!("{prog} {}", args.join(" ")), child, out, err }
-}
-
-impl Running {
-    /// Waits until `deadline` from `since`, then kills (code None).
-    fn finish(mut self, since: Instant) -> Finished {
-        let code = loop {
-            match self.child.try_wait().expect("try_wait") {
-                Some(status) => break status.code(),
-                None if since.elapsed() > TIMEOUT => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        Finished { name: self.name, code, stdout: self.out.join().unwrap(), stderr: self.err.join().unwrap() }
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-}
-
-/// True once a TCP socket listens on `port` (from /proc: perftest's
-/// client connects once, and probing would use up the server's accept).
-fn listening(port: u16) -> bool {
-    std::fs::read_to_string("/proc/net/tcp").unwrap_or_default().lines().skip(1).any(|l| {
-        let cols: Vec<&str> = l.split_whitespace().collect();
-        cols.len() > 3
-            && cols[3] == "0A"
-            && cols[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
-    })
-}
+/// Runs of one -R pair on siw when siw loses the client's first message.
+const ATTEMPTS: usize = 4;
 
 /// The text after `<which> address:` on each such line, and the GID
 /// lines, in order.
@@ -133,14 +61,6 @@ fn reporters(test: &str) -> (bool, bool) {
     }
 }
 
-/// True once an rdma_cm id listens on `port` (`rdma res show cm_id`):
-/// with `-R` there is no TCP socket to look for.
-fn cm_listening(port: u16) -> bool {
-    let out = Command::new("rdma").args(["res", "show", "cm_id"]).output().map(|o| o.stdout).unwrap_or_default();
-    let want = format!(":{port} ");
-    String::from_utf8_lossy(&out).lines().any(|l| l.contains("state LISTEN") && l.contains(&want))
-}
-
 /// Where a pairing runs: the device, and `-R` (rdma_cm) or TCP.
 #[derive(Clone)]
 struct Via {
@@ -174,23 +94,31 @@ fn pair_via(via: &Via, test: &str, server: (&str, bool), client: (&str, bool), p
         a.extend(host.map(str::to_owned));
         (prog.to_owned(), a)
     };
-    let since = Instant::now();
     let (sp, sa) = argv(server.0, server.1, None);
-    let mut srv = start(&sp, &sa);
-    let ready = || if via.rdma_cm { cm_listening(port) } else { listening(port) };
-    while !ready() {
-        if srv.exited() || since.elapsed() > TIMEOUT {
-            panic!("server never listened on {port}:\n{}", srv.finish(since));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
     // rdma_cm needs the device's own address (not loopback).
     let host = if via.rdma_cm { ip_of(&via.dev) } else { "127.0.0.1".to_owned() };
     let (cp, ca) = argv(client.0, client.1, Some(&host));
-    let c = start(&cp, &ca).finish(since);
-    let s = srv.finish(since);
-    let both = format!("{s}\n{c}");
-    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{both}");
+    // -R on siw: the cm id listens, then the TCP socket under it does; and
+    // siw may lose the client's first message (procs::SiwStall), after
+    // which both sides wait for each other: such an attempt runs again.
+    let siw = via.dev == siw_name();
+    let ready = || if via.rdma_cm { cm_listening(port) && (!siw || tcp_listening(port)) } else { tcp_listening(port) };
+    let mut lost = Vec::new();
+    let (s, c) = loop {
+        let deadline = Instant::now() + TIMEOUT;
+        let srv = start(&sp, &sa).until(&format!("listened on {port}"), ready, deadline);
+        let stall = SiwStall::new(port);
+        let c = start(&cp, &ca).finish_unless(deadline, |_| via.rdma_cm && siw && stall.check());
+        let s = srv.finish(if c.stopped { Instant::now() } else { deadline });
+        if c.stopped && lost.len() + 1 < ATTEMPTS {
+            eprintln!("{}: siw lost the client's first message (see procs::SiwStall); running the pair again", via.dev);
+            lost.push(format!("=== attempt {} stalled: siw lost the client's first message\n{}\n", lost.len() + 1, both(&s, &c)));
+            continue;
+        }
+        break (s, c);
+    };
+    let both = format!("{}{}", lost.concat(), both(&s, &c));
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{both}");
     let (srv_reports, cli_reports) = reporters(test);
     for (side, reports, ours) in [(&s, srv_reports, server.1), (&c, cli_reports, client.1)] {
         if reports {

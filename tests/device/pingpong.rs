@@ -7,95 +7,16 @@
 //! LID/QPN/PSN/GID intact in both directions).
 
 use super::common::{gid_index, rxe_name, tcp_listening};
+use super::procs::{both, start};
 use core::time::Duration;
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 const RC: &str = env!("CARGO_BIN_EXE_verbs-rc-pingpong");
 const UD: &str = env!("CARGO_BIN_EXE_verbs-ud-pingpong");
 const SRQ: &str = env!("CARGO_BIN_EXE_verbs-srq-pingpong");
-/// Per process: the VM runs under TCG, 50-100x slower than the host.
+/// Per step (the server listening, each program exiting): the VM runs under TCG, 50-100x slower than the host.
 const TIMEOUT: Duration = Duration::from_secs(60);
 const ITERS: u32 = 20;
-
-/// A started process and threads draining its pipes.
-struct Running {
-    name: String,
-    child: Child,
-    out: std::thread::JoinHandle<String>,
-    err: std::thread::JoinHandle<String>,
-}
-
-struct Finished {
-    name: String,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl core::fmt::Display for Finished {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "{} exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.name, self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn start(prog: &str, args: &[String]) -> Running {
-    let mut child = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    Running {
-        name: format!("{prog} {}", args.join(" ")),
-        child,
-        out,
-        err,
-    }
-}
-
-impl Running {
-    /// Waits up to `TIMEOUT` (from `since`); kills the process when it
-    /// runs longer. Returns its output and status (None: killed).
-    fn finish(mut self, since: Instant) -> Finished {
-        let code = loop {
-            match self.child.try_wait().expect("try_wait") {
-                Some(status) => break status.code(),
-                None if since.elapsed() > TIMEOUT => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        Finished {
-            name: self.name,
-            code,
-            stdout: self.out.join().unwrap(),
-            stderr: self.err.join().unwrap(),
-        }
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-}
 
 /// The common arguments: device, GID index, TCP port, iterations, `extra`.
 fn args(port: u16, extra: &[&str]) -> Vec<String> {
@@ -125,21 +46,13 @@ fn addresses(out: &str, which: &str) -> Vec<String> {
 /// Runs `server` then (once it listens) `client` with the same options,
 /// and checks what both printed.
 fn pair(server: &str, client: &str, port: u16, extra: &[&str], qps: usize) {
-    let since = Instant::now();
-    let mut srv = start(server, &args(port, extra));
-    while !tcp_listening(port) {
-        if srv.exited() || since.elapsed() > TIMEOUT {
-            panic!("server never listened on {port}:\n{}", srv.finish(since));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let srv = start(server, &args(port, extra)).until(&format!("listened on {port}"), || tcp_listening(port), Instant::now() + TIMEOUT);
     let mut cargs = args(port, extra);
     cargs.push("127.0.0.1".to_owned());
-    let cli = start(client, &cargs);
-    let c = cli.finish(Instant::now());
-    let s = srv.finish(Instant::now());
-    let both = format!("{s}\n{c}");
-    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{both}");
+    let c = start(client, &cargs).finish(Instant::now() + TIMEOUT);
+    let s = srv.finish(Instant::now() + TIMEOUT);
+    let both = both(&s, &c);
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{both}");
     for side in [&s, &c] {
         let iters: Vec<&str> = side
             .stdout
@@ -255,21 +168,15 @@ fn rxe_srq_pingpong_rust_pair_events() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_rc_pingpong_events_against_c() {
     // events on our side only: the C client polls
-    let since = Instant::now();
     let port = 19104;
-    let mut srv = start(RC, &args(port, &["-e"]));
-    while !tcp_listening(port) {
-        if srv.exited() || since.elapsed() > TIMEOUT {
-            panic!("server never listened:\n{}", srv.finish(since));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let srv = start(RC, &args(port, &["-e"])).until(&format!("listened on {port}"), || tcp_listening(port), Instant::now() + TIMEOUT);
     let mut cargs = args(port, &[]);
     cargs.push("127.0.0.1".to_owned());
-    let c = start(RC_C, &cargs).finish(Instant::now());
-    let s = srv.finish(Instant::now());
-    assert_eq!((s.code, c.code), (Some(0), Some(0)), "{s}\n{c}");
-    assert!(s.stdout.contains(&format!("\n{ITERS} iters in ")), "{s}");
+    let c = start(RC_C, &cargs).finish(Instant::now() + TIMEOUT);
+    let s = srv.finish(Instant::now() + TIMEOUT);
+    let both = both(&s, &c);
+    assert_eq!((s.code, c.code), (Some(0), Some(0)), "exit codes (server, client)\n{both}");
+    assert!(s.stdout.contains(&format!("\n{ITERS} iters in ")), "{both}");
 }
 
 #[test]

@@ -207,6 +207,20 @@ impl Oob {
     /// closed (the peer does not read it).
     /// (`-R`: the handshake only.)
     pub(crate) fn close(mut self, mine: &Dest) -> Result<(), String> {
+        if let Link::Cm(c) = &mut self.link {
+            // the close handshake: a SEND failed by siw's check after the
+            // peer closed is no error (see `CmLink::send_last`)
+            let msg = mine.encode_bin(self.gid_index);
+            if self.client {
+                c.send_last(&msg, "QP address")?;
+                Dest::decode_bin(&c.recv(msg.len(), "QP address")?)?;
+            } else {
+                Dest::decode_bin(&c.recv(msg.len(), "QP address")?)?;
+                c.send_last(&msg, "QP address")?;
+                c.await_peer_close(10_000);
+            }
+            return Ok(());
+        }
         self.hand_shake(mine)?;
         match &mut self.link {
             Link::Tcp(s) => s.write_all(b"done\0").map_err(|e| format!("sending done: {e}")),

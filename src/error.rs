@@ -366,6 +366,31 @@ pub(crate) fn report_drop_failure(e: Error) {
     let _ = e;
 }
 
+/// `?` from an error that hands an object back (`TransitionError`,
+/// `WaitError`, `MigrateError`, `DestroyError`) into
+/// `Box<dyn Error + Send + Sync>` or `Box<dyn Error>`: those errors borrow
+/// (the QP, the channel), so the box gets the [`Error`] alone and the
+/// object is dropped. They implement `Display` and `Debug` but not
+/// `core::error::Error`, which would make this conversion overlap std's.
+/// Match on the error first to keep the object.
+macro_rules! box_error_from {
+    ([$($g:tt)*] $ty:ty, |$e:ident| $body:expr) => {
+        #[cfg(feature = "std")]
+        impl<$($g)*> From<$ty> for std::boxed::Box<dyn core::error::Error + Send + Sync> {
+            fn from($e: $ty) -> Self {
+                std::boxed::Box::new($body)
+            }
+        }
+        #[cfg(feature = "std")]
+        impl<$($g)*> From<$ty> for std::boxed::Box<dyn core::error::Error> {
+            fn from($e: $ty) -> Self {
+                std::boxed::Box::new($body)
+            }
+        }
+    };
+}
+pub(crate) use box_error_from;
+
 #[cfg(test)]
 mod tests {
     use super::*;

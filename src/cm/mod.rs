@@ -59,18 +59,18 @@
 //! let ch = EventChannel::create()?;                          // rdma_create_event_channel
 //! let id = CmId::create(&ch, PortSpace::Tcp)?;               // rdma_create_id
 //! id.resolve_addr(None, &"10.77.0.1:7471".parse()?, 2000)?;  // rdma_resolve_addr
-//! id.wait(EventKind::AddrResolved, 5000).map_err(|e| e.error)?; // any other event comes back in e.event
+//! id.wait(EventKind::AddrResolved, 5000)?;                   // any other event: Err(WaitError { event, .. })
 //! id.resolve_route(2000)?;                                   // rdma_resolve_route
-//! id.wait(EventKind::RouteResolved, 5000).map_err(|e| e.error)?;
+//! id.wait(EventKind::RouteResolved, 5000)?;
 //! let ctx = id.open_device()?;                               // id->verbs
 //! let pd = Pd::alloc(&ctx)?;
 //! let cq = Cq::create(&ctx, 16, None, 0)?;
 //! let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
 //! let qp = RcQp::create(&pd, QpInitAttr { send_cq: &cq, recv_cq: &cq, srq: None, cap, sq_sig_all: false })?;
-//! let qp = id.init_qp(qp).map_err(|e| e.error)?;              // rdma_create_qp
+//! let qp = id.init_qp(qp)?;              // rdma_create_qp
 //! id.connect(&qp, &ConnParam::default())?;                   // rdma_connect
 //! let ev = ch.get_event()?;                                  // CONNECT_RESPONSE (RoCE) / ESTABLISHED (iWARP)
-//! let qp = id.establish(qp, &ev).map_err(|e| e.error)?;      // QueuePair<Rc, Rts>
+//! let qp = id.establish(qp, &ev)?;      // QueuePair<Rc, Rts>
 //! # drop(qp); Ok(()) }
 //! ```
 //!

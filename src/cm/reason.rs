@@ -44,8 +44,10 @@ const IB_CM_REJ: [(i32, &str); 34] = [
 
 /// The IB CM reject reason meaning "nobody listens on that port" (the
 /// passive side has no listener for the service ID).
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 pub(crate) const IB_CM_REJ_INVALID_SERVICE_ID: i32 = 8;
 /// The IB CM reject reason of an application's `rdma_reject`.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 pub(crate) const IB_CM_REJ_CONSUMER_DEFINED: i32 = 28;
 
 /// `rdma_reject_msg`: the text of a [`Rejected`](super::EventKind::Rejected)

@@ -18,6 +18,9 @@ use super::rig::{init_attr, wait, ALL_ACCESS, CAP};
 fn connect_accept(dev: &str) {
     let addr = with_port(&ip_of(dev), next_port());
     let (tx, rx) = mpsc::channel();
+    // The client disconnects only after the server checked its QP: on
+    // iWARP a disconnect moves the server's QP to ERROR.
+    let (checked_tx, checked_rx) = mpsc::channel();
     let dev_s = dev.to_owned();
     let server = std::thread::spawn(move || {
         let ch = EventChannel::create().expect("channel");
@@ -41,6 +44,7 @@ fn connect_accept(dev: &str) {
         let mut got = [0u8; 11];
         mr.read_at(0, &mut got).expect("read");
         assert_eq!(&got, b"hello there");
+        checked_tx.send(()).expect("client waits");
         conn.wait_disconnected(CM_TIMEOUT_MS).expect("DISCONNECTED (server)");
     });
     rx.recv().expect("server listening");
@@ -57,6 +61,9 @@ fn connect_accept(dev: &str) {
     assert_eq!(conn.qp.query().expect("query").qp_state, Some(QpStateKind::Rts), "{dev}");
     conn.qp.post_send(&[SendWr::send(6, &[]).inline(b"hello there").signaled()]).expect("post_send");
     assert!(wait(&cq, 1)[0].status().is_success(), "{dev}");
+    if checked_rx.recv().is_err() {
+        panic!("{dev}: server: {:?}", server.join().expect_err("the server failed"));
+    }
     conn.disconnect(CM_TIMEOUT_MS).expect("DISCONNECTED (client)");
     server.join().expect("server");
 }

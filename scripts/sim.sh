@@ -8,7 +8,8 @@
 #      SYSFS_PATH, VERBS_SIM_SOCKET): ibv_devices, ibv_devinfo -v, ibv_{rc,uc,ud,srq}_pingpong
 #      (server and client as two processes on localhost; sizes 1 B to 64 KiB, -e, -n 1000, data
 #      validation -c) and perftest's ib_{send,write,read}_{lat,bw} and ib_atomic_{lat,bw} (with
-#      -q / -l variants)
+#      -q / -l variants), and scripts/mlx5diff-record.sh --check (libmlx5's WQE/CQE recording
+#      of tests/fixtures/mlx5diff still equal)
 #   3. rdma-core's own pyverbs suite (/usr/share/doc/rdma-core/tests, python3-pyverbs) on the
 #      same device through scripts/pyverbs_run.py (a crashed or hung test is recorded, never
 #      waited for): per-module pass/skip/fail counts; fails on any failure, crash or hang not
@@ -222,6 +223,17 @@ run_pyverbs() {
         row pyverbs "rdma-core tests ($counts)" PASS "$(( $(date +%s) - t ))s"
     fi
 }
+# issue 26 item 3: libmlx5's WQE bytes and polled CQEs, recorded again on a daemon of its own
+# (scripts/mlx5diff-record.sh, ~5 s), must equal tests/fixtures/mlx5diff/libmlx5.txt, which the
+# host test tests/mlx5diff.rs replays through providers/mlx5
+if selected mlx5diff "libmlx5 recording"; then
+    t=$(date +%s)
+    if BIN=$BIN timeout "$TMO" scripts/mlx5diff-record.sh --no-build --check > "$WORK/mlx5diff.log" 2>&1; then
+        row mlx5diff "libmlx5 recording unchanged" PASS "$(( $(date +%s) - t ))s"
+    else
+        row mlx5diff "libmlx5 recording unchanged" FAIL "$(( $(date +%s) - t ))s"; tail -n 20 "$WORK/mlx5diff.log"
+    fi
+fi
 [ "$PYVERBS" = 1 ] && run_pyverbs
 
 if ! kill -0 "$DAEMON" 2>/dev/null; then

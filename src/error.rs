@@ -89,6 +89,16 @@ pub enum ErrorKind {
     /// kernel no longer uses the old one, so the object is dead and every
     /// later call on it fails with this error. Destroy it.
     Dead,
+    /// The peer refused the connection: nobody listens on that address
+    /// and port, or the listener rejected it (the connection manager's
+    /// reject reason is in the detail).
+    Refused,
+    /// Nothing answered before the deadline (a connection manager step, a
+    /// completion wait).
+    TimedOut,
+    /// The peer's address or route could not be resolved, or the peer did
+    /// not answer the connection request.
+    Unreachable,
     /// Any other errno from the kernel.
     Os,
 }
@@ -195,6 +205,9 @@ impl Error {
             ErrorKind::NotFound => Errno::NOENT,
             ErrorKind::Dead => Errno::IO,
             ErrorKind::CqNotListed => Errno::INVAL,
+            ErrorKind::Refused => Errno::CONNREFUSED,
+            ErrorKind::TimedOut => Errno::TIMEDOUT,
+            ErrorKind::Unreachable => Errno::HOSTUNREACH,
         };
         e.raw_os_error()
     }
@@ -263,6 +276,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::CqNotListed => f.write_str(
                 "the completion event is for a CQ that was not in the list given; it is kept on the channel and returned by the next call that lists that CQ (fix: pass every CQ created on this channel; CompChannel::pending_cq_events gives the user handles waiting)",
             ),
+            ErrorKind::Refused => f.write_str("connection refused"),
+            ErrorKind::TimedOut => f.write_str("timed out"),
+            ErrorKind::Unreachable => f.write_str("peer unreachable"),
             ErrorKind::Os => f.write_str("kernel error"),
         }
     }
@@ -349,6 +365,31 @@ pub(crate) fn report_drop_failure(e: Error) {
     #[cfg(not(feature = "std"))]
     let _ = e;
 }
+
+/// `?` from an error that hands an object back (`TransitionError`,
+/// `WaitError`, `MigrateError`, `DestroyError`) into
+/// `Box<dyn Error + Send + Sync>` or `Box<dyn Error>`: those errors borrow
+/// (the QP, the channel), so the box gets the [`Error`] alone and the
+/// object is dropped. They implement `Display` and `Debug` but not
+/// `core::error::Error`, which would make this conversion overlap std's.
+/// Match on the error first to keep the object.
+macro_rules! box_error_from {
+    ([$($g:tt)*] $ty:ty, |$e:ident| $body:expr) => {
+        #[cfg(feature = "std")]
+        impl<$($g)*> From<$ty> for std::boxed::Box<dyn core::error::Error + Send + Sync> {
+            fn from($e: $ty) -> Self {
+                std::boxed::Box::new($body)
+            }
+        }
+        #[cfg(feature = "std")]
+        impl<$($g)*> From<$ty> for std::boxed::Box<dyn core::error::Error> {
+            fn from($e: $ty) -> Self {
+                std::boxed::Box::new($body)
+            }
+        }
+    };
+}
+pub(crate) use box_error_from;
 
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,21 @@ pub struct DestroyError<T> {
     pub object: T,
 }
 
+impl<T> core::fmt::Display for DestroyError<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} (the object is still alive)", self.error)
+    }
+}
+
+impl<T> From<DestroyError<T>> for Error {
+    /// The error alone; the object is dropped.
+    fn from(e: DestroyError<T>) -> Self {
+        e.error
+    }
+}
+
+crate::error::box_error_from!([T] DestroyError<T>, |e| e.error);
+
 /// A protection domain (`struct ibv_pd`).
 #[doc(alias = "ibv_pd")]
 #[derive(Debug)]

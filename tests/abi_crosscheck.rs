@@ -778,6 +778,11 @@ const SOURCES: &[(&str, &str)] = &[
         "providers/mlx5/wqe.rs",
         include_str!("../providers/mlx5/wqe.rs"),
     ),
+    #[cfg(feature = "mlx5")]
+    (
+        "providers/mlx5/cqe_layout.rs",
+        include_str!("../providers/mlx5/cqe_layout.rs"),
+    ),
 ];
 
 /// Newtypes that are not C structs.

@@ -52,6 +52,7 @@ mod device {
     mod cm_udaddy;
     mod comp_channel;
     mod connect;
+    mod connector;
     mod cq;
     mod cq_pollers;
     mod cq_shared;

@@ -12,7 +12,8 @@ use common::siw::Array;
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
 use verbs::providers::siw::abi::{SiwCqCtrl, SiwCqe, SIW_WQE_VALID};
-use verbs::providers::siw::poll::{poll, poll_with};
+use verbs::providers::siw::poll::{poll, poll_with, to_wc};
+use zerocopy::{FromBytes, IntoBytes};
 use verbs::Wc;
 
 const CQE: usize = core::mem::size_of::<SiwCqe>();
@@ -50,21 +51,22 @@ fuzz_target!(|data: &[u8]| {
                 while want < max.min(n as usize) && valid(&mut cq, (pos0 + want as u32) % n) {
                     want += 1;
                 }
-                let mut ids = Vec::new();
+                let mut wcs = Vec::new();
                 let got = if op == 1 {
                     let k = poll(&cq.q, &mut out[..max]).expect("the only consumer");
-                    ids.extend(out[..k].iter().map(|w| {
+                    wcs.extend(out[..k].iter().map(|w| {
                         exercise(w);
-                        w.wr_id()
+                        *w
                     }));
                     k
                 } else {
                     poll_with(&cq.q, max, |w| {
                         exercise(w);
-                        ids.push(w.wr_id());
+                        wcs.push(*w);
                     })
                     .expect("the only consumer")
                 };
+                let ids: Vec<u64> = wcs.iter().map(Wc::wr_id).collect();
                 assert_eq!(got, want, "exactly the consecutive valid elements, capped by the room");
                 assert_eq!(ids.len(), got);
                 let after = cq.bytes();
@@ -73,6 +75,11 @@ fuzz_target!(|data: &[u8]| {
                     let elem = i as usize * CQE..(i as usize + 1) * CQE;
                     if (k as usize) < got {
                         assert_eq!(ids[k as usize], tag(i), "completion {k} is element {i}'s");
+                        // Both forms translate as `to_wc` does, whatever
+                        // else the batch holds (the copying poll's fast
+                        // path and its out-of-line redo alike).
+                        let cqe = SiwCqe::read_from_bytes(&before[elem.clone()]).unwrap();
+                        assert_eq!(wcs[k as usize].as_bytes(), to_wc(&cqe).as_bytes(), "element {i}");
                         assert_eq!(after[elem.start + 8], 0, "handed back");
                         assert_eq!(after[elem.start..elem.start + 8], before[elem.start..elem.start + 8]);
                         assert_eq!(after[elem.start + 9..elem.end], before[elem.start + 9..elem.end]);

@@ -65,6 +65,7 @@ pub mod abi;
 pub mod av;
 pub mod buf;
 pub mod cqe;
+pub mod cqe_layout;
 pub mod rq;
 pub mod sizing;
 pub mod sq;

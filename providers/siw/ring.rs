@@ -147,14 +147,24 @@ impl<const ELEM: usize> Ring<ELEM> {
     /// `i + k` wrapped into `0..n`.
     #[inline(always)]
     pub fn wrap(&self, i: u32, k: u32) -> u32 {
-        let s = u64::from(i) + u64::from(k);
-        (s % u64::from(self.n)) as u32
+        // `i < n` and `k <= n` in every use: one subtraction; the
+        // division only for anything else.
+        let (n, mut s) = (u64::from(self.n), u64::from(i) + u64::from(k));
+        if s >= n {
+            s -= n;
+            if s >= n {
+                s %= n;
+            }
+        }
+        s as u32
     }
 
     /// Address of element `i % n` (in bounds by S1).
     #[inline(always)]
     fn elem_ptr(&self, i: u32) -> *mut u8 {
-        self.base.as_ptr().wrapping_add((i % self.n) as usize * ELEM)
+        // Positions are kept in `0..n`: the division is for anything else.
+        let i = if i < self.n { i } else { i % self.n };
+        self.base.as_ptr().wrapping_add(i as usize * ELEM)
     }
 
     /// The `u16` flags word of work queue element `i` (`% n`).
@@ -387,28 +397,112 @@ pub struct Consumer<'q, const ELEM: usize> {
     q: &'q Ring<ELEM>,
 }
 
-impl<const ELEM: usize> Consumer<'_, ELEM> {
-    /// The completion at the position, if its flags say it is valid
-    /// (acquire), copied out; its element is then handed back to the
-    /// kernel (release store of 0 after the copy) and the position moves
-    /// on. `None`, nothing changed, if the CQ is empty.
+impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
+    /// Takes up to `max` completions from the position on, oldest first,
+    /// stopping at the first element whose flags lack `VALID` (acquire).
+    /// Each is copied out and given to `read` (library code: what it
+    /// returns, typically the completion translated or stored into the
+    /// caller's array, is made while the element is still user space's,
+    /// so its stores need not wait for the hand-back), then its element
+    /// is handed back to the kernel (release store of 0) and the
+    /// position moved past it, and only then is `read`'s result given to
+    /// `then` (caller code: a panic in it leaves the completions already
+    /// given consumed, and none twice). Returns how many.
+    ///
+    /// The walk keeps the array's address and length in registers and
+    /// compares against the end instead of reducing every index modulo
+    /// the length.
+    #[inline(always)]
+    pub fn take_each<T>(&self, max: usize, mut read: impl FnMut(&SiwCqe) -> T, mut then: impl FnMut(T)) -> usize {
+        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        let (base, n) = (self.q.base.as_ptr(), self.q.n);
+        let mut i = self.start();
+        let mut got = 0;
+        while got < max {
+            // Element `i < n`: inside the mapping (S1).
+            let elem = base.wrapping_add(i as usize * ELEM);
+            // SAFETY: byte 8 of element `i`, inside the live mapping, is
+            // its flags byte, only ever accessed as an atomic (S1, S2);
+            // the borrow ends with this iteration.
+            let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
+            if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
+                break;
+            }
+            // SAFETY: element `i` is inside the mapping (S1) and holds a
+            // `SiwCqe` (compile time above; `FromBytes`, any bytes valid,
+            // read unaligned-tolerant). Its flags say it is user space's
+            // (S2): the kernel does not write it until the store below,
+            // and this consumer is the process's only reader (S3).
+            let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
+            let t = read(&cqe);
+            flags.store(0, Ordering::Release);
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+            self.q.next.store(i, Ordering::Relaxed);
+            got += 1;
+            then(t);
+        }
+        got
+    }
+
+    /// Copies the run of ready completions at the position into `out`,
+    /// oldest first: for each slot, while the element's flags have
+    /// `VALID` (acquire), `copy` gets the slot and the completion read
+    /// out (at most the array's length); what it returns is ORed over
+    /// the run. The elements stay user
+    /// space's (the [`Run`] can read them again) until the run is handed
+    /// back, all at once, by [`Run::hand_back`] or its drop.
+    #[inline(always)]
+    pub fn run<'c, S>(&'c self, out: &mut [S], mut copy: impl FnMut(&mut S, &SiwCqe) -> u32) -> (Run<'c, 'q, ELEM>, u32) {
+        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        let (base, n) = (self.q.base.as_ptr(), self.q.n);
+        let start = self.start();
+        let (mut i, mut got, mut acc) = (start, 0u32, 0u32);
+        // At most once round the array: its elements stay `VALID` until
+        // the run is handed back, so a second lap would read them again.
+        for slot in out.iter_mut().take(n as usize) {
+            // Element `i < n`: inside the mapping (S1).
+            let elem = base.wrapping_add(i as usize * ELEM);
+            // SAFETY: byte 8 of element `i`, inside the live mapping, is
+            // its flags byte, only ever accessed as an atomic (S1, S2).
+            let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
+            if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
+                break;
+            }
+            // SAFETY: as in `take_each`: inside the mapping, a `SiwCqe`,
+            // user space's by its flags until the run is handed back.
+            let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
+            acc |= copy(slot, &cqe);
+            got += 1;
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        (Run { c: self, start, len: got }, acc)
+    }
+
+    /// The position, in `0..n` (S1; reduced all the same, once a call).
+    #[inline(always)]
+    fn start(&self) -> u32 {
+        let (i, n) = (self.q.next.load(Ordering::Relaxed), self.q.n);
+        if i < n {
+            i
+        } else {
+            i % n
+        }
+    }
+
+    /// The completion at the position, if its flags say it is valid,
+    /// taken as [`Consumer::take_each`] takes one. `None`, nothing
+    /// changed, if the CQ is empty.
     #[inline(always)]
     pub fn take(&self) -> Option<SiwCqe> {
-        const { assert!(size_of::<SiwCqe>() <= ELEM) };
-        let i = self.q.next.load(Ordering::Relaxed);
-        let flags = self.q.flags8(i);
-        if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
-            return None;
-        }
-        // SAFETY: element `i` is inside the mapping (S1) and holds a
-        // `SiwCqe` (compile time above; `FromBytes`, any bytes valid, read
-        // unaligned-tolerant). Its flags say it is user space's (S2): the
-        // kernel does not write it until the store below, and this
-        // consumer is the process's only reader (S3).
-        let cqe = unsafe { self.q.elem_ptr(i).cast::<SiwCqe>().read_unaligned() };
-        flags.store(0, Ordering::Release);
-        self.q.next.store(self.q.wrap(i, 1), Ordering::Relaxed);
-        Some(cqe)
+        let mut out = None;
+        self.take_each(1, |c| *c, |c| out = Some(c));
+        out
     }
 
     /// Whether a completion is ready at the position (acquire).
@@ -422,6 +516,71 @@ impl<const ELEM: usize> Consumer<'_, ELEM> {
     #[inline(always)]
     pub fn lend(&self) {
         self.q.claim.store(Claim::Lent as u8, Ordering::Relaxed);
+    }
+}
+
+/// The completions a [`Consumer::run`] copied: the elements from `start`
+/// on, still user space's until handed back (on drop at the latest,
+/// before the consumer's claim goes).
+pub struct Run<'c, 'q, const ELEM: usize> {
+    c: &'c Consumer<'q, ELEM>,
+    /// Position of the first element (in `0..n`).
+    start: u32,
+    /// Elements in the run (at most `n`: each was found `VALID` once).
+    len: u32,
+}
+
+impl<const ELEM: usize> Run<'_, '_, ELEM> {
+    /// How many completions the run holds.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the run is empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `k`-th completion of the run, read again (its element is still
+    /// user space's); `None` past the run.
+    #[inline]
+    pub fn get(&self, k: usize) -> Option<SiwCqe> {
+        if k >= self.len as usize {
+            return None;
+        }
+        let i = self.c.q.wrap(self.start, k as u32);
+        // SAFETY: element `i` (in `0..n`) is inside the mapping (S1) and
+        // was found `VALID` by the run, which has not handed it back (S2,
+        // S3): the kernel does not write it meanwhile.
+        Some(unsafe { self.c.q.elem_ptr(i).cast::<SiwCqe>().read_unaligned() })
+    }
+
+    /// Hands every element of the run back to the kernel (a release store
+    /// of 0 into each flags byte, after every read of the run) and moves
+    /// the position past them.
+    #[inline(always)]
+    pub fn hand_back(self) {}
+}
+
+impl<const ELEM: usize> Drop for Run<'_, '_, ELEM> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let q = self.c.q;
+        let (base, n) = (q.base.as_ptr(), q.n);
+        let mut i = self.start;
+        for _ in 0..self.len {
+            // SAFETY: as in `Consumer::run`: the flags byte of element
+            // `i < n`, only ever accessed as an atomic (S1, S2).
+            let flags = unsafe { &*base.wrapping_add(i as usize * ELEM + FLAGS).cast::<AtomicU8>() };
+            flags.store(0, Ordering::Release);
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        q.next.store(i, Ordering::Relaxed);
     }
 }
 

@@ -224,3 +224,18 @@ fn invalid_key_and_empty_arrays_are_refused() {
     assert_eq!((r.len(), r.wrap(2, 1), r.wrap(2, 5)), (3, 0, 1));
     assert_eq!(r.flags16(0).load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn a_full_array_is_polled_once_round_not_again() {
+    // Every element valid and room for three times the array: the copying
+    // poll hands the four back only at its end, so it must stop after one
+    // lap (a second would read them again).
+    let (_fd, cq, mut k) = cq_with(&[(0, SIW_OP_WRITE, 0), (1, SIW_OP_WRITE, 0), (2, SIW_OP_WRITE, 0), (3, SIW_OP_WRITE, 0)]);
+    let mut out = [Wc::ZERO; 12];
+    assert_eq!(poll(&cq, &mut out), Ok(4));
+    assert_eq!(out[..4].iter().map(Wc::wr_id).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    for i in 0..4 {
+        assert_eq!(k.read::<u8>(i * 32 + 8), Some(0), "element {i} handed back");
+    }
+    assert_eq!((cq.next(), poll(&cq, &mut out)), (0, Ok(0)));
+}

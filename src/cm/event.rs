@@ -155,6 +155,16 @@ impl<'ch> Event<'ch> {
         self.status
     }
 
+    /// `rdma_reject_msg`: the status of a [`Rejected`](EventKind::Rejected)
+    /// event in words (`"invalid service ID"`: nobody listens there, on
+    /// InfiniBand/RoCE; `"consumer defined"`: the peer called
+    /// `rdma_reject`; `"refused by remote application"` on iWARP). See
+    /// [`reject_msg`](super::reject_msg).
+    #[doc(alias = "rdma_reject_msg")]
+    pub fn reject_msg(&self) -> &'static str {
+        super::reason::reject_msg(self.status)
+    }
+
     /// The kernel handle of the id the event is about (for a connection
     /// request: the new id's).
     pub fn id_handle(&self) -> u32 {

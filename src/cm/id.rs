@@ -360,7 +360,7 @@ impl core::fmt::Display for MigrateError<'_> {
     }
 }
 
-impl core::error::Error for MigrateError<'_> {}
+crate::error::box_error_from!(['ch] MigrateError<'ch>, |e| e.error);
 
 /// The detail of a wait that got `kind` instead.
 fn unexpected(kind: EventKind) -> &'static str {
@@ -386,6 +386,42 @@ pub struct WaitError<'ch> {
     pub event: Option<Event<'ch>>,
 }
 
+/// A [`WaitError`] without the event: its error, and the kind and
+/// status of the event that came instead (what `?` boxes).
+#[cfg(feature = "std")]
+#[derive(Debug)]
+struct DetachedWait {
+    error: Error,
+    event: Option<(EventKind, i32)>,
+}
+
+#[cfg(feature = "std")]
+impl core::fmt::Display for DetachedWait {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        fmt_wait(f, &self.error, self.event)
+    }
+}
+
+#[cfg(feature = "std")]
+impl core::error::Error for DetachedWait {}
+
+impl WaitError<'_> {
+    #[cfg(feature = "std")]
+    fn detached(self) -> DetachedWait {
+        DetachedWait { error: self.error, event: self.event.map(|ev| (ev.kind(), ev.status())) }
+    }
+}
+
+fn fmt_wait(f: &mut core::fmt::Formatter<'_>, error: &Error, event: Option<(EventKind, i32)>) -> core::fmt::Result {
+    match event {
+        Some((kind, status)) if kind == EventKind::Rejected => {
+            write!(f, "{error} (event {}, status {status}: {})", kind.as_str(), super::reason::reject_msg(status))
+        }
+        Some((kind, status)) => write!(f, "{error} (event {}, status {status})", kind.as_str()),
+        None => write!(f, "{error}"),
+    }
+}
+
 impl From<WaitError<'_>> for Error {
     fn from(e: WaitError<'_>) -> Self {
         e.error
@@ -394,11 +430,8 @@ impl From<WaitError<'_>> for Error {
 
 impl core::fmt::Display for WaitError<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match &self.event {
-            Some(ev) => write!(f, "{} (event {}, status {})", self.error, ev.kind().as_str(), ev.status()),
-            None => write!(f, "{}", self.error),
-        }
+        fmt_wait(f, &self.error, self.event.as_ref().map(|ev| (ev.kind(), ev.status())))
     }
 }
 
-impl core::error::Error for WaitError<'_> {}
+crate::error::box_error_from!(['ch] WaitError<'ch>, |e| e.detached());

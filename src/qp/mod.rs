@@ -158,7 +158,7 @@ impl<Q> core::fmt::Display for TransitionError<Q> {
     }
 }
 
-impl<Q: core::fmt::Debug> core::error::Error for TransitionError<Q> {}
+crate::error::box_error_from!([Q] TransitionError<Q>, |e| e.error);
 
 #[derive(Debug)]
 enum Ring {

@@ -62,3 +62,40 @@ fn rxe_example_srq_shared() {
 fn rxe_example_memory_windows() {
     run(memory_windows::main);
 }
+
+#[path = "../../examples/cm_client.rs"]
+mod cm_client;
+#[path = "../../examples/cm_server.rs"]
+mod cm_server;
+
+/// `cm_server` and `cm_client` against each other on `dev`'s address: 100
+/// acknowledged messages, an RDMA READ of the server's region (checked
+/// byte for byte), a clean disconnect on both sides.
+fn cm_examples(dev: &str) {
+    use super::cm_rig::{ip_of, next_port, with_port};
+    let addr = with_port(&ip_of(dev), next_port());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        cm_server::serve(addr, move || tx.send(()).expect("test waits")).map_err(|e| e.to_string())
+    });
+    if rx.recv().is_err() {
+        // The server failed before listening: its error says why.
+        panic!("{dev}: cm_server: {:?}", server.join().expect("server thread"));
+    }
+    let region = cm_client::run(addr).unwrap_or_else(|e| panic!("{dev}: cm_client: {e}"));
+    server.join().expect("server thread").unwrap_or_else(|e| panic!("{dev}: cm_server: {e}"));
+    let want: Vec<u8> = (0..cm_server::REGION).map(cm_server::pattern).collect();
+    assert_eq!(region, want, "{dev}: the region read");
+}
+
+#[test]
+#[ignore = "device test: examples/cm_server.rs + cm_client.rs on rxe0 (RoCE)"]
+fn rxe_example_cm_server_client() {
+    cm_examples(&super::cm_rig::cm_devices()[0]);
+}
+
+#[test]
+#[ignore = "device test: examples/cm_server.rs + cm_client.rs on siw0 (iWARP)"]
+fn siw_example_cm_server_client() {
+    cm_examples(&super::cm_rig::cm_devices()[1]);
+}

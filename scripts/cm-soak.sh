@@ -14,6 +14,9 @@
 # Issue #24 item 7, debug build, 20 rounds of the 44 "cm" tests in one boot (load 7-12 on
 # 2 host cores): 44/44 in 19 rounds, 43/44 in round 7 (perf_interop::siw_rdma_cm_read_lat,
 # the close race fixed afterwards in verbs-perf); every cm_* and capi_cm test passed all 20.
+# Release build, 20 rounds, all fixes but the last: 44/44 in 19 rounds, 43/44 in round 9
+# (perftest's clock calibration, r^2 < 0.9; such a run now runs again); 2 lost MPA reply
+# races (round 1) were run again and passed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -118,7 +118,7 @@ def ratio(ours, c):
 
 def collect(raw):
     """Everything the report needs, as plain dicts."""
-    res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}}
+    res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}, "loop": {}}
     pat = re.compile(r"^(\w+)\.(s\d+|q\d+\.l\d+)\.(c|ours|capi)\.(\d+)\.txt$")
     for kind in ("lat", "bw"):
         d = os.path.join(raw, kind)
@@ -154,7 +154,53 @@ def collect(raw):
         per_item = total / ops[op]["items"] if ops[op].get("items") else None
         res["cg"].setdefault(op, {})[side] = {"total": total, "calls": ops[op]["calls"],
                                               "per_call": per_call, "per_item": per_item}
+    d = os.path.join(raw, "loop")
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.match(r"^(\w+)\.n(\d+)\.(c|ours|capi)\.txt$", name)
+        if not m:
+            continue
+        text = open(os.path.join(d, name), errors="replace").read()
+        total = parse_collected(text) if run_ok(text) else None
+        res["loop"].setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = total
     return res
+
+
+def per_iteration(res):
+    """[(test, c, ours, iters)]: instructions per iteration of each side's client loop, the
+    difference of the two runs (-n N1, -n N2) over N2 - N1."""
+    rows = []
+    for test in sorted(res["loop"]):
+        vals = {}
+        for side, runs in res["loop"][test].items():
+            ns = sorted(n for n, t in runs.items() if t is not None)
+            vals[side] = (runs[ns[-1]] - runs[ns[0]]) / (ns[-1] - ns[0]) if len(ns) >= 2 else None
+            vals.setdefault("iters", f"{ns[0]} and {ns[-1]}" if len(ns) >= 2 else "?")
+        rows.append((test, vals.get("c"), vals.get("ours"), vals.get("iters", "?")))
+    return rows
+
+
+def render_loop(res, w, summary, label):
+    """The per-iteration instruction rows of the latency loops (`--loop` / a full run)."""
+    rows = per_iteration(res)
+    w("### Userspace instructions per iteration of the latency loop (callgrind)\n")
+    if not rows:
+        w("Not measured.\n")
+        summary.append((f"{label}instructions per latency-loop iteration", "", [None], False, INS_TARGET))
+        return
+    w("The client of each latency test (perftest's `ib_<test>` and `verbs-perf <test>`, 2-byte messages) under "
+      "`valgrind --tool=callgrind`, its server native, run twice in the same boot with different iteration "
+      "counts; the difference of the two totals over the difference of the counts is what one iteration of the "
+      "whole client loop costs in userspace (posting, polling, the timestamps, the program's own steps; setup and "
+      "teardown cancel out). Empty polls while the client waits are counted as they happen (under valgrind "
+      f"the client is slow, so it rarely waits). Target: ours <= {INS_TARGET}x perftest.\n")
+    w("| test | runs (-n) | perftest | ours | ours / perftest | target | |\n| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    ratios = []
+    for test, c, o, iters in rows:
+        r = ratio(o, c)
+        ratios.append(r)
+        w(f"| {test} | {iters} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {INS_TARGET} | {mark(r, INS_TARGET, False)} |")
+    summary.append((f"{label}instructions per latency-loop iteration", f"<= {INS_TARGET}x", ratios, False, INS_TARGET))
+    w("")
 
 
 def breakdown(raw, res):
@@ -296,6 +342,7 @@ def render(raw):
           f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)}{noisy(cvals, ovals)} |")
     summary.append(("ping-pong median latency", f"<= {LAT_TARGET}x", lat_ratios, False, LAT_TARGET))
     w("")
+    render_loop(res, w, summary, "")
 
     # --- message rate ---
     w("## Message rate\n")
@@ -530,6 +577,29 @@ def render_siw(raw, w, summary):
            for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
     summary.append(("siw: instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins, False, INS_TARGET))
     w("")
+    if any("capi" in d for d in res["cg"].values()):
+        w("### Through the C ABI (siw0)\n")
+        w("benches/c/ops_bench.c with `-c IP`, once on rdma-core's library (libsiw) and once on our "
+          f"libibverbs.so.1 (`LD_LIBRARY_PATH`), as the rxe0 C-ABI rows. Target: ours <= {CAPI_INS_TARGET}x.\n")
+        w("| operation | rdma-core (libsiw) | ours (C ABI) | ours / rdma-core | target | |\n"
+          "| --- | ---: | ---: | ---: | ---: | --- |")
+        cins = []
+        for op, label, key in (("post_send", "ibv_post_send (8 B RDMA WRITE, list of 1)", "per_call"),
+                               ("post_recv", "ibv_post_recv (1 WR, 1 SGE)", "per_call"),
+                               ("poll_cq", "ibv_poll_cq, batch of N (per call)", "per_call"),
+                               ("poll_cq", "ibv_poll_cq, batch of N (per completion)", "per_item"),
+                               ("poll_cq_empty", "ibv_poll_cq on an empty CQ", "per_call")):
+            d = res["cg"].get(op, {})
+            c = d.get("c") and d["c"][key]
+            o = d.get("capi") and d["capi"][key]
+            r = ratio(o, c)
+            if key == "per_call":
+                cins.append(r)
+            w(f"| {label} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {CAPI_INS_TARGET} | "
+              f"{mark(r, CAPI_INS_TARGET, False)} |")
+        summary.append(("siw: C ABI: instructions per ibv_post_send/ibv_post_recv/ibv_poll_cq",
+                        f"<= {CAPI_INS_TARGET}x", cins, False, CAPI_INS_TARGET))
+        w("")
     w("### Ping-pong latency (-R)\n")
     w("| test | bytes | perftest median us | ours median us | ours / perftest | perftest runs (min-max) | "
       "ours runs (min-max) | target | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -545,6 +615,7 @@ def render_siw(raw, w, summary):
           f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)}{noisy(cvals, ovals)} |")
     summary.append(("siw: ping-pong median latency (-R)", f"<= {LAT_TARGET}x", lat, False, LAT_TARGET))
     w("")
+    render_loop(res, w, summary, "siw: ")
     w("### Message rate (-R)\n")
     w("`write_bw`, 8-byte messages (`send_bw` on iWARP, with perftest's receive credits, is tested "
       "against perftest but not measured here).\n")

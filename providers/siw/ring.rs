@@ -531,7 +531,7 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     #[inline(always)]
     fn stretch<S>(mut elem: *mut u8, out: &mut [S], copy: &mut impl FnMut(&mut S, &SiwCqe) -> u32, acc: &mut u32) -> usize {
         const { assert!(size_of::<SiwCqe>() <= ELEM) };
-        let mut got = 0;
+        let first = elem;
         for slot in out.iter_mut() {
             // SAFETY: byte 8 of an element inside the live mapping (the
             // caller's bounds, S1) is its flags byte, only ever accessed
@@ -544,10 +544,10 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
             // user space's by its flags until the run is handed back.
             let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
             *acc |= copy(slot, &cqe);
-            got += 1;
             elem = elem.wrapping_add(ELEM);
         }
-        got
+        // How many: the elements stepped over (no counter in the loop).
+        (elem as usize - first as usize) / ELEM
     }
 
     /// The position, in `0..n` (S1; reduced all the same, once a call).

@@ -184,23 +184,34 @@ echo "bench-guest: [${SECONDS}s] ops benches, wall time (emulated; informative)"
     done
 done
 
-# One callgrind run per measured function and side: --toggle-collect makes the run's
-# "Collected" total exactly the inclusive userspace instructions inside that function.
-# A Rust function's symbol demangles to path::name (with or without its ::h<hash>),
-# hence the other two patterns.
-echo "bench-guest: [${SECONDS}s] callgrind (instructions per call)" >&2
-for op in $OPS_FNS; do
-    fn=bench_$op
-    for side in "${OPS_SIDES[@]}"; do
-        # poll_with is ours only (the report compares it with ibv_poll_cq)
-        [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
-        [ "$fn" = bench_poll_with ] && [ "$side" = capi ] && continue
-        out=$OUT/cg/$fn.$side.txt
-        env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind ${CG_ARGS:-} --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
-            --callgrind-out-file="$OUT/cg/$fn.$side.callgrind" \
-            "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
-        echo "exit=$?" >> "$out"
+# ours: per-instruction counts too (the annotated listings of BENCHMARKS.md's floors)
+# (per instruction, and per caller chain so that each wrapper's callees stay apart)
+cg_instr() { [ "$1" = ours ] && echo --dump-instr=yes --separate-callers=4; }
+# One callgrind run per side: --toggle-collect on every measured wrapper makes the
+# collected costs exactly the userspace instructions inside those calls, and a wrapper's
+# inclusive cost (its own and its callees', scripts/cg_listing.py --inclusive) is what
+# a run toggled on it alone would collect. Each op gets DIR/bench_<op>.<side>.txt: the
+# bench's output and "Collected : <that cost>". (A Rust function's symbol demangles to
+# path::name, with or without its ::h<hash>: hence the three patterns.)
+CG_LISTING=$(dirname "${BASH_SOURCE[0]}")/cg_listing.py
+cg_ops() {  # DIR SIDE BENCH-ARGS...
+    local dir=$1 side=$2 op n toggles=(); shift 2
+    for op in $OPS_FNS; do
+        toggles+=(--toggle-collect="bench_$op" --toggle-collect="*::bench_$op" --toggle-collect="*::bench_$op::h*")
     done
+    env "$(ops_env "$side")" timeout 900 valgrind --tool=callgrind ${CG_ARGS:-} $(cg_instr "$side") "${toggles[@]}" \
+        --callgrind-out-file="$dir/all.$side.callgrind" "$(ops_bin "$side")" "$@" > "$dir/all.$side.txt" 2>&1
+    echo "exit=$?" >> "$dir/all.$side.txt"
+    for op in $OPS_FNS; do
+        # poll_with is ours only (the report compares it with ibv_poll_cq)
+        [ "$op" = poll_with ] && [ "$side" != ours ] && continue
+        n=$(python3 "$CG_LISTING" --inclusive "$dir/all.$side.callgrind" "bench_$op" 2>/dev/null)
+        { grep -v '^==' "$dir/all.$side.txt"; echo "Collected : ${n:-}"; } > "$dir/bench_$op.$side.txt"
+    done
+}
+echo "bench-guest: [${SECONDS}s] callgrind (instructions per call)" >&2
+for side in "${OPS_SIDES[@]}"; do
+    cg_ops "$OUT/cg" "$side" "${OPS_ARGS[@]}"
 done
 echo "bench-guest: [${SECONDS}s] rxe0 latency loop under callgrind (-n $LOOP_N1 and $LOOP_N2)" >&2
 loop_rows "$OUT/loop" -d "$DEV" -x "$GIDX"
@@ -254,16 +265,8 @@ elif [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     PAIR_HOST=127.0.0.1
     echo "bench-guest: [${SECONDS}s] siw0 callgrind (instructions per call)" >&2
     SIW_OPS_ARGS=(-c "$SIW_IP" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
-    for op in $OPS_FNS; do
-        fn=bench_$op
-        for side in "${SIW_OPS_SIDES[@]}"; do
-            [ "$fn" = bench_poll_with ] && [ "$side" != ours ] && continue
-            out=$OUT/siw/cg/$fn.$side.txt
-            env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
-                --callgrind-out-file="$OUT/siw/cg/$fn.$side.callgrind" \
-                "$(ops_bin "$side")" "${SIW_OPS_ARGS[@]}" > "$out" 2>&1
-            echo "exit=$?" >> "$out"
-        done
+    for side in "${SIW_OPS_SIDES[@]}"; do
+        cg_ops "$OUT/siw/cg" "$side" "${SIW_OPS_ARGS[@]}"
     done
 else
     echo "bench-guest: no $SIW_DEV (or no VM_SIW_IP): siw rows not measured" >&2

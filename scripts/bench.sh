@@ -154,6 +154,7 @@ ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail
     echo "rustc=$(rustc --version)"
     echo "gcc=$(gcc --version | head -1)"
     echo "vm_exit=$VMRC"
+    echo "ours_ops=$OURS_OPS"
     echo "ours_built=$([ -n "$OURS_PERF" ] && [ -n "$OURS_OPS" ] && echo yes || echo no)"
     echo "wall_s=$(( $(date +%s) - T0 ))"
     echo "host_load=$LOAD0 (start) / $(cut -d' ' -f1-3 /proc/loadavg) (end)"

@@ -203,47 +203,102 @@ def render_loop(res, w, summary, label):
     w("")
 
 
-def breakdown(raw, res):
-    """Top entries of callgrind_annotate --inclusive=yes under our wrappers, per call."""
-    import shutil
-    import subprocess
-    if not shutil.which("callgrind_annotate"):
-        return []
+def cg_listing_mod():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cg_listing", os.path.join(os.path.dirname(__file__), "cg_listing.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def op_listing(raw, res, op, binary):
+    """(listing text, {source file: instructions per call}) of our wrapper bench_<op>, from the
+    one callgrind run of the side (per instruction, per caller chain); None if absent."""
+    d = res["cg"].get(op, {}).get("ours")
+    path = os.path.join(raw, "cg", "all.ours.callgrind")
+    if not d or not binary or not os.path.exists(path) or not os.path.exists(binary):
+        return None
+    try:
+        text = cg_listing_mod().listing(path, binary, d["calls"], 400, f"bench_{op}")
+    except (OSError, ValueError, KeyError):
+        return None
+    by_file = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+([\d.]+)\s+[0-9a-f]+\s+.*\s(\S+):\d+$", line)
+        if m:
+            by_file[m.group(2)] = by_file.get(m.group(2), 0) + float(m.group(1))
+    m = re.search(r"outside the binary[^:]*: ([\d.]+)", text)
+    if m:
+        by_file["libc / kernel entry"] = float(m.group(1))
+    return text, by_file
+
+
+def breakdown(raw, res, binary):
+    """Per op: (op, instructions per call, where: the source files the executed
+    instructions were compiled from, biggest first)."""
     rows = []
     for op in ("post_send", "post_recv", "poll_cq", "poll_with", "poll_cq_empty"):
-        d = res["cg"].get(op, {}).get("ours")
-        path = os.path.join(raw, "cg", f"bench_{op}.ours.callgrind")
-        if not d or not os.path.exists(path):
+        got = op_listing(raw, res, op, binary)
+        if got is None:
             continue
-        try:
-            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--show-percs=no", path],
-                                  capture_output=True, text=True, timeout=60).stdout
-        except (OSError, subprocess.SubprocessError):
-            continue
-        parts = []
-        for line in text.splitlines():
-            m = re.match(r"^\s*([\d,]+)\s+(\S.*?):(\S+)( \[.*\])?$", line)
-            if not m:
-                continue
-            ir = int(m.group(1).replace(",", ""))
-            src, fn = m.group(2), m.group(3)
-            # our code only: not the Rust standard library, not the bench itself
-            if src.startswith("/rustc/") or src.startswith("???") or src.endswith("ops_bench.rs"):
-                continue
-            if not re.search(r"(^|/)(src|providers)/", src):
-                continue
-            where = f"`{src.split('/')[-1]}: {'::'.join(fn.split('::')[-2:])}`"
-            parts.append((ir / d["calls"], where))
-        seen, top = set(), []
-        for per, where in parts:
-            if where in seen or per < 2:
-                continue
-            seen.add(where)
-            top.append(f"{where} {per:.0f}")
-            if len(top) == 6:
-                break
-        rows.append((op, d["per_call"], "; ".join(top) if top else "n/a"))
+        _, by_file = got
+        top = sorted(by_file.items(), key=lambda kv: -kv[1])
+        where = "; ".join(f"`{f}` {n:.0f}" for f, n in top if n >= 1)
+        rows.append((op, res["cg"][op]["ours"]["per_call"], where or "n/a"))
     return rows
+
+
+# Floors (issue 28 item 3): for a row above the 0.5x target, what the call must execute by
+# its contract, in instructions per call on x86-64 as the compiler can emit it, and why.
+# A row within FLOOR_SLACK of its floor counts as met. Filled from the listings of the raw
+# profiles (scripts/cg_listing.py); the listing printed with each row is this run's.
+FLOOR_SLACK = 1.10
+FLOORS = {}
+
+
+def render_floors(raw, res, binary, w, summary, dev, label):
+    """The floors of `dev`'s instruction rows that miss the 0.5x target."""
+    ops = (("post_send", "post_send", "per_call"), ("post_recv", "post_recv", "per_call"),
+           ("poll_cq", "poll_cq, batch of N (per call)", "per_call"),
+           ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
+    rows = []
+    for op, name, key in ops:
+        d = res["cg"].get(op, {})
+        o, c = d.get("ours") and d["ours"][key], d.get("c") and d["c"][key]
+        r = ratio(o, c)
+        if r is None or r <= INS_TARGET:
+            continue
+        rows.append((op, name, o, c, r))
+    if not rows:
+        return
+    w(f"### Floors of the {dev} rows above {INS_TARGET}x\n")
+    w("For each instruction row above the target: what the call must do by its contract, the floor that "
+      "leaves in instructions, and the instructions this run executed (every one, with how many times per call "
+      "it ran and the source line it came from: `objdump -d -l` of the bench binary annotated with callgrind's "
+      f"per-instruction counts, `scripts/cg_listing.py`). A row within {round((FLOOR_SLACK - 1) * 100)} % of its "
+      "floor counts as met.\n")
+    met = []
+    for op, name, o, c, r in rows:
+        fl = FLOORS.get((dev, op))
+        w(f"#### {dev} {name}: ours {fmt(o, 1)}, rdma-core {fmt(c, 1)} ({fmt(r)}x)\n")
+        if fl:
+            floor, text = fl
+            ok = o <= floor * FLOOR_SLACK
+            met.append(o / floor)
+            w(f"{text}\n")
+            w(f"**Floor {floor} instructions per call; ours {fmt(o, 1)} = {fmt(o / floor)}x the floor: "
+              f"{'within' if ok else 'not within'} {round((FLOOR_SLACK - 1) * 100)} %.**\n")
+        else:
+            met.append(None)
+            w("No floor written for this row.\n")
+        got = op_listing(raw, res, op, binary)
+        if got:
+            text, by_file = got
+            top = sorted(by_file.items(), key=lambda kv: -kv[1])
+            w("Where the instructions go, by source file: " + "; ".join(f"`{f}` {n:.1f}" for f, n in top if n >= 0.5) + ".\n")
+            w("<details><summary>annotated listing</summary>\n\n```\n" + text + "\n```\n</details>\n")
+    summary.append((f"{label}rows above {INS_TARGET}x: ours / written floor", f"<= {FLOOR_SLACK}", met, False,
+                    FLOOR_SLACK))
 
 
 def size_key(cfg):
@@ -318,6 +373,7 @@ def render(raw):
                for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
     summary.append(("instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins_all, False, INS_TARGET))
     w("")
+    render_floors(raw, res, host.get("ours_ops"), w, summary, "rxe", "")
 
     # --- latency ---
     w("## Ping-pong latency\n")
@@ -370,12 +426,12 @@ def render(raw):
     w("")
 
     # --- where our instructions go ---
-    rows = breakdown(raw, res)
+    rows = breakdown(raw, res, host.get("ours_ops"))
     if rows:
-        w("## Where our instructions go (callgrind, inclusive, per call)\n")
-        w("The biggest entries under each of our wrappers in `callgrind_annotate --inclusive=yes` of the raw "
-          "profiles (target/bench/raw/cg/): `file: function` is the code of that source file inside that "
-          "function (inlined code is attributed to its file), inclusive of its callees, per call.\n")
+        w("## Where our instructions go (callgrind, per call)\n")
+        w("Every instruction executed inside each of our wrappers (callgrind `--dump-instr=yes`, the raw "
+          "profile target/bench/raw/cg/all.ours.callgrind, `scripts/cg_listing.py`), summed by the source file "
+          "it was compiled from (inlined code counts for its own file), per call.\n")
         w("| operation | instructions per call | where |\n| --- | ---: | --- |")
         for op, per_call, where in rows:
             w(f"| {op} | {fmt(per_call, 1)} | {where} |")
@@ -392,7 +448,7 @@ def render(raw):
     def entry(op, fname):
         for o, _, where in rows or []:
             if o == op:
-                m = re.search(re.escape(fname) + r": [^;]*? ([\d.]+)(;|$)", where)
+                m = re.search(re.escape(fname) + r"` ([\d.]+)", where)
                 if m:
                     return float(m.group(1))
         return None
@@ -577,6 +633,7 @@ def render_siw(raw, w, summary):
            for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
     summary.append(("siw: instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins, False, INS_TARGET))
     w("")
+    render_floors(siw, res, read_kv(os.path.join(raw, "host-info.txt")).get("ours_ops"), w, summary, "siw", "siw: ")
     if any("capi" in d for d in res["cg"].values()):
         w("### Through the C ABI (siw0)\n")
         w("benches/c/ops_bench.c with `-c IP`, once on rdma-core's library (libsiw) and once on our "

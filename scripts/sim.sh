@@ -21,8 +21,9 @@
 #   --no-build    use the existing target/release binaries
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
-#   --ours        also build our tools with rustix's libc backend (RUSTFLAGS="--cfg
-#                 rustix_use_libc", target/sim-libc: a separate, slow build) and check that
+#   --ours        also build our tools with rustix's libc backend and the mlx5 provider
+#                 (RUSTFLAGS="--cfg rustix_use_libc" --features mlx5, target/sim-libc: a
+#                 separate, slow build) and check that
 #                 verbs-devices lists the simulated device through the same shim, and that
 #                 verbs-devinfo (-v, and -i 1) prints what ibv_devinfo prints for mlx5_0
 #                 (scripts/devinfo_compare.py)
@@ -165,7 +166,7 @@ if [ "$OURS" = 1 ]; then
     # our library makes its system calls through rustix; with the libc backend they go through
     # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged)
     OURS_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --bin verbs-devinfo --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices --bin verbs-devinfo --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
         run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OURS_BIN/verbs-devices"
         # our library's device queries on the simulated ConnectX: QUERY_DEVICE_EX by write,
         # QUERY_PORT and the GID table by ioctl (sim/src/server/ioctl*.rs)

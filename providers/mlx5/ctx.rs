@@ -219,9 +219,14 @@ impl Uars {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use zerocopy::IntoBytes;
+
+    /// The UARs of the simulator's context, over a memfd of 8 pages.
+    pub(in super::super) fn sim_uars(fd: &rustix::fd::OwnedFd) -> Uars {
+        Uars::map(rustix::fd::AsFd::as_fd(fd), CtxInfo::from_response(sim_response().as_bytes()).unwrap()).unwrap()
+    }
 
     /// The response the simulated ConnectX gives (sim/src/server/device.rs).
     fn sim_response() -> Mlx5AllocUcontextResp {

@@ -62,7 +62,10 @@
 //! what its response grants and its legacy UAR pages ([`ctx`]); the UAR
 //! stores and write-combining fences, the BlueFlame register's lock and
 //! alternating halves ([`uar`]); each object's buffer, doorbell record and
-//! `CREATE_CQ`/`CREATE_QP`/`CREATE_SRQ` driver data ([`res`]).
+//! `CREATE_CQ`/`CREATE_QP`/`CREATE_SRQ` driver data ([`res`]); the
+//! context's table of CQ, QP and SRQ state by user index, through which a
+//! poll reaches the queues its CQEs name ([`registry`]), and the data-path
+//! verbs on it ([`ops`]).
 //!
 //! The barriers the device needs (and that the simulator cannot prove)
 //! are listed in SAFETY.md with the reason for each.
@@ -79,3 +82,5 @@ pub mod wqe;
 pub mod ctx;
 pub mod res;
 pub mod uar;
+pub mod registry;
+pub mod ops;

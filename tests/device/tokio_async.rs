@@ -22,9 +22,9 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
 }
 
-/// N receives completed one by one while each wait races a 1 ms timer:
-/// most `next_completion` futures are dropped (cancelled) mid-wait, and
-/// the completions must all still arrive, in order, each once.
+/// N receives completed one by one: before each, a wait on the empty CQ is
+/// cancelled, and after it each wait races a 1 ms timer (the losers are
+/// dropped mid-wait); the completions must all arrive, in order, once.
 fn completions(dev: &str) {
     let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).expect("pd");
@@ -47,17 +47,21 @@ fn completions(dev: &str) {
         // Cancelled while asleep on an empty CQ (armed).
         assert!(timeout(Duration::from_millis(50), acq.next_completion()).await.is_err(), "{dev}: empty CQ");
 
-        let (mut got, mut posted, mut cancelled) = (Vec::new(), 0u64, 0u32);
-        while (got.len() as u64) < N {
-            if posted < N {
-                a.post_send(&[SendWr::send(posted, &[]).inline(b"msg").signaled()]).expect("post_send");
-                posted += 1;
-            }
-            match timeout(Duration::from_millis(1), acq.next_completion()).await {
-                Ok(wc) => got.push(wc.expect("next_completion")),
-                Err(_) => {
-                    cancelled += 1;
-                    assert!(cancelled < 100_000, "{dev}: only {} of {N} completions: {got:?}", got.len());
+        let (mut got, mut cancelled) = (Vec::new(), 0u32);
+        for i in 0..N {
+            // A wait on the empty CQ, dropped after it armed the CQ and
+            // slept: every round, whatever the device's speed.
+            assert!(timeout(Duration::from_millis(1), acq.next_completion()).await.is_err(), "{dev}: CQ not empty");
+            cancelled += 1;
+            a.post_send(&[SendWr::send(i, &[]).inline(b"msg").signaled()]).expect("post_send");
+            // Then waits raced against a 1 ms timer until one wins.
+            loop {
+                match timeout(Duration::from_millis(1), acq.next_completion()).await {
+                    Ok(wc) => break got.push(wc.expect("next_completion")),
+                    Err(_) => {
+                        cancelled += 1;
+                        assert!(cancelled < 100_000, "{dev}: only {} of {N} completions: {got:?}", got.len());
+                    }
                 }
             }
         }

@@ -79,6 +79,7 @@ mod device {
     mod pd;
     mod perf_interop;
     mod qp;
+    mod qp_err_race;
     mod qp_reset;
     mod query;
     #[allow(dead_code)]

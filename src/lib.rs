@@ -102,7 +102,7 @@
 //! |---|---|---|
 //! | discovery (`std`) | [`discovery`] | sysfs + RDMA netlink: which devices exist, which provider drives each |
 //! | handles | [`Context`], [`query`] | the device context and its queries |
-//! | providers | `providers` | the compiled-in provider table and per-driver ABI and rings (rxe, siw) |
+//! | providers | `providers` | the provider seam (`seam`: the `Provider` trait and its hooks), the dispatch enums generated from the one registration list, and each provider's ABI and data path (rxe, siw) |
 //! | command channel | `cmd` | `RDMA_VERBS_IOCTL` and legacy `write()` commands on the device fd |
 //! | queue memory | `mmap` | the rings' `MAP_SHARED` regions of the device file |
 //! | kernel ABI | `abi` | `#[repr(C)]` zerocopy transcriptions of `<rdma/*.h>` |
@@ -204,7 +204,7 @@ pub use huge_buf::{HugePageBuf, HUGE_PAGE_SIZE};
 pub use async_fd::AsyncEventFd;
 pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
-pub use providers::ProviderKind;
+pub use providers::{Caps as ProviderCaps, ProviderKind};
 pub use qp::{AnyQp, QueuePair};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

@@ -58,6 +58,15 @@
 //!   consumer index into the CQ's record; arming stores the arm word into
 //!   the record and then `(arm << 32) | cqn` at UAR `+ 0x20`.
 //!
+//! Written (not yet reachable from `Context`): the context's driver data,
+//! what its response grants and its legacy UAR pages ([`ctx`]); the UAR
+//! stores and write-combining fences, the BlueFlame register's lock and
+//! alternating halves ([`uar`]); each object's buffer, doorbell record and
+//! `CREATE_CQ`/`CREATE_QP`/`CREATE_SRQ` driver data ([`res`]); the
+//! context's table of CQ, QP and SRQ state by user index, through which a
+//! poll reaches the queues its CQEs name ([`registry`]), and the data-path
+//! verbs on it ([`ops`]).
+//!
 //! The barriers the device needs (and that the simulator cannot prove)
 //! are listed in SAFETY.md with the reason for each.
 
@@ -70,3 +79,8 @@ pub mod rq;
 pub mod sizing;
 pub mod sq;
 pub mod wqe;
+pub mod ctx;
+pub mod res;
+pub mod uar;
+pub mod registry;
+pub mod ops;

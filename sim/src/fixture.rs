@@ -43,6 +43,10 @@ impl Default for Identity {
 pub const PCI_VENDOR: u16 = 0x15b3;
 /// PCI device id (ConnectX-6 Dx).
 pub const PCI_DEVICE: u16 = 0x101d;
+/// The netdev every GID of the port belongs to (`gid_attrs/ndevs/N`; the
+/// loopback device, which every host has, so that the ifindex libibverbs
+/// derives from the name exists).
+pub const NETDEV: &str = "lo";
 /// GID table length of the port (QUERY_PORT's gid_tbl_len).
 pub const GID_TBL_LEN: u32 = 16;
 /// Firmware version (QUERY_DEVICE fw_ver: major << 32 | minor << 16 | sub).
@@ -125,7 +129,7 @@ pub fn write(root: &Path, id: &Identity) -> io::Result<()> {
         let (gid, ty) = table.get(i).copied().unwrap_or(([0; 16], "IB/RoCE v1"));
         w(&port, &format!("gids/{i}"), &gid_text(&gid))?;
         w(&port, &format!("gid_attrs/types/{i}"), ty)?;
-        w(&port, &format!("gid_attrs/ndevs/{i}"), "lo")?;
+        w(&port, &format!("gid_attrs/ndevs/{i}"), NETDEV)?;
     }
     Ok(())
 }

@@ -152,7 +152,8 @@ fn rxe_read_past_the_region() {
 
 /// The same faults on siw0 (iWARP), whose answers differ: an RDMA WRITE
 /// completes on the requester once sent (iWARP does not acknowledge
-/// writes), the responder refuses the bytes and TERMINATEs the
+/// writes; if the peer's TERMINATE overtakes the transmit path, with a
+/// local QP operation error instead), the responder refuses the bytes and TERMINATEs the
 /// connection, and both QPs end in ERROR; a READ past the region's end is
 /// flushed on the requester. No byte lands; a receive the responder had
 /// posted is flushed when its QP fails; a new connection (iWARP recovers
@@ -186,7 +187,17 @@ fn access_fault_siw(fault: Fault) {
     };
     a.post_send(&[bad.flags(SIG)]).expect("ibv_post_send (faulty request)");
     let c = wait(&scq, 1);
-    assert_eq!((c[0].wr_id(), c[0].status()), (1, first), "{fault:?}: {c:?}");
+    // siw completes a WRITE once its bytes are handed to TCP. When the
+    // peer's TERMINATE is processed before the transmit path finishes
+    // with the work request, siw's send-queue processing fails it with
+    // a local QP operation error instead (siw_qp_sq_process's error
+    // path); both are the kernel's answer, and seen in CI runs.
+    let accepted: &[WcStatus] = match first {
+        WcStatus::Success => &[WcStatus::Success, WcStatus::LocQpOpErr],
+        _ => &[first],
+    };
+    assert_eq!(c[0].wr_id(), 1, "{fault:?}: {c:?}");
+    assert!(accepted.contains(&c[0].status()), "{fault:?}: {c:?}, expected one of {accepted:?}");
     assert_quiet(&scq);
     let t0 = std::time::Instant::now();
     while kernel_state(&a) != QpStateKind::Error {

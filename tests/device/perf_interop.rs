@@ -60,7 +60,7 @@ fn result_rows(out: &str, size: u32, msgs: u32) -> usize {
 /// guest the samples are noisy enough for that now and then (seen once in
 /// the release cm soak: ib_send_bw's client, r^2 0.65). That is perftest's
 /// own measurement, not the transfer under test: such a run is run again.
-fn clock_unmeasured(stderr: &str) -> bool {
+pub(super) fn clock_unmeasured(stderr: &str) -> bool {
     stderr.contains("Correlation coefficient r^2") && stderr.contains("Can't produce a report")
 }
 

@@ -17,7 +17,7 @@ const MAX_CMD: u64 = 64 * 1024;
 
 /// Errno values the commands answer with.
 pub mod errno {
-    pub use libc::{EBUSY, EFAULT, EINVAL, ENOMEM, ENOSPC, ENOTTY, EOPNOTSUPP, EPERM};
+    pub use libc::{EBUSY, EFAULT, EINVAL, ENODATA, ENOENT, ENOMEM, ENOSPC, ENOTTY, EOPNOTSUPP, EPERM, EPROTONOSUPPORT};
 }
 
 /// Core sizes of a command: (name, core in bytes incl. the response

@@ -181,6 +181,15 @@ pub fn query_port(_d: &Daemon, req: &Req) -> Result<Resp, i32> {
     if port != 1 {
         return Err(errno::EINVAL);
     }
+    Ok(Resp { core: port_attr(), note: format!("port={port}"), ..Default::default() })
+}
+
+/// Active speed of the port (`IB_SPEED_EDR`: 25 Gb/s per lane).
+pub const ACTIVE_SPEED: u8 = 32;
+
+/// struct ib_uverbs_query_port_resp of port 1 (the write command's
+/// response, and the first 40 bytes of the ioctl's).
+pub fn port_attr() -> Vec<u8> {
     let mut o = Out::new(40);
     o.u32(0, 0x0401_0000) // port_cap_flags: CM_SUP | IP_BASED_GIDS
         .u32(4, 1 << 30) // max_msg_sz
@@ -199,9 +208,9 @@ pub fn query_port(_d: &Daemon, req: &Req) -> Result<Resp, i32> {
         .u8(32, 0) // subnet_timeout
         .u8(33, 0) // init_type_reply
         .u8(34, 2) // active_width 4X
-        .u8(35, 32) // active_speed EDR (25 Gb/s per lane)
+        .u8(35, ACTIVE_SPEED)
         .u8(36, 5) // phys_state LinkUp
         .u8(37, 2) // link_layer Ethernet
         .u8(38, 0); // flags
-    Ok(Resp { core: o.done(), note: format!("port={port}"), ..Default::default() })
+    o.done()
 }

@@ -1,10 +1,13 @@
 //! The daemon side: the unix socket, one thread per connection (one device
-//! context of one process), the uverbs commands answered as `mlx5_ib`
+//! context of one process), the uverbs commands (write and ioctl) answered as `mlx5_ib`
 //! answers them, and the doorbell scanner that drives the engine.
 
+mod blueflame;
 pub mod cmd;
 mod device;
 mod events;
+mod ioctl;
+mod ioctl_device;
 mod objects;
 mod qp;
 mod qp_state;
@@ -79,6 +82,8 @@ pub struct State {
     /// read from the CQ's doorbell record, whose arm word starts at
     /// [`ARM_UNSET`]).
     pub arm_seen: HashMap<u32, u32>,
+    /// Send doorbells whose kind (BlueFlame or not) is not known yet.
+    pub bf_pending: Vec<blueflame::Pending>,
     /// Next ids.
     next_ctx: u32,
     next_pdn: u32,
@@ -198,22 +203,14 @@ impl Daemon {
     fn call(&self, conn: &mut Conn, call: Call) -> (Reply, Vec<OwnedFd>) {
         match call {
             Call::Ioctl { request, arg } => {
-                if self.trace.on() {
-                    let mut hdr = [0u8; 24];
-                    let what = if request == 0xc018_1b01 && crate::mem::HostMem::read(&self.mem, conn.pid, arg, &mut hdr).is_ok() {
-                        format!(
-                            "RDMA_VERBS_IOCTL object={:#x} method={:#x} attrs={}",
-                            cmd::u16_at(&hdr, 2),
-                            cmd::u16_at(&hdr, 4),
-                            cmd::u16_at(&hdr, 6)
-                        )
-                    } else {
-                        format!("request={request:#x}")
-                    };
-                    let e = errname(self.ioctl_errno(conn));
-                    self.trace.line(format_args!("ctx={} pid={} IOCTL {what} -> {e}", conn.ctx, conn.pid));
-                }
-                (Reply::ret(-i64::from(self.ioctl_errno(conn))), Vec::new())
+                let c = ioctl_device::DevCtx { open: self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open), id: self.id.clone() };
+                let out = ioctl::run(&self.mem, conn.pid, request, arg, ioctl_device::METHODS, &c);
+                let e = match out.res {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => errname(e),
+                };
+                self.trace.line(format_args!("ctx={} pid={} IOCTL {} -> {e}", conn.ctx, conn.pid, out.what));
+                (Reply::ret(out.res.map_or_else(|e| -i64::from(e), |()| 0)), Vec::new())
             }
             Call::Write { buf, len } => {
                 let req = match cmd::parse(&self.mem, conn.pid, buf, len) {
@@ -277,19 +274,6 @@ impl Daemon {
         }
     }
 
-    /// The ioctl interface is absent as far as libibverbs can tell: ENOTTY
-    /// until the context exists (its probe then sends every command with a
-    /// write fallback through write()). The ioctls issued after that have
-    /// no fallback (DEVX, dynamic UARs, device memory, import, ...): the
-    /// device does not offer them, which mlx5_ib says with EOPNOTSUPP.
-    fn ioctl_errno(&self, conn: &Conn) -> i32 {
-        if self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open) {
-            errno::EOPNOTSUPP
-        } else {
-            errno::ENOTTY
-        }
-    }
-
     fn dispatch(&self, st: &mut State, conn: &mut Conn, req: &Req) -> Result<Resp, i32> {
         let open = st.ctxx.get(&conn.ctx).is_some_and(|c| c.open);
         if !open && req.cmd != 0 {
@@ -329,6 +313,7 @@ impl Daemon {
     /// or exited), as the kernel's uverbs file release does.
     fn teardown(&self, ctx: u32) {
         let mut st = self.lock();
+        blueflame::close(self, &mut st, ctx);
         let qps: Vec<u32> = st.dev.qps.values().filter(|q| q.ctx == ctx).map(|q| q.qpn).collect();
         for q in qps {
             st.dev.qps.remove(&q);
@@ -373,6 +358,8 @@ pub fn errname(e: i32) -> String {
         libc::ENOSPC => "ENOSPC",
         libc::EPERM => "EPERM",
         libc::ENOENT => "ENOENT",
+        libc::ENODATA => "ENODATA",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
         _ => return format!("errno {e}"),
     };
     n.to_string()

@@ -143,6 +143,65 @@ fn qp_of(st: &State, ctx: u32, handle: u32) -> Result<u32, i32> {
     }
 }
 
+/// A scalar attribute of MODIFY_QP: its mask bit, where it is in the core
+/// command (offset, width in bytes), the values the kernel and firmware
+/// accept (anything else is `EINVAL`), the bits kept, and where it goes.
+/// AV and ALT_PATH (several fields each) are handled apart.
+struct Field {
+    bit: u32,
+    at: usize,
+    width: u8,
+    min: u32,
+    max: u32,
+    keep: u32,
+    set: fn(&mut QpAttrs, &mut QpExtra, u32),
+}
+
+impl Field {
+    /// The value as the command carries it.
+    fn raw(&self, c: &[u8]) -> u32 {
+        match self.width {
+            1 => u32::from(u8_at(c, self.at)),
+            2 => u32::from(u16_at(c, self.at)),
+            _ => u32_at(c, self.at),
+        }
+    }
+}
+
+const fn field(bit: u32, at: usize, width: u8, set: fn(&mut QpAttrs, &mut QpExtra, u32)) -> Field {
+    let max = if width == 4 { u32::MAX } else { (1 << (8 * width)) - 1 };
+    Field { bit, at, width, min: 0, max, keep: u32::MAX, set }
+}
+
+const fn only(f: Field, min: u32, max: u32) -> Field {
+    Field { min, max, ..f }
+}
+
+const fn psn(f: Field) -> Field {
+    Field { keep: 0xff_ffff, ..f }
+}
+
+/// The scalar attributes (struct ib_uverbs_modify_qp offsets; the `as`
+/// casts narrow to the width read).
+const FIELDS: &[Field] = &[
+    field(QKEY, 72, 4, |a, _, v| a.qkey = v),
+    psn(field(RQ_PSN, 76, 4, |a, _, v| a.rq_psn = v)),
+    psn(field(SQ_PSN, 80, 4, |a, _, v| a.sq_psn = v)),
+    psn(field(DEST_QPN, 84, 4, |a, _, v| a.dest_qpn = v)),
+    field(ACCESS_FLAGS, 88, 4, |a, _, v| a.access = v),
+    only(field(PKEY_INDEX, 92, 2, |a, _, v| a.pkey_index = v as u16), 0, 0), // one P_Key (RoCE)
+    only(field(PATH_MTU, 98, 1, |a, _, v| a.path_mtu = v as u8), 1, MAX_MTU as u32),
+    field(PATH_MIG_STATE, 99, 1, |_, x, v| x.mig_state = v as u8),
+    field(EN_SQD_ASYNC_NOTIFY, 100, 1, |_, x, v| x.sqd_notify = v != 0),
+    only(field(MAX_QP_RD_ATOMIC, 101, 1, |a, _, v| a.max_rd_atomic = v as u8), 0, MAX_RD_ATOMIC),
+    only(field(MAX_DEST_RD_ATOMIC, 102, 1, |a, _, v| a.max_dest_rd_atomic = v as u8), 0, MAX_RD_ATOMIC),
+    field(MIN_RNR_TIMER, 103, 1, |a, _, v| a.min_rnr_timer = v as u8),
+    only(field(PORT, 104, 1, |a, _, v| a.port = v as u8), 1, 1), // one port
+    field(TIMEOUT, 105, 1, |a, _, v| a.timeout = v as u8),
+    field(RETRY_CNT, 106, 1, |a, _, v| a.retry_cnt = v as u8),
+    field(RNR_RETRY, 107, 1, |a, _, v| a.rnr_retry = v as u8),
+];
+
 /// MODIFY_QP (plain: no udata; extended: + rate_limit, mlx5 udata ignored).
 /// Core layout: dest 0..32, alt_dest 32..64, qp_handle 64, attr_mask 68,
 /// qkey 72, rq_psn 76, sq_psn 80, dest_qp_num 84, access 88, pkey_index 92,
@@ -169,18 +228,7 @@ pub fn modify_qp(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
         return Err(errno::EINVAL); // mlx5 cannot resize a QP
     }
     // Values the kernel / firmware reject.
-    if mask & PORT != 0 && u8_at(c, 104) != 1 {
-        return Err(errno::EINVAL);
-    }
-    if mask & PKEY_INDEX != 0 && u16_at(c, 92) != 0 {
-        return Err(errno::EINVAL);
-    }
-    if mask & PATH_MTU != 0 && !(1..=MAX_MTU).contains(&u8_at(c, 98)) {
-        return Err(errno::EINVAL);
-    }
-    if mask & MAX_QP_RD_ATOMIC != 0 && u32::from(u8_at(c, 101)) > MAX_RD_ATOMIC
-        || mask & MAX_DEST_RD_ATOMIC != 0 && u32::from(u8_at(c, 102)) > MAX_RD_ATOMIC
-    {
+    if FIELDS.iter().any(|f| mask & f.bit != 0 && !(f.min..=f.max).contains(&f.raw(c))) {
         return Err(errno::EINVAL);
     }
     if mask & AV != 0 {
@@ -195,55 +243,10 @@ pub fn modify_qp(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     }
     let x = st.qpx.entry(qpn).or_default();
     let qp = st.dev.qps.get_mut(&qpn).ok_or(errno::EINVAL)?;
+    for f in FIELDS.iter().filter(|f| mask & f.bit != 0) {
+        (f.set)(&mut qp.attrs, x, f.raw(c) & f.keep);
+    }
     let a = &mut qp.attrs;
-    if mask & QKEY != 0 {
-        a.qkey = u32_at(c, 72);
-    }
-    if mask & RQ_PSN != 0 {
-        a.rq_psn = u32_at(c, 76) & 0xff_ffff;
-    }
-    if mask & SQ_PSN != 0 {
-        a.sq_psn = u32_at(c, 80) & 0xff_ffff;
-    }
-    if mask & DEST_QPN != 0 {
-        a.dest_qpn = u32_at(c, 84) & 0xff_ffff;
-    }
-    if mask & ACCESS_FLAGS != 0 {
-        a.access = u32_at(c, 88);
-    }
-    if mask & PKEY_INDEX != 0 {
-        a.pkey_index = u16_at(c, 92);
-    }
-    if mask & PATH_MTU != 0 {
-        a.path_mtu = u8_at(c, 98);
-    }
-    if mask & PATH_MIG_STATE != 0 {
-        x.mig_state = u8_at(c, 99);
-    }
-    if mask & EN_SQD_ASYNC_NOTIFY != 0 {
-        x.sqd_notify = u8_at(c, 100) != 0;
-    }
-    if mask & MAX_QP_RD_ATOMIC != 0 {
-        a.max_rd_atomic = u8_at(c, 101);
-    }
-    if mask & MAX_DEST_RD_ATOMIC != 0 {
-        a.max_dest_rd_atomic = u8_at(c, 102);
-    }
-    if mask & MIN_RNR_TIMER != 0 {
-        a.min_rnr_timer = u8_at(c, 103);
-    }
-    if mask & PORT != 0 {
-        a.port = u8_at(c, 104);
-    }
-    if mask & TIMEOUT != 0 {
-        a.timeout = u8_at(c, 105);
-    }
-    if mask & RETRY_CNT != 0 {
-        a.retry_cnt = u8_at(c, 106);
-    }
-    if mask & RNR_RETRY != 0 {
-        a.rnr_retry = u8_at(c, 107);
-    }
     if mask & AV != 0 {
         x.dest.copy_from_slice(&c[0..32]);
         a.dgid.copy_from_slice(&c[0..16]);
@@ -314,4 +317,42 @@ pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     st.qpx.remove(&qpn);
     let n = st.sink.async_reported(ctx, qp.user_handle);
     Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("qpn={qpn:#x}"), ..Default::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every scalar attribute lands in its place from its offset; PSNs and
+    /// the destination QPN keep 24 bits; out-of-range values are named.
+    #[test]
+    fn modify_qp_fields_decode_from_their_offsets() {
+        let mut c = Out::new(112);
+        c.u32(72, 0x1111_1111).u32(76, 0xab12_3456).u32(80, 0xcd65_4321).u32(84, 0xff00_0042).u32(88, 7);
+        c.u16(92, 0).u8(98, 3).u8(99, 2).u8(100, 1).u8(101, 4).u8(102, 8).u8(103, 12);
+        c.u8(104, 1).u8(105, 14).u8(106, 6).u8(107, 7);
+        let (mut a, mut x) = (QpAttrs::default(), QpExtra::default());
+        for f in FIELDS {
+            assert!((f.min..=f.max).contains(&f.raw(&c.0)), "{:#x} in range", f.bit);
+            (f.set)(&mut a, &mut x, f.raw(&c.0) & f.keep);
+        }
+        assert_eq!((a.qkey, a.rq_psn, a.sq_psn, a.dest_qpn, a.access), (0x1111_1111, 0x12_3456, 0x65_4321, 0x42, 7));
+        assert_eq!((a.pkey_index, a.path_mtu, x.mig_state, x.sqd_notify), (0, 3, 2, true));
+        assert_eq!((a.max_rd_atomic, a.max_dest_rd_atomic, a.min_rnr_timer), (4, 8, 12));
+        assert_eq!((a.port, a.timeout, a.retry_cnt, a.rnr_retry), (1, 14, 6, 7));
+        let bad = |bit: u32, at: usize, v: u8| {
+            let mut b = Out::new(112);
+            b.u8(at, v);
+            let f = FIELDS.iter().find(|f| f.bit == bit).unwrap();
+            !(f.min..=f.max).contains(&f.raw(&b.0))
+        };
+        assert!(bad(PORT, 104, 2) && bad(PORT, 104, 0) && bad(PKEY_INDEX, 92, 1) && bad(PATH_MTU, 98, 6) && bad(PATH_MTU, 98, 0));
+        assert!(bad(MAX_QP_RD_ATOMIC, 101, 17) && !bad(MAX_QP_RD_ATOMIC, 101, 16) && !bad(TIMEOUT, 105, 31));
+        // every mask bit has at most one entry
+        let mut seen = 0;
+        for f in FIELDS {
+            assert_eq!(seen & f.bit, 0);
+            seen |= f.bit;
+        }
+    }
 }

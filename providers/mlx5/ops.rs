@@ -1,0 +1,133 @@
+//! The verbs of the mlx5 data path on a context's [`RegRef`]: post to a
+//! QP or SRQ in its slot and ring its doorbell; poll a CQ, reaching the
+//! queues its completions name; arm it.
+//!
+//! Locks (see [`super::registry`]): a post holds its queue's slot; a poll
+//! holds the CQ's slot and, inside it, one QP or SRQ slot at a time. No
+//! path takes a CQ slot while holding a QP or SRQ slot, so they cannot
+//! deadlock; no caller code runs under any of them.
+
+use super::wqe::Av;
+use super::cqe::{Queues, Source, Target};
+use super::ctx::Doorbell;
+use super::registry::{Entry, RegRef, SlotGuard};
+use crate::ah::Ah;
+use crate::error::ErrorKind;
+use crate::wc::Wc;
+use crate::wr::{PostError, RecvWr, SendWr};
+
+fn gone(verb: &'static str) -> PostError {
+    PostError::new(verb, ErrorKind::InvalidArgument, 0)
+}
+
+/// `ibv_post_send` on the QP in slot `uidx`, then its doorbell.
+#[inline]
+pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>], av_of: impl Fn(&Ah<'_>) -> Option<Av>) -> Result<(), PostError> {
+    const VERB: &str = "ibv_post_send";
+    let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
+    let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return Err(gone(VERB)) };
+    let ring = sq.post(buf, wrs, av_of)?;
+    reg.uars().ring_send(db, sq, buf, ring);
+    Ok(())
+}
+
+/// `ibv_post_recv` on the QP in slot `uidx`.
+#[inline]
+pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    const VERB: &str = "ibv_post_recv";
+    let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
+    match &mut *g {
+        Entry::Qp { rq: Some(rq), buf, .. } => rq.post(buf, wrs),
+        _ => Err(gone(VERB)),
+    }
+}
+
+/// `ibv_post_srq_recv` on the SRQ in slot `uidx`.
+#[inline]
+pub fn post_srq_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    const VERB: &str = "ibv_post_srq_recv";
+    let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
+    match &mut *g {
+        Entry::Srq { srq, buf, .. } => srq.post(buf, wrs),
+        _ => Err(gone(VERB)),
+    }
+}
+
+/// The queues a poll reaches: one slot locked at a time.
+struct Lookup<'r> {
+    reg: &'r RegRef,
+    held: Option<SlotGuard<'r>>,
+}
+
+impl Queues for Lookup<'_> {
+    fn find(&mut self, source: Source) -> Option<Target<'_>> {
+        let (rsn, send) = match source {
+            Source::Send { rsn, .. } => (rsn, true),
+            Source::Recv { rsn, .. } => (rsn, false),
+        };
+        self.held = None;
+        let mut g = self.reg.lock(rsn & 0xff_ffff)?;
+        // A QP on an SRQ: its receives complete in the SRQ's slot
+        // (libmlx5 `get_resp_ctx_v1`).
+        let srq = match &*g {
+            Entry::Qp { srq_uidx: Some(s), .. } if !send => Some(*s),
+            _ => None,
+        };
+        if let Some(s) = srq {
+            drop(g);
+            g = self.reg.lock(s)?;
+        }
+        self.held = Some(g);
+        match (send, &mut **self.held.as_mut()?) {
+            (true, Entry::Qp { sq: Some(sq), .. }) => Some(Target::Send(sq)),
+            (false, Entry::Qp { rq: Some(rq), srq_uidx: None, .. }) => Some(Target::Recv(rq)),
+            (false, Entry::Srq { srq, buf, .. }) => Some(Target::Srq(srq, buf)),
+            _ => None,
+        }
+    }
+}
+
+/// `ibv_poll_cq` of the CQ in slot `cq`: up to `out.len()` completions.
+/// A CQE this provider cannot complete (a kind it does not handle, or one
+/// naming no queue of the context) is consumed and skipped: `Err` with
+/// how many were polled before it.
+pub fn poll(reg: &RegRef, cq: u32, out: &mut [Wc]) -> Result<usize, usize> {
+    let Some(mut g) = reg.lock(cq) else { return Ok(0) };
+    let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
+    let mut look = Lookup { reg, held: None };
+    match ring.poll(buf, out, &mut look) {
+        Ok(n) => Ok(n),
+        Err(_) => Err(0),
+    }
+}
+
+/// Whether the CQ in slot `cq` has no completion waiting.
+pub fn is_empty(reg: &RegRef, cq: u32) -> bool {
+    let Some(g) = reg.lock(cq) else { return true };
+    match &*g {
+        Entry::Cq { ring, buf } => ring.peek(buf).is_none(),
+        _ => true,
+    }
+}
+
+/// `ibv_req_notify_cq` of the CQ in slot `cq` (`mlx5_arm_cq`): the arm
+/// word in its doorbell record, then the UAR doorbell.
+pub fn arm(reg: &RegRef, cq: u32, solicited_only: bool) -> bool {
+    let Some(g) = reg.lock(cq) else { return false };
+    let Entry::Cq { ring, buf } = &*g else { return false };
+    let word = ring.arm(buf, solicited_only);
+    reg.uars().arm_cq(word)
+}
+
+/// A completion event was read for the CQ in slot `cq` (`mlx5_cq_event`).
+pub fn cq_event(reg: &RegRef, cq: u32) {
+    if let Some(mut g) = reg.lock(cq) {
+        if let Entry::Cq { ring, .. } = &mut *g {
+            ring.event();
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "ops_tests.rs"]
+mod tests;

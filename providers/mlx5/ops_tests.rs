@@ -1,0 +1,112 @@
+//! The data path through the context's table, on real bytes: a QP, an
+//! SRQ and a CQ in their slots, posts that ring the (memfd) UAR, CQEs
+//! written as the device writes them, polls that reach the queues.
+
+use super::*;
+use crate::providers::mlx5::wqe::{Cqe64, CQE_REQ, CQE_RESP_SEND, OPCODE_RDMA_WRITE};
+use crate::providers::mlx5::res::{CqMem, QpMem, SrqMem};
+use crate::providers::mlx5::sizing::DeviceLimits;
+use crate::qp::{QpCap, QpType};
+use crate::wr::Sge;
+use zerocopy::byteorder::network_endian::{U16, U32};
+
+const LIM: DeviceLimits = DeviceLimits { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
+const SGE: Sge = Sge { addr: 0x1000, length: 8, lkey: 1 };
+
+struct World {
+    reg: RegRef,
+    uar: rustix::fd::OwnedFd,
+    cq: u32,
+    qp: u32,
+    qp_on_srq: u32,
+    srq: u32,
+    db: Doorbell,
+}
+
+fn world() -> World {
+    let uar = rustix::fs::memfd_create("verbs-ops-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
+    let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
+    let db = reg.uars().doorbell(1).unwrap();
+    let c = CqMem::new("test", 3, 64).unwrap();
+    let ring = c.ring("test", 3, 0x77, 1).unwrap();
+    let cq = reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
+    let cap = QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qp_entry = |uses_srq: bool, srq_uidx| {
+        let m = QpMem::new("test", &LIM, QpType::Rc, &cap, uses_srq, 64).unwrap();
+        let (sq, rq) = m.queues("test", 0x42, QpType::Rc, false, false, db.blueflame()).unwrap();
+        reg.insert(Entry::Qp { sq, rq, buf: m.buf, srq_uidx }).unwrap()
+    };
+    let qp = qp_entry(false, None);
+    let mut s = SrqMem::new("test", &LIM, 4, 1, 64).unwrap();
+    let srq_state = s.srq("test").unwrap();
+    let srq = reg.insert(Entry::Srq { srq: srq_state, buf: s.buf, handle: 9 }).unwrap();
+    let qp_on_srq = qp_entry(true, Some(srq));
+    World { reg, uar, cq, qp, qp_on_srq, srq, db }
+}
+
+/// Writes `c` into CQ slot `i` (first pass: owner 0), as the device would.
+fn complete(w: &World, i: usize, c: Cqe64) {
+    let mut g = w.reg.lock(w.cq).unwrap();
+    let Entry::Cq { buf, .. } = &mut *g else { panic!() };
+    assert!(buf.put(i * 64, c));
+}
+
+#[test]
+fn post_ring_complete_poll() {
+    let w = world();
+    let wr = SendWr::rdma_write(0xabc, &[SGE], 0x2000, 5).signaled();
+    post_send(&w.reg, w.qp, w.db, &[wr], |_| None).unwrap();
+    // The BlueFlame copy of the one WQE landed in register 1 (page 0, 0xa00).
+    let mut page = [0u8; 4096];
+    rustix::io::pread(&w.uar, &mut page, 0).unwrap();
+    assert_eq!(&page[0xa00..0xa04], &[0, 0, 0, OPCODE_RDMA_WRITE], "ctrl: index 0, RDMA WRITE");
+    assert_eq!(&page[0xa04..0xa08], &[0, 0, 0x42, 3], "qpn 0x42, ds 3");
+    assert!(is_empty(&w.reg, w.cq));
+    let mut out = [Wc::default(); 4];
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(0));
+
+    post_recv(&w.reg, w.qp, &[RecvWr::new(0xdef, &[SGE])]).unwrap();
+    post_srq_recv(&w.reg, w.srq, &[RecvWr::new(0x5a5, &[SGE])]).unwrap();
+    assert!(post_recv(&w.reg, w.qp_on_srq, &[RecvWr::new(1, &[SGE])]).is_err(), "no receive queue of its own");
+
+    let req = Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(u32::from(OPCODE_RDMA_WRITE) << 24 | 0x42), wqe_counter: U16::new(0), op_own: CQE_REQ << 4, ..Default::default() };
+    let resp = Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(0x42), byte_cnt: U32::new(8), op_own: CQE_RESP_SEND << 4, ..Default::default() };
+    let srq_resp = Cqe64 { srqn_uidx: U32::new(w.qp_on_srq), sop_drop_qpn: U32::new(0x43), byte_cnt: U32::new(8), wqe_counter: U16::new(0), op_own: CQE_RESP_SEND << 4, ..Default::default() };
+    complete(&w, 0, req);
+    complete(&w, 1, resp);
+    complete(&w, 2, srq_resp);
+    assert!(!is_empty(&w.reg, w.cq));
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(3));
+    assert_eq!([out[0].wr_id(), out[1].wr_id(), out[2].wr_id()], [0xabc, 0xdef, 0x5a5]);
+    assert!(out[..3].iter().all(|c| c.is_success()));
+    // The consumer index went to the CQ's doorbell record.
+    let g = w.reg.lock(w.cq).unwrap();
+    let Entry::Cq { buf, ring } = &*g else { panic!() };
+    assert_eq!(buf.get::<[u8; 4]>(256), Some([0, 0, 0, 3]));
+    assert_eq!(ring.ci(), 3);
+    drop(g);
+
+    // A CQE naming a slot that holds no QP is consumed and reported.
+    let stray = Cqe64 { srqn_uidx: U32::new(900), op_own: CQE_REQ << 4, ..Default::default() };
+    complete(&w, 3, stray);
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Err(0));
+    assert!(is_empty(&w.reg, w.cq));
+}
+
+#[test]
+fn arm_writes_record_and_uar() {
+    let w = world();
+    assert!(arm(&w.reg, w.cq, true));
+    let mut page = [0u8; 4096];
+    rustix::io::pread(&w.uar, &mut page, 0).unwrap();
+    // arm_sn 0, SOLICITED (1 << 24), ci 0; then the CQ number 0x77.
+    assert_eq!(&page[0x20..0x28], &[0x01, 0, 0, 0, 0, 0, 0, 0x77]);
+    cq_event(&w.reg, w.cq);
+    assert!(arm(&w.reg, w.cq, false));
+    rustix::io::pread(&w.uar, &mut page, 0).unwrap();
+    assert_eq!(&page[0x20..0x24], &[0x10, 0, 0, 0], "arm_sn 1 after the event, NEXT");
+    let g = w.reg.lock(w.cq).unwrap();
+    let Entry::Cq { buf, .. } = &*g else { panic!() };
+    assert_eq!(buf.get::<[u8; 4]>(256 + 4), Some([0x10, 0, 0, 0]), "the arm word in the record");
+}

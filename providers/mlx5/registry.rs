@@ -1,0 +1,335 @@
+//! The table through which a CQ poll reaches the queues its completions
+//! name (libmlx5's `uidx` table, `mlx5_find_uidx`).
+//!
+//! A requester CQE retires WQEs of a QP's send queue (its `wr_id` and
+//! the requests before it), a responder CQE one of its receive queue or
+//! a WQE of an SRQ (which goes back on the SRQ's free list). With CQE
+//! version 1 the CQE carries the user index (`uidx`) the QP or SRQ was
+//! created with: here that index is a slot of this table, and the slot
+//! holds the queues themselves, so that the poster (`ibv_post_send` /
+//! `ibv_post_recv` / `ibv_post_srq_recv`, through the QP's or SRQ's
+//! handle) and the poller (through the CQ's) reach the same state.
+//!
+//! Each slot has a lock (a spin flag): the poster holds it while it
+//! writes WQEs, the poller while it retires them, so the queue state is
+//! only ever reached through `&mut` by one of them. Neither runs caller
+//! code under it, so a holder lets go after a bounded number of steps.
+//!
+//! The table is one anonymous mapping, shared by the context and every
+//! object made from it through [`RegRef`] handles that count references
+//! (like an `Arc` over the mapping, with no heap): the last handle
+//! dropped drops the entries and unmaps it. So no handle depends on the
+//! order the owners go away in.
+//!
+//! # Safety
+//!
+//! * **G1 — the mapping.** Made by `RegRef::new` (NULL hint, no
+//!   `MAP_FIXED`), large enough for a [`Region`], initialised in place
+//!   field by field before the first `RegRef` exists, and unmapped only
+//!   by the `RegRef` whose `Drop` took the count from 1 to 0 (acquire on
+//!   that last decrement, release on every other), after which no handle
+//!   exists. Every `RegRef` holds one count, so the region is alive while
+//!   any handle is.
+//! * **G2 — the entries.** A slot's `UnsafeCell<Entry>` is reached only
+//!   through a [`SlotGuard`], which exists only while its creator holds
+//!   the slot's lock (taken by an acquire compare-exchange from 0 to 1,
+//!   released by a release store of 0 in the guard's `Drop`, also while
+//!   unwinding): one `&mut Entry` at a time, and every access ordered
+//!   after the previous holder's. `Drop` of the region runs with no handle
+//!   left, so nobody holds a lock then.
+//! * **G3 — `Send`/`Sync`.** The entries move between threads through
+//!   the locks (they are `Send`: plain data, `WqBuf`s and `Table`s are
+//!   `Send`).
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::mem::{offset_of, size_of};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use rustix::mm::{MapFlags, ProtFlags};
+
+use super::buf::WqBuf;
+use super::cqe::CqRing;
+use super::ctx::Uars;
+use super::rq::{RecvQueue, Srq};
+use super::sq::SendQueue;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Slots per context: QPs and SRQs that may exist at once.
+pub const SLOTS: usize = 1024;
+
+/// What a slot holds.
+#[derive(Debug, Default)]
+pub enum Entry {
+    /// Nobody.
+    #[default]
+    Free,
+    /// A CQ's ring state and buffer (its pollers take turns here).
+    Cq {
+        /// Consumer index, arm sequence, geometry.
+        ring: CqRing,
+        /// CQEs and doorbell record.
+        buf: WqBuf,
+    },
+    /// A QP's queues (and its buffer, which the poster writes).
+    Qp {
+        /// The send queue, if the QP has one.
+        sq: Option<SendQueue>,
+        /// The receive queue (none with an SRQ).
+        rq: Option<RecvQueue>,
+        /// The QP's buffer: queues and doorbell record.
+        buf: WqBuf,
+        /// The slot of its SRQ, if it has one (its receives complete there).
+        srq_uidx: Option<u32>,
+    },
+    /// An SRQ and its buffer (the poller relinks freed WQEs in it).
+    Srq {
+        /// The free list and indices.
+        srq: Srq,
+        /// WQEs and doorbell record.
+        buf: WqBuf,
+        /// The kernel's handle of the SRQ (how a QP created on it finds it).
+        handle: u32,
+    },
+    /// Taken by an insert in progress.
+    Reserved,
+}
+
+struct Slot {
+    lock: AtomicU32,
+    entry: UnsafeCell<Entry>,
+}
+
+/// The shared mapping (G1).
+#[repr(C)]
+struct Region {
+    refs: AtomicUsize,
+    /// Where the next insert starts looking.
+    hint: AtomicU32,
+    /// The context's UAR pages: doorbells of the QPs, arming of the CQs.
+    uars: Uars,
+    slots: [Slot; SLOTS],
+}
+
+const BYTES: usize = size_of::<Region>().next_multiple_of(4096);
+
+/// The address of the `T` at byte `off` of the region (computed with
+/// `wrapping_add`: no dereference, so no unsafe).
+fn field<T>(r: *mut Region, off: usize) -> *mut T {
+    r.cast::<u8>().wrapping_add(off).cast::<T>()
+}
+
+/// A counted handle on a context's table (G1).
+#[derive(Debug)]
+pub struct RegRef {
+    region: NonNull<Region>,
+}
+
+// SAFETY: G3: the region is shared by atomics and slot locks only; the
+// entries are `Send`.
+unsafe impl Send for RegRef {}
+// SAFETY: as for `Send`: `&RegRef` only takes locks and counts.
+unsafe impl Sync for RegRef {}
+
+impl RegRef {
+    /// A new, empty table (one handle) that owns the context's `uars`.
+    pub fn new(verb: &'static str, uars: Uars) -> Result<Self> {
+        // SAFETY: a fresh private mapping where the kernel chooses (NULL
+        // hint, no MAP_FIXED): nothing existing is replaced (G1).
+        let p = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), BYTES, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE) }
+            .map_err(|e| Error::from_errno(verb, e))?;
+        let region = NonNull::new(p.cast::<Region>()).ok_or(Error::new(verb, ErrorKind::OutOfResources))?;
+        let r = region.as_ptr();
+        // SAFETY: `r` is page aligned (so aligned for
+        // `Region`) and `BYTES >= size_of::<Region>()` bytes are ours
+        // (G1); every field is written in place, through raw pointers
+        // computed from `offset_of!`, before any reference to the region
+        // exists.
+        unsafe { field::<AtomicUsize>(r, offset_of!(Region, refs)).write(AtomicUsize::new(1)) };
+        // SAFETY: as above.
+        unsafe { field::<AtomicU32>(r, offset_of!(Region, hint)).write(AtomicU32::new(0)) };
+        // SAFETY: as above.
+        unsafe { field::<Uars>(r, offset_of!(Region, uars)).write(uars) };
+        for i in 0..SLOTS {
+            let slot = Slot { lock: AtomicU32::new(0), entry: UnsafeCell::new(Entry::Free) };
+            // SAFETY: as above; slot `i < SLOTS` of the array.
+            unsafe { field::<Slot>(r, offset_of!(Region, slots) + i * size_of::<Slot>()).write(slot) };
+        }
+        Ok(Self { region })
+    }
+
+    fn region(&self) -> &Region {
+        // SAFETY: alive and initialised while this handle counts (G1);
+        // shared access reaches only atomics and `UnsafeCell`s.
+        unsafe { self.region.as_ref() }
+    }
+
+    /// The context's UAR pages.
+    pub fn uars(&self) -> &Uars {
+        &self.region().uars
+    }
+
+    /// The slot of the SRQ whose kernel handle is `handle`.
+    pub fn find_srq(&self, handle: u32) -> Option<u32> {
+        (0..SLOTS as u32).find(|&i| matches!(self.lock(i).as_deref(), Some(Entry::Srq { handle: h, .. }) if *h == handle))
+    }
+
+    /// Another handle on the same table.
+    pub fn share(&self) -> Self {
+        self.region().refs.fetch_add(1, Ordering::Relaxed);
+        Self { region: self.region }
+    }
+
+    /// Locks slot `uidx` (spinning while its holder works), or `None` if
+    /// there is no such slot.
+    #[inline]
+    pub fn lock(&self, uidx: u32) -> Option<SlotGuard<'_>> {
+        let slot = self.region().slots.get(uidx as usize)?;
+        while slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            core::hint::spin_loop();
+        }
+        Some(SlotGuard { slot })
+    }
+
+    /// Puts `entry` in a free slot and returns its index (the `uidx` to
+    /// create the object with); `None` (the entry dropped) if every slot
+    /// is taken.
+    pub fn insert(&self, entry: Entry) -> Option<u32> {
+        let start = self.region().hint.load(Ordering::Relaxed) as usize;
+        for k in 0..SLOTS {
+            let i = ((start + k) % SLOTS) as u32;
+            let Some(mut g) = self.lock(i) else { continue };
+            if matches!(*g, Entry::Free) {
+                *g = entry;
+                self.region().hint.store((i + 1) % SLOTS as u32, Ordering::Relaxed);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Takes slot `uidx`'s entry out, leaving it free.
+    pub fn remove(&self, uidx: u32) -> Entry {
+        match self.lock(uidx) {
+            Some(mut g) => core::mem::take(&mut *g),
+            None => Entry::Free,
+        }
+    }
+}
+
+impl Drop for RegRef {
+    fn drop(&mut self) {
+        if self.region().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        core::sync::atomic::fence(Ordering::Acquire);
+        let r = self.region.as_ptr();
+        // SAFETY: the last handle (G1): nobody else reaches
+        // the region or holds a slot lock (G2); every field was
+        // initialised in `new`; each is dropped once, then the mapping is
+        // unmapped once.
+        for i in 0..SLOTS {
+            // SAFETY: as above; slot `i < SLOTS` of the array.
+            unsafe { field::<Slot>(r, offset_of!(Region, slots) + i * size_of::<Slot>()).drop_in_place() };
+        }
+        // SAFETY: as above.
+        unsafe { field::<Uars>(r, offset_of!(Region, uars)).drop_in_place() };
+        // SAFETY: as above: the mapping `new` made, nothing points into it.
+        if let Err(e) = unsafe { rustix::mm::munmap(r.cast::<c_void>(), BYTES) } {
+            crate::error::report_drop_failure(Error::from_errno("munmap", e));
+        }
+    }
+}
+
+/// A locked slot: `&mut` access to its entry (G2).
+pub struct SlotGuard<'a> {
+    slot: &'a Slot,
+}
+
+impl core::ops::Deref for SlotGuard<'_> {
+    type Target = Entry;
+    fn deref(&self) -> &Entry {
+        // SAFETY: the lock is held by this guard (G2).
+        unsafe { &*self.slot.entry.get() }
+    }
+}
+
+impl core::ops::DerefMut for SlotGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Entry {
+        // SAFETY: the lock is held by this guard, borrowed mutably (G2).
+        unsafe { &mut *self.slot.entry.get() }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.lock.store(0, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn srq_entry() -> Entry {
+        let lim = super::super::sizing::DeviceLimits { max_sq_desc_sz: 512, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
+        let mut m = super::super::res::SrqMem::new("test", &lim, 4, 1, 64).unwrap();
+        let srq = m.srq("test").unwrap();
+        Entry::Srq { srq, buf: m.buf, handle: 5 }
+    }
+
+    fn table() -> RegRef {
+        let fd = rustix::fs::memfd_create("verbs-reg-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&fd, 8 * 4096).unwrap();
+        RegRef::new("test", super::super::ctx::tests::sim_uars(&fd)).unwrap()
+    }
+
+    #[test]
+    fn insert_lock_remove_and_last_handle_frees() {
+        let a = table();
+        let b = a.share();
+        let i = a.insert(srq_entry()).unwrap();
+        assert_eq!(a.find_srq(5), Some(i));
+        assert_eq!(a.find_srq(6), None);
+        let j = b.insert(srq_entry()).unwrap();
+        assert_ne!(i, j);
+        assert!(matches!(*b.lock(i).unwrap(), Entry::Srq { .. }));
+        assert!(a.lock(SLOTS as u32).is_none());
+        assert!(matches!(a.remove(i), Entry::Srq { .. }));
+        assert!(matches!(*a.lock(i).unwrap(), Entry::Free));
+        drop(a);
+        // `b` still reaches the table; its drop frees the SRQ left in `j`.
+        assert!(matches!(*b.lock(j).unwrap(), Entry::Srq { .. }));
+    }
+
+    #[test]
+    fn full_table_gives_the_entry_back() {
+        let a = table();
+        for _ in 0..SLOTS {
+            a.insert(Entry::Reserved).unwrap();
+        }
+        assert_eq!(a.insert(Entry::Reserved), None);
+        a.remove(7);
+        assert_eq!(a.insert(Entry::Reserved).unwrap(), 7);
+    }
+
+    #[test]
+    fn two_threads_take_turns_on_a_slot() {
+        let a = table();
+        let i = a.insert(Entry::Reserved).unwrap();
+        let b = a.share();
+        let t = std::thread::spawn(move || {
+            for _ in 0..10_000 {
+                let mut g = b.lock(i).unwrap();
+                *g = Entry::Free;
+                *g = Entry::Reserved;
+            }
+        });
+        for _ in 0..10_000 {
+            assert!(matches!(*a.lock(i).unwrap(), Entry::Reserved), "never seen between the two stores");
+        }
+        t.join().unwrap();
+    }
+}

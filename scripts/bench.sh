@@ -18,6 +18,8 @@
 #   --no-setup   skip scripts/setup.sh
 #   --reps N     runs per workload and side (default 5; results are medians over the runs)
 #   --out FILE   the report (default BENCHMARKS.md in the repository)
+# Environment: BENCH_VM_TIMEOUT (s, default 5400) limits the VM run; a full run takes ~15 min
+# on a quiet 2-CPU host and several times that on a loaded one.
 #
 # 1. scripts/setup.sh (qemu, kernel, perftest, libibverbs-dev, valgrind; idempotent)
 # 2. builds benches/c/ops_bench.c with gcc -libverbs -lrdmacm, and ours in release
@@ -105,7 +107,7 @@ for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS C
 done
 echo "bench: booting the VM (one boot for every workload)" >&2
 set +e
-"$ROOT/vm/run-in-vm.sh" --rw "$RAW" --timeout 1500 "${ENVS[@]}" -- bash "$ROOT/scripts/bench-guest.sh" \
+"$ROOT/vm/run-in-vm.sh" --rw "$RAW" --timeout "${BENCH_VM_TIMEOUT:-5400}" "${ENVS[@]}" -- bash "$ROOT/scripts/bench-guest.sh" \
     2> >(tee "$BENCH/vm.log" >&2)
 VMRC=$?
 set -e

@@ -197,7 +197,7 @@ pub use cq::Cq;
 pub use mr::{AccessFlags, Mr, MrBuffer, PageBuf};
 pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
-pub use providers::ProviderKind;
+pub use providers::{Caps as ProviderCaps, ProviderKind};
 pub use qp::{AnyQp, QueuePair};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

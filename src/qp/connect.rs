@@ -88,7 +88,7 @@ impl Endpoint {
         let port = ctx.query_port(port_num)?;
         let gid_index = match gid_index {
             Some(i) => Some(i),
-            None if ctx.provider().is_roce() => Some(ctx.roce_v2_ipv4_gid_index(port_num)?),
+            None if ctx.provider_caps().roce => Some(ctx.roce_v2_ipv4_gid_index(port_num)?),
             None => None,
         };
         let gid = match gid_index {

@@ -37,6 +37,7 @@ macro_rules! registry {
                     kind: ProviderKind::$V,
                     driver_id: <$P as Provider>::DRIVER_ID,
                     name_prefix: <$P as Provider>::NAME_PREFIX,
+                    pci_ids: <$P as Provider>::PCI_IDS,
                     min_abi: <$P as Provider>::MIN_ABI,
                     max_abi: <$P as Provider>::MAX_ABI,
                 },
@@ -177,6 +178,14 @@ macro_rules! registry {
                 }
             }
 
+            /// See [`ProviderCq::event`].
+            pub(crate) fn event(&self) {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::event(q), )*
+                    AnyCq::Dead => {}
+                }
+            }
+
             /// See [`ProviderCq::discard_qp`].
             pub(crate) fn discard_qp(&self, qp_num: u32) {
                 match *self {
@@ -270,7 +279,7 @@ macro_rules! registry {
         #[allow(unused_variables, unreachable_code, unreachable_patterns)]
         impl AnySrq {
             /// See [`ProviderSrq::create`].
-            pub(crate) fn create<C: WriteCommand<Resp = CreateSrqResp>>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+            pub(crate) fn create<C: SrqCreateCmd>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
                 match *ctx {
                     $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
                         <<$P as Provider>::Srq as ProviderSrq>::create(c, dc).map(AnySrq::$V), )*

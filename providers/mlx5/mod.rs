@@ -84,3 +84,5 @@ pub mod res;
 pub mod uar;
 pub mod registry;
 pub mod ops;
+pub mod provider;
+pub use provider::Mlx5;

@@ -15,13 +15,13 @@ use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
 use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem};
-use crate::abi::uverbs::{CreateCq, CreateQp, CreateSrqResp, ModifySrq, WriteCommand};
+use crate::abi::uverbs::{CreateCq, CreateQp, ModifySrq, ResizeCq};
 use crate::abi::RdmaDriverId;
 use crate::cmd::device::{get_context, query_device_ex, ContextReply};
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
-use crate::providers::seam::{no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
+use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
 use crate::qp::{QpCap, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr};
@@ -43,6 +43,7 @@ impl Provider for Mlx5 {
     const NAME: &'static str = "mlx5";
     const DRIVER_ID: RdmaDriverId = RdmaDriverId::MLX5;
     const NAME_PREFIX: Option<&'static str> = None;
+    const PCI_IDS: &'static [(u16, u16)] = PCI_IDS;
     const MIN_ABI: u32 = super::abi::MLX5_IB_UVERBS_ABI_VERSION;
     const MAX_ABI: u32 = super::abi::MLX5_IB_UVERBS_ABI_VERSION;
     const CAPS: Caps = Caps {
@@ -193,12 +194,16 @@ impl ProviderCq for Mlx5Cq {
         Err(ResizeFailed::Unchanged(Error::new(dc.verb(), ErrorKind::Unsupported).with_detail("mlx5: CQ resize is not implemented")))
     }
 
-    fn req_notify(&self, _: &Mlx5Context, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
+    fn req_notify(&self, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
         if ops::arm(&self.reg, self.slot, solicited_only) {
             Ok(())
         } else {
             Err(Error::new("ibv_req_notify_cq", ErrorKind::InvalidArgument).with_detail("mlx5: the CQ's slot holds no CQ"))
         }
+    }
+
+    fn event(&self) {
+        ops::cq_event(&self.reg, self.slot);
     }
 
     #[inline]
@@ -318,7 +323,7 @@ impl Drop for Mlx5Srq {
 impl ProviderSrq for Mlx5Srq {
     type Ctx = Mlx5Context;
 
-    fn create<C: WriteCommand<Resp = CreateSrqResp>>(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+    fn create<C: SrqCreateCmd>(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let verb = dc.verb();
         let (max_wr, max_sge) = dc.core().srq_caps();
         let info = *ctx.info();

@@ -97,6 +97,11 @@ macro_rules! registry {
                 match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::reg_mr(c, dc), )* }
             }
 
+            /// See [`ProviderContext::destroy_ah`].
+            pub(crate) fn destroy_ah(&self, ah_num: u32) {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::destroy_ah(c, ah_num), )* }
+            }
+
             /// See [`ProviderContext::create_ah`].
             pub(crate) fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
                 match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::create_ah(c, dc), )* }

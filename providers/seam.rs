@@ -253,6 +253,12 @@ pub trait ProviderContext: Debug + Send + Sync + Sized {
     fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
         dc.send(&[], &mut []).map(|r| (r, 0))
     }
+
+    /// The kernel destroyed the AH whose provider number was `ah_num`
+    /// (mlx5 frees the address vector it kept).
+    fn destroy_ah(&self, ah_num: u32) {
+        let _ = ah_num;
+    }
 }
 
 /// A provider's completion queue.

@@ -25,8 +25,8 @@
 #                 rustix_use_libc", target/sim-libc: a separate, slow build) and our mlx5
 #                 provider (feature mlx5), and run them through the same shim: verbs-devices
 #                 lists the device, verbs-devinfo -v prints what ibv_devinfo -v does, and
-#                 verbs-rc-pingpong runs against itself and against ibv_rc_pingpong on
-#                 libmlx5 both ways
+#                 verbs-{rc,ud,srq}-pingpong run against themselves and against
+#                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -152,7 +152,8 @@ if [ "$OURS" = 1 ]; then
     # Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
     OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
     if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices \
-        --bin verbs-devinfo --bin verbs-rc-pingpong --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
+        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
         run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OB/verbs-devices"
         # our provider opens the device (GET_CONTEXT with mlx5 driver data, UAR pages): the whole
         # -v output equals ibv_devinfo's on libmlx5
@@ -165,6 +166,22 @@ if [ "$OURS" = 1 ]; then
             CLIENT_BIN=ibv_rc_pingpong run_pair verbs-rc-pingpong "ours server, libmlx5 client $v" "$OB/verbs-rc-pingpong" $G $v
             # shellcheck disable=SC2086
             CLIENT_BIN=$OB/verbs-rc-pingpong run_pair verbs-rc-pingpong "libmlx5 server, ours client $v" ibv_rc_pingpong $G $v
+        done
+        for v in "-s 1 -n 1000 -c" "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-ud-pingpong "ours/ours $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_ud_pingpong run_pair verbs-ud-pingpong "ours server, libmlx5 client $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-ud-pingpong run_pair verbs-ud-pingpong "libmlx5 server, ours client $v" ibv_ud_pingpong $G $v
+        done
+        for v in "-s 1 -n 100 -c" "-e -n 100 -c" "-q 1 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-srq-pingpong "ours/ours $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_srq_pingpong run_pair verbs-srq-pingpong "ours server, libmlx5 client $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-srq-pingpong run_pair verbs-srq-pingpong "libmlx5 server, ours client $v" ibv_srq_pingpong $G $v
         done
     else
         row "ours (mlx5)" "(rustix libc backend)" "FAIL(build)" "-"

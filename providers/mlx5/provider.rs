@@ -15,7 +15,12 @@ use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
 use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem};
-use crate::abi::uverbs::{CreateCq, CreateQp, ModifySrq, ResizeCq};
+use super::abi::Mlx5CreateAhResp;
+use super::av::{build_av, roce_v2_sport, Link};
+use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ResizeCq};
+use crate::ah::AhAttr;
+use crate::cmd::device::query_gid_entry;
+use crate::query::{GidEntry, GID_TYPE_ROCE_V2};
 use crate::abi::RdmaDriverId;
 use crate::cmd::device::{get_context, query_device_ex, ContextReply};
 use crate::cmd::Channel;
@@ -130,6 +135,35 @@ impl ProviderContext for Mlx5Context {
         // libmlx5 enables atomics on a QP only if the device does them.
         let atomics = query_device_ex(chan).is_ok_and(|d| d.base.atomic_cap != 0);
         Ok((reply, Self { reg, atomics }))
+    }
+
+    /// `mlx5_create_ah`: the kernel resolves the destination MAC (RoCE,
+    /// `MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`); the vector is built here and
+    /// kept in a slot, whose index is the AH's number.
+    fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
+        let verb = dc.verb();
+        let attr = AhAttr::from_abi(&dc.core().attr);
+        let Some(g) = attr.grh else {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: a RoCE address must be global (it needs a GRH)"));
+        };
+        let v2 = query_gid_entry(dc.channel(), attr.port_num, u32::from(g.sgid_index))
+            .is_ok_and(|e| GidEntry::from_kernel(e).gid_type == GID_TYPE_ROCE_V2);
+        let slot = self.reserve(verb)?;
+        let mut out = Mlx5CreateAhResp::new_zeroed();
+        let resp = dc.send(&[], out.as_mut_bytes())?;
+        // libmlx5 draws a random port when the flow label is 0; any value
+        // in range does, this one varies per AH.
+        let random = resp.ah_handle.wrapping_mul(0x9e37_79b9) >> 8;
+        let link = Link::Roce { dmac: out.dmac, udp_sport: v2.then(|| roce_v2_sport(g.flow_label, random)) };
+        let av = build_av(&attr, link).map_err(|why| Error::new(verb, ErrorKind::InvalidArgument).with_detail(why))?;
+        let (_, i) = slot.fill(Entry::Ah { av });
+        Ok((resp, i))
+    }
+
+    fn destroy_ah(&self, ah_num: u32) {
+        if matches!(self.reg.lock(ah_num).as_deref(), Some(Entry::Ah { .. })) {
+            self.reg.remove(ah_num);
+        }
     }
 }
 
@@ -290,7 +324,7 @@ impl ProviderQp for Mlx5Qp {
 
     #[inline]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        ops::post_send(&self.reg, self.slot, self.db, wrs, |_| None)
+        ops::post_send(&self.reg, self.slot, self.db, wrs)
     }
 
     #[inline]

@@ -138,10 +138,11 @@ macro_rules! registry {
             }
 
             /// See [`ProviderCq::req_notify`].
-            pub(crate) fn req_notify(&self, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()> {
-                match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::req_notify(q, chan, handle, solicited_only), )*
-                    AnyCq::Dead => Err(dead("ibv_req_notify_cq")),
+            pub(crate) fn req_notify(&self, ctx: &AnyCtx, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()> {
+                match (self, ctx) {
+                    $( #[cfg(feature = $feat)] (AnyCq::$V(q), AnyCtx::$V(c)) => ProviderCq::req_notify(q, c, chan, handle, solicited_only), )*
+                    (AnyCq::Dead, _) => Err(dead("ibv_req_notify_cq")),
+                    _ => Err(mismatch("ibv_req_notify_cq")),
                 }
             }
 
@@ -264,6 +265,11 @@ macro_rules! registry {
             #[inline(always)]
             pub(crate) fn post_recv_straight(&mut self, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
                 match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv_straight(q, max_sge, wr_id, sge), )* }
+            }
+
+            /// See [`ProviderQp::state_changed`].
+            pub(crate) fn state_changed(&mut self, to: QpStateKind) {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::state_changed(q, to), )* }
             }
 
             /// See [`ProviderQp::queue_slots`].

@@ -37,7 +37,7 @@ use crate::cmd::channel::RingFailed;
 use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{ErrorKind, Result};
-use crate::qp::QpType;
+use crate::qp::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 use seam::{SrqCreateCmd, 

@@ -50,7 +50,7 @@ use crate::cmd::channel::RingFailed;
 use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
-use crate::qp::QpType;
+use crate::qp::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
@@ -279,8 +279,10 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
         Err(ResizeFailed::Unchanged(Error::new("ibv_resize_cq", ErrorKind::Unsupported)))
     }
 
-    /// `ibv_req_notify_cq` of the CQ with kernel handle `handle`.
-    fn req_notify(&self, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()>;
+    /// `ibv_req_notify_cq` of the CQ with kernel handle `handle` (a
+    /// command on `chan`, or a doorbell through `ctx`'s UAR, or a store
+    /// into mapped memory).
+    fn req_notify(&self, ctx: &Self::Ctx, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()>;
 
     /// Whether no completion is waiting (without taking the claim flag).
     fn is_empty(&self) -> bool;
@@ -360,6 +362,14 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     /// Sizes of the send and receive queues in slots as the provider
     /// counts them (`None`: no receive queue, the QP uses an SRQ).
     fn queue_slots(&self) -> (u32, Option<u32>);
+
+    /// The kernel moved the QP to `to` (`ibv_modify_qp` succeeded): a
+    /// provider whose queue indices live in user space resets them on
+    /// RESET (libmlx5 `mlx5_init_qp_indices`). The completions waiting
+    /// in the CQs are dropped by [`ProviderCq::discard_qp`].
+    fn state_changed(&mut self, to: QpStateKind) {
+        let _ = to;
+    }
 }
 
 /// A command that creates an SRQ (`CREATE_SRQ`, `CREATE_XSRQ`): the

@@ -194,7 +194,7 @@ impl<'ctx> Cq<'ctx> {
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_req_notify_cq")) };
-        ring.req_notify(self.ctx.channel(), self.handle, solicited_only)
+        ring.req_notify(self.ctx.provider_state(), self.ctx.channel(), self.handle, solicited_only)
     }
 
     /// `ibv_poll_cq`: moves up to `wc.len()` completions from the CQ into

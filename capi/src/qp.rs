@@ -127,12 +127,19 @@ impl QpLock {
     /// The lock if it is free now (one compare-exchange), else `None`:
     /// the straight post paths, which leave a contended QP to the general
     /// path (which waits), so that they make no call while holding values.
+    ///
+    /// A guard is made only when the exchange succeeded: a guard's `Drop`
+    /// gives the lock back, so one made and dropped on failure (as the
+    /// eager `bool::then_some(QpGuard { .. })` did) would release the lock
+    /// another thread holds, and two threads would then use the QP at
+    /// once (issue 29: a post racing `ibv_modify_qp` found the QP taken
+    /// out by the modify, `EINVAL`).
     #[inline(always)]
     fn try_lock(&self) -> Option<QpGuard<'_>> {
-        self.held
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            .then_some(QpGuard { lock: self })
+        match self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => Some(QpGuard { lock: self }),
+            Err(_) => None,
+        }
     }
 
     #[cold]
@@ -749,4 +756,23 @@ pub(crate) extern "C" fn ibv_destroy_qp(qp: *mut IbvQp) -> c_int {
     // (from_c checked); magic cleared and registry entry gone; freed once.
     drop(unsafe { Box::from_raw(qp.cast::<CQp>()) });
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QpLock;
+
+    #[test]
+    fn a_failed_try_lock_leaves_the_holders_lock_held() {
+        let lock = QpLock::new(None);
+        let held = lock.lock();
+        // Refused while held, and the refusal must not give the lock back
+        // (it did when the guard was built eagerly and dropped: issue 29).
+        assert!(lock.try_lock().is_none());
+        assert!(lock.try_lock().is_none(), "the first refusal released the holder's lock");
+        drop(held);
+        let again = lock.try_lock();
+        assert!(again.is_some(), "free after the holder let go");
+        assert!(lock.try_lock().is_none());
+    }
 }

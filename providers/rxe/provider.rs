@@ -103,7 +103,7 @@ impl ProviderCq for RxeCq {
         }
     }
 
-    fn req_notify(&self, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()> {
+    fn req_notify(&self, _: &RxeContext, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()> {
         let cmd = ReqNotifyCq { cq_handle: handle, solicited_only: u32::from(solicited_only) };
         chan.exec("ibv_req_notify_cq", &cmd, &[], &mut [])
     }

@@ -96,7 +96,7 @@ impl ProviderCq for SiwCq {
     }
 
     /// A store into the mapped control word, no system call.
-    fn req_notify(&self, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
+    fn req_notify(&self, _: &SiwContext, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
         self.arm(solicited_only);
         Ok(())
     }

@@ -15,7 +15,7 @@
 //! let mut buf = [0u8; Endpoint::LEN];
 //! peer.read_exact(&mut buf)?;
 //! let remote = Endpoint::from_bytes(&buf)?;
-//! let qp = qp.connect(&local, &remote, &ConnectOpts::default()).map_err(|e| e.error)?;
+//! let qp = qp.connect(&local, &remote, &ConnectOpts::default())?;
 //! # let _ = qp; Ok(()) }
 //! ```
 

@@ -2,6 +2,7 @@
 //! context of one process), the uverbs commands (write and ioctl) answered as `mlx5_ib`
 //! answers them, and the doorbell scanner that drives the engine.
 
+mod blueflame;
 pub mod cmd;
 mod device;
 mod events;
@@ -81,6 +82,8 @@ pub struct State {
     /// read from the CQ's doorbell record, whose arm word starts at
     /// [`ARM_UNSET`]).
     pub arm_seen: HashMap<u32, u32>,
+    /// Send doorbells whose kind (BlueFlame or not) is not known yet.
+    pub bf_pending: Vec<blueflame::Pending>,
     /// Next ids.
     next_ctx: u32,
     next_pdn: u32,
@@ -310,6 +313,7 @@ impl Daemon {
     /// or exited), as the kernel's uverbs file release does.
     fn teardown(&self, ctx: u32) {
         let mut st = self.lock();
+        blueflame::close(self, &mut st, ctx);
         let qps: Vec<u32> = st.dev.qps.values().filter(|q| q.ctx == ctx).map(|q| q.qpn).collect();
         for q in qps {
             st.dev.qps.remove(&q);

@@ -77,21 +77,18 @@ fn handle(d: &Daemon, found: &[Doorbell], origin: &[u32]) -> bool {
         let mut st = d.lock();
         for (db, ctx) in found.iter().zip(origin) {
             match *db {
-                Doorbell::Send {
-                    qpn,
-                    wqe_index,
-                    blueflame,
-                    page,
-                    offset,
-                } => {
+                Doorbell::Send { qpn, wqe_index, ds, page, offset } => {
                     let mine = st.dev.qps.get(&qpn).is_some_and(|q| q.ctx == *ctx);
-                    d.trace.line(format_args!(
-                        "ctx={ctx} DOORBELL {} qpn={qpn:#x} wqe={wqe_index} uar={page}+{offset:#x}{}",
-                        if blueflame { "BF" } else { "DB" },
-                        if mine { "" } else { " (not this context's QP: ignored)" }
-                    ));
-                    if mine {
-                        d.with_engine(&mut st, |e| e.sq_doorbell(qpn));
+                    let uar = st.uars.get(ctx).cloned();
+                    match uar {
+                        Some(uar) if mine => {
+                            // the kind (BF/DB) is traced once known
+                            super::blueflame::seen(d, &mut st, *ctx, &uar, qpn, wqe_index, ds, page, offset);
+                            d.with_engine(&mut st, |e| e.sq_doorbell(qpn));
+                        }
+                        _ => d.trace.line(format_args!(
+                            "ctx={ctx} DOORBELL qpn={qpn:#x} wqe={wqe_index} uar={page}+{offset:#x} (not this context's QP: ignored)"
+                        )),
                     }
                 }
                 Doorbell::Arm { cqn, word } => {
@@ -119,6 +116,7 @@ fn handle(d: &Daemon, found: &[Doorbell], origin: &[u32]) -> bool {
                 }
             }
         }
+        super::blueflame::poll(d, &mut st);
         if !st.dev.qps.is_empty() {
             busy |= d.with_engine(&mut st, |e| e.progress());
         }

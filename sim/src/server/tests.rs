@@ -220,6 +220,8 @@ fn ioctl_framework_checks_like_ib_uverbs_ioctl() {
     assert_eq!(r, EINVAL, "driver_id is not mlx5's");
     let (r, _) = a.ioctl_raw(0, 2, &port(1), 1, 1);
     assert_eq!(r, EPROTONOSUPPORT, "reserved1");
+    let (r, _) = a.ioctl_raw(14, 0, &[], 1, 1);
+    assert_eq!(r, EPROTONOSUPPORT, "reserved1 is checked before the method");
     let (reply, _) = a.d.call(&mut a.conn, Call::Ioctl { request: 0x5401, arg: resp.addr() });
     assert_eq!(reply.ret, -(libc::ENOTTY as i64), "not RDMA_VERBS_IOCTL");
     a.open();
@@ -295,4 +297,100 @@ fn query_port_and_the_gid_table_by_ioctl_match_the_write_command_and_sysfs() {
     assert_eq!(entry(&mut a, 1, 16), EINVAL);
     assert_eq!(entry(&mut a, 2, 0), EINVAL);
     assert_eq!(a.ioctl(0, 6, &[(0, 8, M, 1), (1, 8, M, 0), (3, 32, M, e.addr())]), EINVAL, "FLAGS missing");
+}
+
+/// BlueFlame or plain doorbell, by content: a plain doorbell (first word
+/// only) waits until a later store proves no copy follows; a copy that
+/// lands late is still BlueFlame; a decided half is cleared, so an earlier
+/// copy's bytes never make a later plain doorbell look like BlueFlame.
+#[test]
+fn blueflame_is_told_by_the_copy_not_by_the_scan_time() {
+    let trace = std::env::temp_dir().join(format!("verbs-sim-bf-{}.trace", std::process::id()));
+    let cfg = Config { socket: "/nonexistent".into(), trace: Some(trace.clone()), identity: Identity::default() };
+    let d = Daemon::new(&cfg).unwrap();
+    let mut a = Client::new(&d);
+    a.open();
+    let pd = Buf::new(8);
+    assert!(a.write(3, Some(&pd), 8, &[], &[]).ret > 0);
+    let (ring, cqdb) = (Buf::new(32 * 64), Buf::new(64));
+    let mut core = Out::new(24);
+    core.u32(8, 16).u32(16, u32::MAX);
+    let mut ud = Out::new(32);
+    ud.u64(0, ring.addr()).u64(8, cqdb.addr()).u32(16, 64);
+    let cq = Buf::new(16);
+    assert!(a.write(18, Some(&cq), 16, &core.0, &ud.0).ret > 0);
+    let cqh = u32_at(cq.bytes(), 0);
+    let (sq, db) = (Buf::new(4096), Buf::new(64));
+    let mut core = Out::new(48);
+    core.u32(8, u32_at(pd.bytes(), 0)).u32(12, cqh).u32(16, cqh).u32(24, 8).u8(45, 2);
+    let mut ud = Out::new(56);
+    ud.u64(0, sq.addr()).u64(8, db.addr()).u32(16, 8);
+    let qp = Buf::new(72);
+    assert!(a.write(24, Some(&qp), 72, &core.0, &ud.0).ret > 0);
+    let qpn = u32_at(qp.bytes(), 4);
+    let uar = d.lock().uars[&a.conn.ctx].clone();
+    let mem = &d.mem;
+    let pid = a.conn.pid;
+    use crate::mem::HostMem as _;
+    // WQE i: ctrl (idx i, ds 2) + a data segment; the doorbell record says
+    // i + 1. Their bytes after the first 8 are all alike.
+    let post = |i: u16| -> [u64; 8] {
+        let mut w = Out::new(64);
+        w.u32(0, (u32::from(i) << 8 | 0x0a).to_be()).u32(4, (qpn << 8 | 2).to_be()).u8(11, 8);
+        w.u32(16, 64u32.to_be()).u32(20, 0x1234u32.to_be()).u64(24, 0x5000u64.to_be()); // same SGE each time, as perftest posts
+        mem.write(pid, sq.addr() + u64::from(i) * 64, &w.0).unwrap();
+        mem.write(pid, db.addr() + 4, &(u32::from(i) + 1).to_be_bytes()).unwrap();
+        std::array::from_fn(|k| u64::from_ne_bytes(w.0[8 * k..8 * k + 8].try_into().unwrap()))
+    };
+    let half = |i: u16| 0x800 + 256 * usize::from(i % 2); // libmlx5 alternates the halves
+    let seen = |i: u16| {
+        let mut st = d.lock();
+        super::blueflame::seen(&d, &mut st, a.conn.ctx, &uar, qpn, i, 2, 0, half(i) as u32);
+    };
+    let poll = || super::blueflame::poll(&d, &mut d.lock());
+    let verdicts = || {
+        let t = std::fs::read_to_string(&trace).unwrap_or_default();
+        t.lines().filter_map(|l| l.split_once(" DOORBELL ").map(|(_, r)| r[..2].to_string() + &r[r.find("wqe=").unwrap()..].split(' ').next().unwrap()[3..])).collect::<Vec<_>>().join(" ")
+    };
+
+    // 0: the whole copy landed before the scan: BlueFlame at once.
+    let w = post(0);
+    for (k, v) in w.iter().enumerate().skip(1) {
+        uar.poke(half(0) + 8 * k, *v);
+    }
+    seen(0);
+    assert_eq!(verdicts(), "BF=0");
+    assert!(uar.tail(0, half(0) as u32, 256).iter().all(|&b| b == 0), "decided: cleared");
+    // 1: only the first word (plain doorbell): undecided while nothing else
+    // happened, however often the scanner looks.
+    post(1);
+    seen(1);
+    poll();
+    poll();
+    assert_eq!(verdicts(), "BF=0");
+    // 2: the next post (doorbell record moved on) proves 1 had no copy; 2's
+    // copy lands in two parts, the first before the scan saw its doorbell.
+    let w = post(2);
+    poll();
+    assert_eq!(verdicts(), "BF=0 DB=1");
+    uar.poke(half(2) + 8, w[1]);
+    seen(2);
+    poll();
+    assert_eq!(verdicts(), "BF=0 DB=1", "half a copy: not decided yet");
+    for (k, v) in w.iter().enumerate().skip(2) {
+        uar.poke(half(2) + 8 * k, *v);
+    }
+    poll();
+    assert_eq!(verdicts(), "BF=0 DB=1 BF=2");
+    // 3 is plain; a doorbell on the same register (4) decides it.
+    post(3);
+    seen(3);
+    post(4);
+    seen(4);
+    assert_eq!(verdicts(), "BF=0 DB=1 BF=2 DB=3");
+    // 4 is plain, on the half 2's copy used: those bytes (alike to 4's) were
+    // cleared when 2 was decided, so closing the context decides 4 plain.
+    d.teardown(a.conn.ctx);
+    assert_eq!(verdicts(), "BF=0 DB=1 BF=2 DB=3 DB=4");
+    let _ = std::fs::remove_file(&trace);
 }

@@ -45,15 +45,16 @@ fn take(w: &AtomicU64) -> u64 {
 /// A doorbell found in a UAR page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Doorbell {
-    /// Send doorbell: first 8 bytes of a ctrl segment at a BlueFlame half.
+    /// Send doorbell: first 8 bytes of a ctrl segment at a BlueFlame half
+    /// (whether a BlueFlame copy follows is `super::blueflame`'s to tell).
     Send {
         /// QP number (qpn_ds >> 8).
         qpn: u32,
         /// WQE index (opmod_idx_opcode bits 8-23).
         wqe_index: u16,
-        /// More than 8 bytes were written (a BlueFlame copy of the WQE).
-        blueflame: bool,
-        /// UAR page and byte offset (for the trace).
+        /// The WQE's size in 16-byte units (qpn_ds bits 0-5).
+        ds: u32,
+        /// UAR page.
         page: u32,
         /// Offset in the page.
         offset: u32,
@@ -132,24 +133,47 @@ impl Uar {
                 if first == 0 {
                     continue;
                 }
-                // The rest of a BlueFlame copy (ds * 16 bytes, 64 at least):
-                // note whether it was one, and clear it for the next use.
-                let mut blueflame = false;
-                for k in 1..BF_REG_SIZE / 2 / 8 {
-                    blueflame |= take(self.word(off + 8 * k)) != 0;
-                }
                 let b = first.to_ne_bytes();
                 let opmod_idx_opcode = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
                 let qpn_ds = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
                 out.push(Doorbell::Send {
                     qpn: qpn_ds >> 8,
                     wqe_index: (opmod_idx_opcode >> 8) as u16,
-                    blueflame,
+                    ds: qpn_ds & 0x3f,
                     page: page as u32,
                     offset: (off - pbase) as u32,
                 });
             }
         }
+    }
+}
+
+impl Uar {
+    /// Bytes 8..len of the register half at `page`/`offset` (the tail of a
+    /// BlueFlame copy, in memory order), read word by word.
+    pub fn tail(&self, page: u32, offset: u32, len: usize) -> Vec<u8> {
+        let base = page as usize * PAGE + offset as usize;
+        let words = len.min(BF_REG_SIZE / 2) / 8;
+        (1..words).flat_map(|k| self.word(base + 8 * k).load(Ordering::Acquire).to_ne_bytes()).collect()
+    }
+
+    /// Zeroes bytes 8.. of the register half, for the next doorbell there.
+    pub fn clear_tail(&self, page: u32, offset: u32) {
+        let base = page as usize * PAGE + offset as usize;
+        for k in 1..BF_REG_SIZE / 2 / 8 {
+            let w = self.word(base + 8 * k);
+            if w.load(Ordering::Relaxed) != 0 {
+                w.store(0, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Uar {
+    /// Test only: the application's store of `v` at byte `off` of the pages.
+    pub fn poke(&self, off: usize, v: u64) {
+        self.word(off).store(v, Ordering::Release);
     }
 }
 
@@ -195,10 +219,16 @@ mod tests {
             out,
             vec![
                 Doorbell::Arm { cqn: 0x42, word: 0x1000_0007 },
-                Doorbell::Send { qpn: 0x123, wqe_index: 5, blueflame: true, page: 0, offset: 0xa00 },
-                Doorbell::Send { qpn: 0x123, wqe_index: 5, blueflame: false, page: 1, offset: 0x900 },
+                Doorbell::Send { qpn: 0x123, wqe_index: 5, ds: 2, page: 0, offset: 0xa00 },
+                Doorbell::Send { qpn: 0x123, wqe_index: 5, ds: 2, page: 1, offset: 0x900 },
             ]
         );
+        // the scan took only the first words; the BlueFlame tail stays for
+        // the verdict (server::blueflame) until cleared
+        let tail = u.tail(0, 0xa00, 64);
+        assert_eq!((tail.len(), tail[8], tail.iter().filter(|&&b| b != 0).count()), (56, 0xff, 1));
+        u.clear_tail(0, 0xa00);
+        assert!(u.tail(0, 0xa00, 256).iter().all(|&b| b == 0));
         out.clear();
         u.scan(&mut out);
         assert!(out.is_empty(), "{out:?}");

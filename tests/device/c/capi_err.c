@@ -113,6 +113,7 @@ static void *poster(void *arg)
 {
 	struct ibv_wc wc[16];
 	long done = 0, bad_status = 0, refused = 0;
+	int first_errno = 0, first_at = -1, last_errno = 0;
 	time_t end;
 	int i, n, rc;
 
@@ -132,7 +133,14 @@ static void *poster(void *arg)
 				bad_status += wc[j].status != IBV_WC_SUCCESS && wc[j].status != IBV_WC_WR_FLUSH_ERR;
 			done += n > 0 ? n : 0;
 		}
-		refused += rc != 0;
+		if (rc) {
+			refused++;
+			if (first_at < 0) {
+				first_errno = rc;
+				first_at = i;
+			}
+			last_errno = rc;
+		}
 		atomic_store(&posted, i + 1);
 		n = ibv_poll_cq(rcq, 16, wc);
 		for (int j = 0; j < n; j++)
@@ -148,6 +156,9 @@ static void *poster(void *arg)
 	}
 	printf("race: %d posts, %ld refused, every posted request completed %s, other statuses %ld\n", ROUNDS,
 	       refused, done == ROUNDS - refused ? "yes" : "no", bad_status);
+	if (refused) /* the cause (rdma-core refuses none) */
+		printf("race: first refused post %d: %s, last: %s\n", first_at, strerror(first_errno),
+		       strerror(last_errno));
 	return NULL;
 }
 

@@ -228,7 +228,7 @@ impl ProviderCq for Mlx5Cq {
         Err(ResizeFailed::Unchanged(Error::new(dc.verb(), ErrorKind::Unsupported).with_detail("mlx5: CQ resize is not implemented")))
     }
 
-    fn req_notify(&self, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
+    fn req_notify(&self, _: &Mlx5Context, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
         if ops::arm(&self.reg, self.slot, solicited_only) {
             Ok(())
         } else {

@@ -21,8 +21,8 @@ pub(crate) fn main() -> Result<(), Box<dyn core::error::Error>> {
     // The target QP must allow remote atomics; the defaults allow one
     // outstanding atomic each way (max_rd_atomic, max_dest_rd_atomic).
     let opts = ConnectOpts { access: AccessFlags::REMOTE_ATOMIC, ..ConnectOpts::default() };
-    let mut a = a.connect(&ea, &eb, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
-    let _b = b.connect(&eb, &ea, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+    let mut a = a.connect(&ea, &eb, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
+    let _b = b.connect(&eb, &ea, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
 
     // The counter (8-byte aligned) in b's memory, starting at 40.
     let counter = vec![0u8; 64];

@@ -32,8 +32,8 @@ pub(crate) fn main() -> Result<(), Box<dyn core::error::Error>> {
     // RESET -> INIT -> RTR -> RTS with ibv_rc_pingpong's timers; the peer
     // may RDMA WRITE into memory registered with REMOTE_WRITE.
     let opts = ConnectOpts { access: AccessFlags::REMOTE_WRITE, ..ConnectOpts::default() };
-    let mut a = a.connect(&ea, &eb, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
-    let mut b = b.connect(&eb, &ea, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+    let mut a = a.connect(&ea, &eb, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
+    let mut b = b.connect(&eb, &ea, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
 
     // Memory: a's source record, b's target (written by a, and the
     // receive buffer for the SEND).

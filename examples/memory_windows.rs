@@ -37,8 +37,8 @@ pub(crate) fn main() -> Result<(), Box<dyn core::error::Error>> {
     // The server's QP must allow remote writes (through windows too). A
     // refused access is answered with a NAK, which is not retried.
     let opts = ConnectOpts { access: AccessFlags::REMOTE_WRITE, ..ConnectOpts::default() };
-    let mut client = client.connect(&ec, &es, &opts).map_err(|e| e.error)?;
-    let mut server = server.connect(&es, &ec, &opts).map_err(|e| e.error)?;
+    let mut client = client.connect(&ec, &es, &opts)?;
+    let mut server = server.connect(&es, &ec, &opts)?;
 
     // The region allows binding windows but grants no remote access by
     // itself: its rkey is useless to the peer.

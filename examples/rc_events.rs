@@ -27,8 +27,8 @@ pub(crate) fn main() -> Result<(), Box<dyn core::error::Error>> {
     let b = RcQp::create(&pd, QpInitAttr { send_cq: &send_cq, recv_cq: &recv_cq, srq: None, cap, sq_sig_all: false })?;
     let (ea, eb) = (Endpoint::local(&a, 1, None, 0)?, Endpoint::local(&b, 1, None, 0)?);
     let opts = ConnectOpts::default();
-    let mut a = a.connect(&ea, &eb, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
-    let mut b = b.connect(&eb, &ea, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+    let mut a = a.connect(&ea, &eb, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
+    let mut b = b.connect(&eb, &ea, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
 
     // The channel fd in an epoll set (any event loop works the same way).
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;

@@ -34,8 +34,8 @@ pub(crate) fn main() -> Result<(), Box<dyn core::error::Error>> {
     for _ in 0..PAIRS {
         let (c, s) = (RcQp::create(&pd, clients_attr)?, RcQp::create(&pd, servers_attr)?);
         let (ec, es) = (Endpoint::local(&c, 1, None, 0)?, Endpoint::local(&s, 1, None, 0)?);
-        clients.push(c.connect(&ec, &es, &opts).map_err(|e| e.error)?);
-        servers.push(s.connect(&es, &ec, &opts).map_err(|e| e.error)?);
+        clients.push(c.connect(&ec, &es, &opts)?);
+        servers.push(s.connect(&es, &ec, &opts)?);
     }
 
     // ibv_post_srq_recv: one receive per message, for all the QPs. The

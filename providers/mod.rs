@@ -3,9 +3,20 @@
 //! Like rdma-core's `verbs_device_ops` match tables, a provider is chosen by
 //! the device's kernel driver id (learned over RDMA netlink), then by device
 //! name, and finally checked against the per-device uverbs ABI version.
+//!
+//! # How a provider plugs in
+//!
+//! A provider lives in `providers/<name>/`: a zero-sized type implementing
+//! [`seam::Provider`] (match rule, [`Caps`], and the associated types that
+//! hold its per-context, per-CQ, per-QP and per-SRQ state, with the hooks
+//! that add its driver data to the create commands), behind a cargo
+//! feature of its name. It is registered with one line in the
+//! [`dispatch::registry!`] list below, which generates [`ProviderKind`],
+//! the match table and the dispatch enums the object layer uses.
 
-#[cfg(any(feature = "rxe", feature = "siw"))]
 pub mod claim;
+mod dispatch;
+pub mod seam;
 #[cfg(feature = "mlx5")]
 pub mod mlx5;
 #[cfg(feature = "rxe")]
@@ -13,18 +24,36 @@ pub mod rxe;
 #[cfg(feature = "siw")]
 pub mod siw;
 
-use crate::abi::RdmaDriverId;
+use core::mem::MaybeUninit;
 
-/// A provider this build can drive, identified without any runtime state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ProviderKind {
+use rustix::fd::BorrowedFd;
+
+use crate::abi::uverbs::{
+    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, CreateSrqResp, ModifySrq, RegMr,
+    RegMrResp, ResizeCq, WriteCommand,
+};
+use crate::abi::RdmaDriverId;
+use crate::cmd::channel::RingFailed;
+use crate::cmd::device::ContextReply;
+use crate::cmd::Channel;
+use crate::error::{ErrorKind, Result};
+use crate::qp::{QpStateKind, QpType};
+use crate::wc::{Wc, WcOut};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
+use seam::{
+    DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed, StraightWr,
+};
+
+pub use seam::Caps;
+pub(crate) use dispatch::dead;
+use dispatch::{busy, mismatch};
+
+// The registration list: one line per provider.
+dispatch::registry! {
     /// Soft-RoCE (`rdma_rxe`): InfiniBand transport over UDP.
-    #[cfg(feature = "rxe")]
-    Rxe,
+    "rxe" => Rxe(rxe::Rxe),
     /// SoftiWARP (`siw`): iWARP over kernel TCP sockets.
-    #[cfg(feature = "siw")]
-    Siw,
+    "siw" => Siw(siw::Siw),
 }
 
 /// How a provider recognises its devices (rdma-core `verbs_match_ent`).
@@ -43,61 +72,17 @@ pub struct MatchRule {
     pub max_abi: u32,
 }
 
-/// Every provider compiled into this build, in match order.
-pub const PROVIDERS: &[MatchRule] = &[
-    #[cfg(feature = "rxe")]
-    MatchRule {
-        kind: ProviderKind::Rxe,
-        driver_id: RdmaDriverId::RXE,
-        name_prefix: Some("rxe"),
-        min_abi: 1,
-        max_abi: 2,
-    },
-    #[cfg(feature = "siw")]
-    MatchRule {
-        kind: ProviderKind::Siw,
-        driver_id: RdmaDriverId::SIW,
-        name_prefix: None,
-        min_abi: 1,
-        max_abi: 1,
-    },
-];
-
 impl ProviderKind {
-    /// The provider's short name, as rdma-core names its provider library.
-    pub const fn name(self) -> &'static str {
-        match self {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => "rxe",
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => "siw",
-        }
-    }
-
     /// Whether the provider's kernel driver addresses a memory region by
-    /// the I/O virtual address it was registered with (`hca_va`, what
-    /// `ibv_reg_mr_iova` sets): rxe does (`mr->ibmr.iova`, against which
-    /// it checks local SGEs and peers' addresses). siw does not: it
-    /// addresses every region by its buffer address (`siw_mr_add_mem`
-    /// keeps `start`) and ignores `hca_va`.
+    /// the I/O virtual address it was registered with ([`Caps`]).
     pub const fn addresses_regions_by_iova(self) -> bool {
-        match self {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => true,
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => false,
-        }
+        self.caps().addresses_regions_by_iova
     }
 
     /// Whether the provider's devices are RoCE (Ethernet link layer,
     /// addressed by GID: every address needs a GRH).
     pub const fn is_roce(self) -> bool {
-        match self {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => true,
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => false,
-        }
+        self.caps().roce
     }
 }
 

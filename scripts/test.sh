@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # THE test command of the project (README, CI).  On a machine without RDMA hardware:
 #   1. scripts/setup.sh (installs/caches qemu, RDMA userland, pinned kernel, siw.ko)
-#   2. host tests: cargo test --all-targets --features internals,mlx5 (the ABI cross-check and the
+#   2. host tests: cargo test --all-targets --features internals,mlx5,tokio (the ABI cross-check and the
 #      ring benches need the private layers), the compile-fail test private_ui without the
 #      feature (safe code cannot reach those layers), cargo test --doc,
 #      cargo build --no-default-features, cargo clippy -D warnings with and without
@@ -127,9 +127,9 @@ fi
 if [ "$HOST_TESTS" = 1 ]; then
     # mlx5 (issue 26) is not a default feature yet: its host tests and ABI cross-check run here,
     # with the same features as the device test build below (one build of the crate, not two).
-    banner "host tests (cargo test --all-targets --features internals,mlx5; device tests are ignored here)"
-    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets --features internals,mlx5 \
-        || FAILS+=("cargo test --all-targets --features internals,mlx5")
+    banner "host tests (cargo test --all-targets --features internals,mlx5,tokio; device tests are ignored here)"
+    timed "host-tests" "$LOGDIR/host.log" cargo test --all-targets --features internals,mlx5,tokio \
+        || FAILS+=("cargo test --all-targets --features internals,mlx5,tokio")
     banner "private API (cargo test --test private_ui, without internals)"
     timed "private-ui" "$LOGDIR/host.log" cargo test --test private_ui || FAILS+=("cargo test --test private_ui")
     banner "doc tests (cargo test --doc)"
@@ -140,13 +140,13 @@ if [ "$HOST_TESTS" = 1 ]; then
     HOST_SUMMARY="$hp passed, $hf failed, $hi ignored ($hn test binaries)"
     banner "cargo build --no-default-features"
     timed "no-std-build" - cargo build --no-default-features || FAILS+=("cargo build --no-default-features")
-    banner "clippy (cargo clippy --all-targets -- -D warnings)"
-    timed "clippy" - cargo clippy --all-targets -- -D warnings || FAILS+=("cargo clippy")
-    timed "clippy-internals" - cargo clippy --all-targets --features internals,mlx5 -- -D warnings \
-        || FAILS+=("cargo clippy --features internals,mlx5")
-    timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings || FAILS+=("cargo clippy --no-default-features")
-    timed "clippy-capi" - cargo clippy -p verbs-capi --all-targets -- -D warnings || FAILS+=("cargo clippy -p verbs-capi")
-    timed "clippy-sim" - cargo clippy -p verbs-sim -p verbs-sim-shim --all-targets -- -D warnings \
+    banner "clippy (cargo clippy --all-targets -- -D warnings -D clippy::incompatible_msrv)"
+    timed "clippy" - cargo clippy --all-targets -- -D warnings -D clippy::incompatible_msrv || FAILS+=("cargo clippy")
+    timed "clippy-internals" - cargo clippy --all-targets --features internals,mlx5,tokio -- -D warnings -D clippy::incompatible_msrv \
+        || FAILS+=("cargo clippy --features internals,mlx5,tokio")
+    timed "clippy-no-std" - cargo clippy --no-default-features -- -D warnings -D clippy::incompatible_msrv || FAILS+=("cargo clippy --no-default-features")
+    timed "clippy-capi" - cargo clippy -p verbs-capi --all-targets -- -D warnings -D clippy::incompatible_msrv || FAILS+=("cargo clippy -p verbs-capi")
+    timed "clippy-sim" - cargo clippy -p verbs-sim -p verbs-sim-shim --all-targets -- -D warnings -D clippy::incompatible_msrv \
         || FAILS+=("cargo clippy -p verbs-sim -p verbs-sim-shim")
     banner "cargo doc (no warnings allowed)"
     timed "doc" - env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p verbs \
@@ -178,7 +178,7 @@ timed "capi-build-release" - cargo build --release -p verbs-capi || FAILS+=("car
 
 banner "build the device test binary (cargo test --test device --no-run)"
 t=$(date +%s.%N)
-cargo test --features internals,mlx5 --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build.json"
+cargo test --features internals,mlx5,tokio --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build.json"
 brc=$?
 TIMES+=("device-build $(elapsed "$t")s")
 BIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build.json" | grep '"name":"device"' \
@@ -191,7 +191,7 @@ echo "device test binary: $BIN"
 # The same suite in a release build: optimizer-only bugs (the compiler assuming memory the
 # kernel writes during a syscall is unchanged) show up only there.
 t=$(date +%s.%N)
-cargo test --release --features internals --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
+cargo test --release --features internals,tokio --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
 brc=$?
 TIMES+=("device-build-release $(elapsed "$t")s")
 RBIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build-release.json" | grep '"name":"device"' \

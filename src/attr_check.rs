@@ -97,14 +97,8 @@ pub(crate) fn ah(verb: &'static str, ctx: &Context, ah: &AhAttr) -> Result<()> {
 
 /// Whether the device is an iWARP device (Ethernet link layer too, but
 /// connected through TCP: its addresses have no GRH).
-#[cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unreachable_code))]
 fn is_iwarp(ctx: &Context) -> bool {
-    match ctx.provider() {
-        #[cfg(feature = "siw")]
-        crate::providers::ProviderKind::Siw => true,
-        #[allow(unreachable_patterns)]
-        _ => false,
-    }
+    ctx.provider_caps().iwarp
 }
 
 /// What the kernel's `ENODATA` means for a verb given an address: its

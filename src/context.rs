@@ -25,7 +25,7 @@ use rustix::fs::FileType;
 use crate::abi::RdmaDriverId;
 use crate::cmd::{self, Channel};
 use crate::error::Result;
-use crate::providers::ProviderKind;
+use crate::providers::{AnyCtx, ProviderKind};
 use crate::query::{DeviceAttr, GidEntry, PortAttr};
 
 /// Longest device name the kernel allows (`IB_DEVICE_NAME_MAX`).
@@ -43,10 +43,9 @@ pub struct Context {
     chan: Channel,
     async_fd: OwnedFd,
     num_comp_vectors: u32,
-    provider: ProviderKind,
     name: heapless::String<DEVICE_NAME_MAX>,
-    /// siw's `siw_uresp_alloc_ctx.dev_id`; 0 for other providers.
-    provider_dev_id: u32,
+    /// The provider's state (what its `alloc_context` answered).
+    state: AnyCtx,
 }
 
 impl Context {
@@ -88,17 +87,13 @@ impl Context {
             .try_into()
             .map_err(|_| crate::Error::new(VERB, crate::ErrorKind::InvalidArgument))?;
         let chan = Channel::new(fd, driver_id_of(provider));
-        let mut drv_out = [0u8; 8];
-        let drv_len = get_context_resp_len(provider);
-        let reply = cmd::device::get_context(&chan, &[], &mut drv_out[..drv_len])?;
-        let provider_dev_id = u32::from_ne_bytes([drv_out[0], drv_out[1], drv_out[2], drv_out[3]]);
+        let (reply, state) = AnyCtx::open(provider, &chan)?;
         Ok(Self {
             chan,
             async_fd: reply.async_fd,
             num_comp_vectors: reply.num_comp_vectors,
-            provider,
             name,
-            provider_dev_id,
+            state,
         })
     }
 
@@ -130,7 +125,17 @@ impl Context {
 
     /// The provider driving this context.
     pub fn provider(&self) -> ProviderKind {
-        self.provider
+        self.state.kind()
+    }
+
+    /// What the provider driving this context can do.
+    pub fn provider_caps(&self) -> crate::ProviderCaps {
+        self.state.caps()
+    }
+
+    /// The provider's per-context state, for the objects it creates.
+    pub(crate) fn provider_state(&self) -> &AnyCtx {
+        &self.state
     }
 
     /// Number of completion vectors (`ibv_context.num_comp_vectors`).
@@ -138,9 +143,10 @@ impl Context {
         self.num_comp_vectors
     }
 
-    /// siw's device id from the context response (0 for other providers).
+    /// The provider's device id from the context response (siw's
+    /// `dev_id`; 0 for providers that have none).
     pub fn provider_dev_id(&self) -> u32 {
-        self.provider_dev_id
+        self.state.dev_id()
     }
 
     /// The async event file (`ibv_context.async_fd`), usable with poll/epoll.
@@ -302,16 +308,6 @@ fn driver_id_of(p: ProviderKind) -> RdmaDriverId {
         .map_or(RdmaDriverId::UNKNOWN, |r| r.driver_id)
 }
 
-/// Bytes of provider-private response that follow `GET_CONTEXT`'s core reply.
-fn get_context_resp_len(p: ProviderKind) -> usize {
-    match p {
-        #[cfg(feature = "rxe")]
-        ProviderKind::Rxe => 0,
-        #[cfg(feature = "siw")]
-        ProviderKind::Siw => 8, // struct siw_uresp_alloc_ctx
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,14 +327,15 @@ mod tests {
         assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"));
     }
 
-    #[cfg(feature = "rxe")]
     #[test]
     fn from_fd_of_dev_null_is_refused_and_adopts_no_fd() {
-        // SAFETY: violates the contract on purpose: /dev/null is a
-        // character device, so only its missing answer to GET_CONTEXT
-        // refuses it, before any fd is adopted.
-        let e = unsafe { Context::from_fd(open("/dev/null"), ProviderKind::Rxe, "rxe0") }.unwrap_err();
-        assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"), "{e}");
+        for rule in crate::providers::PROVIDERS {
+            // SAFETY: violates the contract on purpose: /dev/null is a
+            // character device, so only its missing answer to GET_CONTEXT
+            // refuses it, before any fd is adopted.
+            let e = unsafe { Context::from_fd(open("/dev/null"), rule.kind, "dev0") }.unwrap_err();
+            assert_eq!((e.kind(), e.verb()), (ErrorKind::NotUverbsDevice, "ibv_open_device"), "{e}");
+        }
     }
 
     #[cfg(feature = "std")]
@@ -347,11 +344,10 @@ mod tests {
         let fd = rustix::fs::memfd_create("verbs-not-a-device", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
         let e = check_uverbs_fd(fd.as_fd(), (231, 192)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotUverbsDevice);
-        #[cfg(feature = "rxe")]
-        {
+        if let Some(rule) = crate::providers::PROVIDERS.first() {
             // SAFETY: violates the contract on purpose: the check in
             // `from_fd` refuses the memfd before any command is written.
-            let e = unsafe { Context::from_fd(fd, ProviderKind::Rxe, "rxe0") }.unwrap_err();
+            let e = unsafe { Context::from_fd(fd, rule.kind, "dev0") }.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::NotUverbsDevice);
         }
     }

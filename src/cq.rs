@@ -17,60 +17,25 @@
 //! wait; the kernel's count is returned by [`Cq::destroy`] for callers that
 //! want to check it against their acknowledgements.
 
-// With no provider compiled in, the provider matches have no arms.
-#![cfg_attr(
-    not(any(feature = "rxe", feature = "siw")),
-    allow(
-        unused_imports,
-        unreachable_code,
-        unused_variables,
-        unused_mut,
-        unused_assignments,
-        dead_code
-    )
-)]
-
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use rustix::fd::{AsFd, AsRawFd};
 use zerocopy::FromZeros;
 
-use crate::abi::uverbs::{CreateCq, DestroyCq};
-#[cfg(feature = "rxe")]
-use crate::abi::uverbs::{ReqNotifyCq, ResizeCq};
+use crate::abi::uverbs::{CreateCq, DestroyCq, ResizeCq};
 use crate::comp_channel::CompChannel;
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::DestroyError;
-use crate::providers::ProviderKind;
+use crate::providers::seam::{DriverCmd, ResizeFailed};
+use crate::providers::AnyCq;
 use crate::swap_cell::SwapCell;
-
-#[cfg(feature = "rxe")]
-use crate::providers::rxe::cq::{RxeCq, CQ_RESP_LEN as RXE_CQ_RESP_LEN};
-#[cfg(feature = "siw")]
-use crate::providers::siw::cq::SiwCq;
 
 /// Largest `cqe` the C API can express (`int cqe`).
 const MAX_CQE_ARG: u32 = i32::MAX as u32;
 
-/// The provider's user-space side of a CQ: its mapped ring.
-#[derive(Debug)]
-enum Ring {
-    #[cfg(feature = "rxe")]
-    Rxe(RxeCq),
-    #[cfg(feature = "siw")]
-    Siw(SiwCq),
-    /// The ring could not be mapped again after a resize (the kernel had
-    /// already switched to the new one): every later call fails with
-    /// [`ErrorKind::Dead`].
-    Dead,
-}
-
-/// The error of every call on a dead CQ or SRQ.
-pub(crate) fn dead(verb: &'static str) -> Error {
-    Error::new(verb, ErrorKind::Dead)
-        .with_detail("the ring could not be mapped again after a resize; destroy the object")
-}
+/// The provider's user-space side of a CQ (its ring), or `Dead`.
+type Ring = AnyCq;
 
 /// What the kernel reported when it destroyed a CQ
 /// (`struct ib_uverbs_destroy_cq_resp`).
@@ -129,17 +94,9 @@ impl<'ctx> Cq<'ctx> {
         cmd.cqe = cqe;
         cmd.comp_vector = comp_vector;
         cmd.comp_channel = channel.map_or(-1, |c| c.as_fd().as_raw_fd());
-        let mut drv_out = [0u8; 16];
-        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
-        let ring = match ctx.provider() {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => {
-                RxeCq::map(VERB, ctx.channel(), &drv_out[..RXE_CQ_RESP_LEN]).map(Ring::Rxe)
-            }
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => SiwCq::map(VERB, ctx.channel(), &drv_out).map(Ring::Siw),
-        };
-        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.cq_handle))?;
+        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd);
+        let made = AnyCq::create(ctx.provider_state(), &mut dc);
+        let (ring, resp) = dc.finish(made, |r| destroy_cmd(ctx, r.cq_handle))?;
         Ok(Self {
             ctx,
             channel,
@@ -206,35 +163,25 @@ impl<'ctx> Cq<'ctx> {
             return Err(Error::new(VERB, ErrorKind::Busy)
                 .with_detail("the CQ is being polled (a poll_with closure is still running) or resized meanwhile"));
         };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(_) => {
-                let mut cmd = ResizeCq::new_zeroed();
-                cmd.cq_handle = self.handle;
-                cmd.cqe = cqe;
-                let mut drv_out = [0u8; RXE_CQ_RESP_LEN];
-                let resp = self.ctx.channel().exec(VERB, &cmd, &[], &mut drv_out)?;
-                // The kernel already switched rings. If mapping the new one
-                // fails, the CQ is dead: the old ring is unmapped (the
-                // kernel no longer writes it) and every later call fails
-                // with `Dead` instead of polling a ring nobody fills.
-                let mapped = crate::providers::rxe::injected_remap_failure(VERB)
-                    .and_then(|()| RxeCq::map(VERB, self.ctx.channel(), &drv_out));
-                match mapped {
-                    Ok(new) => {
-                        *ring = Ring::Rxe(new);
-                        self.cqe.store(resp.cqe, Ordering::Relaxed);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        *ring = Ring::Dead;
-                        Err(e.with_detail("the new ring could not be mapped: the CQ is now dead (every later call fails)"))
-                    }
+        if !self.ctx.provider_caps().cq_resize {
+            return Err(Error::new(VERB, ErrorKind::Unsupported));
+        }
+        let mut cmd = ResizeCq::new_zeroed();
+        cmd.cq_handle = self.handle;
+        cmd.cqe = cqe;
+        let mut dc = DriverCmd::new(self.ctx.channel(), VERB, cmd);
+        match ring.resize(self.ctx.provider_state(), &mut dc) {
+            Ok(()) => {
+                if let Some(resp) = dc.sent() {
+                    self.cqe.store(resp.cqe, Ordering::Relaxed);
                 }
+                Ok(())
             }
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) => Err(Error::new(VERB, ErrorKind::Unsupported)),
-            Ring::Dead => Err(dead(VERB)),
+            Err(ResizeFailed::Unchanged(e)) => Err(e),
+            Err(ResizeFailed::Dead(e)) => {
+                *ring = AnyCq::Dead;
+                Err(e.with_detail("the new ring could not be mapped: the CQ is now dead (every later call fails)"))
+            }
         }
     }
 
@@ -247,24 +194,7 @@ impl<'ctx> Cq<'ctx> {
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_req_notify_cq")) };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(_) => {
-                let cmd = ReqNotifyCq {
-                    cq_handle: self.handle,
-                    solicited_only: u32::from(solicited_only),
-                };
-                self.ctx
-                    .channel()
-                    .exec("ibv_req_notify_cq", &cmd, &[], &mut [])
-            }
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref ring) => {
-                ring.arm(solicited_only);
-                Ok(())
-            }
-            Ring::Dead => Err(dead("ibv_req_notify_cq")),
-        }
+        ring.req_notify(self.ctx.provider_state(), self.ctx.channel(), self.handle, solicited_only)
     }
 
     /// `ibv_poll_cq`: moves up to `wc.len()` completions from the CQ into
@@ -310,14 +240,7 @@ impl<'ctx> Cq<'ctx> {
     #[inline(always)]
     pub fn poll_uninit_straight<R>(&self, empty: impl FnOnce() -> R, full: impl FnOnce(Option<PollTicket<'_>>) -> R) -> R {
         let Some(ring) = self.ring.enter() else { return full(None) };
-        let is_empty = match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => crate::providers::rxe::post::is_empty(r.queue()),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => crate::providers::siw::poll::is_empty(r.ring()),
-            Ring::Dead => false,
-        };
-        if is_empty {
+        if ring.is_empty() {
             drop(ring);
             return empty();
         }
@@ -327,13 +250,7 @@ impl<'ctx> Cq<'ctx> {
     #[inline(always)]
     fn poll_out<S: crate::wc::WcOut>(&self, wc: &mut [S]) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => crate::providers::rxe::post::poll(ring.queue(), wc).map_err(busy),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref ring) => crate::providers::siw::poll::poll(ring.ring(), wc).map_err(busy),
-            Ring::Dead => Err(dead("ibv_poll_cq")),
-        }
+        ring.poll(wc)
     }
 
     /// `ibv_start_poll` / `ibv_next_poll` / `ibv_end_poll` in one call:
@@ -363,13 +280,7 @@ impl<'ctx> Cq<'ctx> {
     #[inline]
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => crate::providers::rxe::post::poll_with(ring.queue(), max, f).map_err(busy),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref ring) => crate::providers::siw::poll::poll_with(ring.ring(), max, f).map_err(busy),
-            Ring::Dead => Err(dead("ibv_poll_cq")),
-        }
+        ring.poll_with(max, f)
     }
 
     /// Drops the completions of QP `qp_num` waiting in the CQ (the QP was
@@ -378,51 +289,24 @@ impl<'ctx> Cq<'ctx> {
     /// to a `poll_with` closure (the completions then stay, as they would
     /// with rdma-core's librxe).
     pub(crate) fn discard_qp(&self, qp_num: u32) {
-        let Some(ring) = self.ring.enter() else { return };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => {
-                let _ = crate::providers::rxe::post::discard_qp(ring.queue(), qp_num);
-            }
-            #[allow(unreachable_patterns)]
-            _ => {}
+        if let Some(ring) = self.ring.enter() {
+            ring.discard_qp(qp_num);
         }
     }
 
-    /// siw only: the CQ's mapped notification flags (`siw_cq_ctrl.flags`,
-    /// `SIW_NOTIFY_*`); `None` on other providers.
-    pub fn siw_notify_flags(&self) -> Option<u32> {
-        let ring = self.ring.enter()?;
-        match *ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref ring) => Some(ring.notify_flags()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
+    /// The arming state the provider keeps in mapped memory (siw:
+    /// `siw_cq_ctrl.flags`, `SIW_NOTIFY_*`); `None` where arming is a
+    /// kernel command (rxe), or while the CQ is resized.
+    pub fn notify_flags(&self) -> Option<u32> {
+        self.ring.enter()?.notify_flags()
     }
 
-    /// rxe only: the number of slots of the mapped ring (`index_mask + 1`,
-    /// one more than the entries it can hold); `None` on other providers.
-    pub fn rxe_ring_slots(&self) -> Option<u32> {
-        let ring = self.ring.enter()?;
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref ring) => Some(ring.queue().slots()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-
-    /// siw only: the number of elements of the mapped CQE array; `None`
-    /// on other providers.
-    pub fn siw_ring_slots(&self) -> Option<u32> {
-        let ring = self.ring.enter()?;
-        match *ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref ring) => Some(ring.num_cqe()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
+    /// The number of slots of the mapped ring as its provider counts them
+    /// (rxe: `index_mask + 1`, one more than the entries it can hold;
+    /// siw: the elements of the CQE array); `None` on a dead CQ or while
+    /// it is resized.
+    pub fn ring_slots(&self) -> Option<u32> {
+        self.ring.enter()?.ring_slots()
     }
 
     /// Records one completion event read from this CQ's channel (what
@@ -535,13 +419,7 @@ impl PollTicket<'_> {
     /// dead ring), which it then tells.
     #[inline(always)]
     pub fn poll(self, out: &mut [core::mem::MaybeUninit<crate::wc::Wc>]) -> Option<usize> {
-        match *self.0 {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => crate::providers::rxe::post::poll_nonempty(r.queue(), out).ok().map(|n| n as usize),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => crate::providers::siw::poll::poll(r.ring(), out).ok(),
-            Ring::Dead => None,
-        }
+        self.0.poll_nonempty(out)
     }
 }
 
@@ -551,21 +429,6 @@ impl PollTicket<'_> {
 #[inline(never)]
 fn resizing(verb: &'static str) -> Error {
     Error::new(verb, ErrorKind::Busy).with_detail("the CQ is being resized by another thread")
-}
-
-/// The error of a poll that found the CQ held by another caller.
-#[cfg(any(feature = "rxe", feature = "siw"))]
-#[cold]
-#[inline(never)]
-fn busy(claim: crate::providers::claim::Claim) -> Error {
-    use crate::providers::claim::Claim;
-    let e = Error::new("ibv_poll_cq", ErrorKind::Busy);
-    match claim {
-        Claim::Lent => e.with_detail("the CQ is being polled from inside a poll_with closure (here or on another thread)"),
-        // Only `poll_with` sees this (a copying poll waits for another
-        // copying poll: `wait_held`).
-        _ => e.with_detail("the CQ is being polled by another thread"),
-    }
 }
 
 fn destroy_cmd(ctx: &Context, handle: u32) -> Result<CqDestroyed> {

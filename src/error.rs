@@ -344,18 +344,6 @@ pub fn errno_from_raw(raw: i32) -> Option<Errno> {
 /// Shorthand for `Result<T, Error>`.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// For a kernel object that was created but whose user-space setup (e.g.
-/// mapping its rings) then failed: runs `undo` (the object's destroy
-/// command) and returns the setup error; a failed undo is logged through
-/// [`report_drop_failure`], since the setup error is the one to report.
-pub(crate) fn undo_on_err<T, D>(setup: Result<T>, undo: impl FnOnce() -> Result<D>) -> Result<T> {
-    setup.inspect_err(|_| {
-        if let Err(d) = undo() {
-            report_drop_failure(d);
-        }
-    })
-}
-
 /// Called when destroying an object from `Drop` fails: the error cannot be
 /// returned, so it is written to the debug log (std) instead of vanishing.
 /// Use the object's `destroy()` to receive such errors.

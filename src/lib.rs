@@ -38,8 +38,8 @@
 //!     let (ea, eb) = (Endpoint::local(&a, 1, None, 0)?, Endpoint::local(&b, 1, None, 0)?);
 //!     // RESET -> INIT -> RTR -> RTS; b's memory may be written by its peer.
 //!     let opts = ConnectOpts { access: AccessFlags::REMOTE_WRITE, ..ConnectOpts::default() };
-//!     let mut a = a.connect(&ea, &eb, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
-//!     let mut b = b.connect(&eb, &ea, &opts).map_err(|e| e.error)?; // a failure hands the QP back in e.qp
+//!     let mut a = a.connect(&ea, &eb, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
+//!     let mut b = b.connect(&eb, &ea, &opts)?; // a failed transition hands the QP back in e.qp; ? keeps only the error
 //!
 //!     let src = vec![7u8; 128];
 //!     let dst = vec![0u8; 128];
@@ -102,7 +102,7 @@
 //! |---|---|---|
 //! | discovery (`std`) | [`discovery`] | sysfs + RDMA netlink: which devices exist, which provider drives each |
 //! | handles | [`Context`], [`query`] | the device context and its queries |
-//! | providers | `providers` | the compiled-in provider table and per-driver ABI and rings (rxe, siw) |
+//! | providers | `providers` | the provider seam (`seam`: the `Provider` trait and its hooks), the dispatch enums generated from the one registration list, and each provider's ABI and data path (rxe, siw) |
 //! | command channel | `cmd` | `RDMA_VERBS_IOCTL` and legacy `write()` commands on the device fd |
 //! | queue memory | `mmap` | the rings' `MAP_SHARED` regions of the device file |
 //! | kernel ABI | `abi` | `#[repr(C)]` zerocopy transcriptions of `<rdma/*.h>` |
@@ -154,16 +154,21 @@ pub mod providers;
 mod providers;
 
 pub mod ah;
+#[cfg(feature = "tokio")]
+pub mod async_io;
+mod async_fd;
 pub mod cm;
 pub mod async_event;
 pub mod comp_channel;
 pub mod context;
 pub mod cq;
+pub mod cq_wait;
 pub mod error;
 pub mod fork;
 pub mod mcast;
 pub mod mr;
 mod attr_check;
+mod huge_buf;
 mod mr_buf;
 mod mr_io;
 pub mod mw;
@@ -195,9 +200,11 @@ pub use abi::RdmaDriverId;
 pub use context::Context;
 pub use cq::Cq;
 pub use mr::{AccessFlags, Mr, MrBuffer, PageBuf};
+pub use huge_buf::{HugePageBuf, HUGE_PAGE_SIZE};
+pub use async_fd::AsyncEventFd;
 pub use mw::{Mw, MwType};
 pub use pd::{DestroyError, Pd};
-pub use providers::ProviderKind;
+pub use providers::{Caps as ProviderCaps, ProviderKind};
 pub use qp::{AnyQp, QueuePair};
 pub use error::{Error, ErrorKind, Result};
 pub use query::{DeviceAttr, GidEntry, PortAttr};

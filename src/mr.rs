@@ -162,9 +162,8 @@ fn check_translation(verb: &'static str, addr: usize, len: usize, iova: u64) -> 
 /// `addr` with I/O virtual address `iova`: `iova`, unless the provider's
 /// driver ignores it and addresses the region by its buffer address
 /// (siw).
-#[cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unreachable_code, unused_variables))]
 fn device_iova(pd: &Pd<'_>, addr: usize, iova: u64) -> u64 {
-    if pd.context().provider().addresses_regions_by_iova() {
+    if pd.context().provider_caps().addresses_regions_by_iova {
         iova
     } else {
         addr as u64
@@ -182,26 +181,12 @@ fn map_pin_error(e: Error) -> Error {
     }
 }
 
-/// Sends `IB_USER_VERBS_CMD_REG_MR` with the provider's driver data:
-/// rxe uses the bare command (rdma-core `rxe_reg_mr`); siw's kernel driver
-/// requires `siw_ureq_reg_mr` and answers `siw_uresp_reg_mr` (rdma-core
-/// `siw_reg_mr`), refusing the bare command with `EINVAL`.
-#[cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unreachable_code, unused_imports))]
-fn exec_reg_mr(ctx: &crate::Context, cmd: &RegMr) -> Result<crate::abi::uverbs::RegMrResp> {
-    use crate::providers::ProviderKind;
-    const VERB: &str = "ibv_reg_mr";
-    let _ = (VERB, cmd);
-    match ctx.provider() {
-        #[cfg(feature = "rxe")]
-        ProviderKind::Rxe => ctx.channel().exec(VERB, cmd, &[], &mut []),
-        #[cfg(feature = "siw")]
-        ProviderKind::Siw => {
-            use zerocopy::IntoBytes;
-            let req = crate::providers::siw::mr::SiwUreqRegMr::new_zeroed();
-            let mut out = crate::providers::siw::mr::SiwUrespRegMr::new_zeroed();
-            ctx.channel().exec(VERB, cmd, req.as_bytes(), out.as_mut_bytes())
-        }
-    }
+/// Sends `IB_USER_VERBS_CMD_REG_MR` with the provider's driver data
+/// (siw's kernel driver requires `siw_ureq_reg_mr`, rxe takes the bare
+/// command).
+fn exec_reg_mr(ctx: &crate::Context, cmd: RegMr) -> Result<crate::abi::uverbs::RegMrResp> {
+    let mut dc = crate::providers::seam::DriverCmd::new(ctx.channel(), "ibv_reg_mr", cmd);
+    ctx.provider_state().reg_mr(&mut dc)
 }
 
 /// The keys and geometry the kernel gave a registration.
@@ -224,7 +209,7 @@ fn register(pd: &Pd<'_>, addr: usize, len: usize, iova: u64, access: AccessFlags
     cmd.pd_handle = pd.handle();
     cmd.access_flags = access.bits();
     let guard = crate::fork::ForkRange::protect(VERB, addr, len, access)?;
-    let resp = exec_reg_mr(pd.context(), &cmd).map_err(map_pin_error)?;
+    let resp = exec_reg_mr(pd.context(), cmd).map_err(map_pin_error)?;
     guard.keep();
     Ok(Keys { handle: resp.mr_handle, lkey: resp.lkey, rkey: resp.rkey })
 }

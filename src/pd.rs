@@ -52,7 +52,8 @@ impl<'ctx> Pd<'ctx> {
     #[doc(alias = "ibv_alloc_pd")]
     pub fn alloc(ctx: &'ctx Context) -> Result<Self> {
         let cmd = AllocPd::new_zeroed();
-        let resp = ctx.channel().exec("ibv_alloc_pd", &cmd, &[], &mut [])?;
+        let mut dc = crate::providers::seam::DriverCmd::new(ctx.channel(), "ibv_alloc_pd", cmd);
+        let resp = ctx.provider_state().alloc_pd(&mut dc)?;
         Ok(Self { ctx, handle: resp.pd_handle })
     }
 

@@ -10,19 +10,6 @@
 //! number of posted receives drops below it, and disarms (the limit reads
 //! back as 0). Observing that needs posted receives, i.e. the data path.
 
-// With no provider compiled in, the provider matches have no arms.
-#![cfg_attr(
-    not(any(feature = "rxe", feature = "siw")),
-    allow(
-        unused_imports,
-        unreachable_code,
-        unused_variables,
-        unused_mut,
-        unused_assignments,
-        dead_code
-    )
-)]
-
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use zerocopy::FromZeros;
@@ -33,17 +20,10 @@ use crate::context::Context;
 use crate::cq::Cq;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
-use crate::providers::ProviderKind;
+use crate::providers::seam::{DriverCmd, ResizeFailed};
+use crate::providers::AnySrq;
 use crate::swap_cell::SwapCell;
 use crate::xrc::Xrcd;
-
-#[cfg(feature = "rxe")]
-use crate::providers::rxe::{
-    queue::Mminfo,
-    srq::{ModifySrqCmd, RxeSrq},
-};
-#[cfg(feature = "siw")]
-use crate::providers::siw::srq::SiwSrq;
 
 /// `IBV_SRQ_MAX_WR`: resize the SRQ.
 const IBV_SRQ_MAX_WR: u32 = 1 << 0;
@@ -84,16 +64,8 @@ pub struct SrqModify {
     pub srq_limit: Option<u32>,
 }
 
-#[derive(Debug)]
-enum Ring {
-    #[cfg(feature = "rxe")]
-    Rxe(RxeSrq),
-    #[cfg(feature = "siw")]
-    Siw(SiwSrq),
-    /// The ring could not be mapped again after a resize: every later
-    /// call fails with [`ErrorKind::Dead`].
-    Dead,
-}
+/// The provider's user-space side of an SRQ (its ring), or `Dead`.
+type Ring = AnySrq;
 
 /// A shared receive queue (`struct ibv_srq`).
 #[doc(alias = "ibv_srq")]
@@ -147,15 +119,8 @@ impl<'a> Srq<'a> {
         }
         let ctx = pd.context();
         let user_handle = crate::user_handle::next();
-        let mut drv_out = [0u8; 24];
-        let drv_len = match ctx.provider() {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => 24,
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => 16,
-        };
-        let drv_out = &mut drv_out[..drv_len];
-        let resp = match xrc {
+        let state = ctx.provider_state();
+        let (ring, resp) = match xrc {
             None => {
                 let mut cmd = CreateSrq::new_zeroed();
                 cmd.user_handle = user_handle;
@@ -163,7 +128,9 @@ impl<'a> Srq<'a> {
                 cmd.max_wr = attr.max_wr;
                 cmd.max_sge = attr.max_sge;
                 cmd.srq_limit = attr.srq_limit;
-                ctx.channel().exec(verb, &cmd, &[], drv_out)?
+                let mut dc = DriverCmd::new(ctx.channel(), verb, cmd);
+                let made = AnySrq::create(state, &mut dc);
+                dc.finish(made, |r| destroy_cmd(ctx, r.srq_handle))?
             }
             Some((xrcd, cq)) => {
                 let mut cmd = CreateXsrq::new_zeroed();
@@ -175,16 +142,11 @@ impl<'a> Srq<'a> {
                 cmd.srq_limit = attr.srq_limit;
                 cmd.xrcd_handle = xrcd.handle();
                 cmd.cq_handle = cq.handle();
-                ctx.channel().exec(verb, &cmd, &[], drv_out)?
+                let mut dc = DriverCmd::new(ctx.channel(), verb, cmd);
+                let made = AnySrq::create(state, &mut dc);
+                dc.finish(made, |r| destroy_cmd(ctx, r.srq_handle))?
             }
         };
-        let ring = match ctx.provider() {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => RxeSrq::map(verb, ctx.channel(), drv_out).map(Ring::Rxe),
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => SiwSrq::map(verb, ctx.channel(), drv_out).map(Ring::Siw),
-        };
-        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.srq_handle))?;
         Ok(Self {
             pd,
             xrc,
@@ -228,37 +190,17 @@ impl<'a> Srq<'a> {
         self.max_sge
     }
 
-    /// rxe only: the SRQ number (`rxe_create_srq_resp.srq_num`).
-    pub fn rxe_srq_num(&self) -> Option<u32> {
-        let ring = self.ring.enter_wait();
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => Some(r.srq_num()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
+    /// The SRQ number the device gave it, where user space learns it
+    /// (rxe: `rxe_create_srq_resp.srq_num`); `None` on other providers.
+    pub fn srq_num(&self) -> Option<u32> {
+        self.ring.enter_wait().srq_num()
     }
 
-    /// rxe only: slots of the mapped receive ring (`index_mask + 1`).
-    pub fn rxe_ring_slots(&self) -> Option<u32> {
-        let ring = self.ring.enter_wait();
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => Some(r.queue().slots()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-
-    /// siw only: RQEs in the mapped array (`siw_uresp_create_srq.num_rqe`).
-    pub fn siw_num_rqe(&self) -> Option<u32> {
-        let ring = self.ring.enter_wait();
-        match *ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => Some(r.num_rqe()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
+    /// Slots of the mapped receive ring as its provider counts them (rxe:
+    /// `index_mask + 1`; siw: the RQEs of the array,
+    /// `siw_uresp_create_srq.num_rqe`); `None` on a dead SRQ.
+    pub fn ring_slots(&self) -> Option<u32> {
+        self.ring.enter_wait().ring_slots()
     }
 
     fn ctx(&self) -> &'a Context {
@@ -300,34 +242,14 @@ impl<'a> Srq<'a> {
         let Some(mut ring) = self.ring.exclusive() else {
             return Err(Error::new(VERB, ErrorKind::Busy).with_detail("receives were being posted to the SRQ meanwhile, or another resize ran"));
         };
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut rxe) => {
-                let mut mi = Mminfo::default();
-                let mi_out: &mut Mminfo = &mut mi;
-                // The kernel writes the new `struct mminfo` to this address
-                // during the command; `mi_out` stays borrowed until after it
-                // (the channel's invariant on addresses given to the kernel).
-                let ucmd = ModifySrqCmd {
-                    mmap_info_addr: core::ptr::from_mut(mi_out).expose_provenance() as u64,
-                };
-                ctx.channel()
-                    .exec(VERB, &cmd, zerocopy::IntoBytes::as_bytes(&ucmd), &mut [])?;
-                let new_mi = *mi_out;
-                if change.max_wr.is_some() {
-                    // The kernel already switched rings: if the new one
-                    // cannot be mapped the SRQ is dead (see `Ring::Dead`).
-                    let mapped = crate::providers::rxe::injected_remap_failure(VERB)
-                        .and_then(|()| rxe.remap(VERB, ctx.channel(), new_mi));
-                    if let Err(e) = mapped {
-                        *ring = Ring::Dead;
-                        return Err(e.with_detail("the new ring could not be mapped: the SRQ is now dead (every later call fails)"));
-                    }
-                }
+        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd);
+        match ring.modify(ctx.provider_state(), &mut dc, change.max_wr.is_some()) {
+            Ok(()) => {}
+            Err(ResizeFailed::Unchanged(e)) => return Err(e),
+            Err(ResizeFailed::Dead(e)) => {
+                *ring = AnySrq::Dead;
+                return Err(e.with_detail("the new ring could not be mapped: the SRQ is now dead (every later call fails)"));
             }
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut [])?,
-            Ring::Dead => return Err(crate::cq::dead(VERB)),
         }
         drop(ring);
         if change.max_wr.is_some() {
@@ -349,23 +271,7 @@ impl<'a> Srq<'a> {
         cmd.srq_limit = srq_limit;
         let ctx = self.ctx();
         let ring = self.ring.enter_wait();
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(_) => {
-                // rxe reads its driver command (the address for a new
-                // ring's location) with every modify; with no resize it
-                // writes nothing there. Same borrow rule as in `modify`.
-                let mut mi = Mminfo::default();
-                let mi_out: &mut Mminfo = &mut mi;
-                let ucmd = ModifySrqCmd {
-                    mmap_info_addr: core::ptr::from_mut(mi_out).expose_provenance() as u64,
-                };
-                ctx.channel().exec(VERB, &cmd, zerocopy::IntoBytes::as_bytes(&ucmd), &mut [])
-            }
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) => ctx.channel().exec(VERB, &cmd, &[], &mut []),
-            Ring::Dead => Err(crate::cq::dead(VERB)),
-        }
+        ring.set_limit(ctx.provider_state(), &mut DriverCmd::new(ctx.channel(), VERB, cmd))
     }
 
     /// `ibv_post_srq_recv`: queues receive work requests on the SRQ (no
@@ -383,30 +289,13 @@ impl<'a> Srq<'a> {
         &self,
         wrs: &[crate::wr::RecvWr<'_>],
     ) -> core::result::Result<(), crate::wr::PostError> {
-        const VERB: &str = "ibv_post_srq_recv";
         if wrs.is_empty() {
             return Ok(());
         }
         // A resize on another thread holds the ring for one system call
         // and one mmap: posters wait for it, as they wait for each other.
         let ring = self.ring.enter_wait();
-        match *ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => crate::providers::rxe::post::post_recv(
-                VERB,
-                r.queue().producer_shared(),
-                self.max_sge,
-                wrs,
-            ),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => crate::providers::siw::post::post_recv(
-                VERB,
-                r.ring().producer_shared(),
-                self.max_sge,
-                wrs,
-            ),
-            Ring::Dead => Err(crate::wr::PostError::new(VERB, ErrorKind::Dead, 0)),
-        }
+        ring.post_recv(self.max_sge, wrs)
     }
 
     /// `ibv_query_srq`: the SRQ's current attributes.

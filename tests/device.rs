@@ -56,6 +56,7 @@ mod device {
     mod cq;
     mod cq_pollers;
     mod cq_shared;
+    mod cq_wait;
     #[cfg(feature = "internals")]
     mod dead;
     mod datapath;
@@ -90,6 +91,8 @@ mod device {
     mod srq;
     mod syscalls;
     mod syscalls_siw;
+    #[cfg(feature = "tokio")]
+    mod tokio_async;
     mod ud_events;
     mod xrc;
 }

@@ -161,6 +161,9 @@ if [ "$RDMA" = 1 ]; then
     done
     log "devices: $(echo /dev/infiniband/*) env: $(tr '\n' ' ' < /run/vm-rdma.env 2>/dev/null)"
 fi
+# 2 MiB huge pages for verbs::HugePageBuf (examples/huge_pages.rs needs 8): 32 MiB of the
+# guest's memory, reserved before the tests fragment it.
+run_logged sh -c 'echo 16 > /proc/sys/vm/nr_hugepages' || log "no huge pages reserved"
 log "setup done"
 
 # --- the command ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ use core::ffi::c_int;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use verbs::ah::{GlobalRoute, WcInfo, GRH_LEN};
-use verbs::{Ah, AhAttr, ProviderKind};
+use verbs::{Ah, AhAttr};
 
 use crate::abi::device::{IbvContext, IbvGid};
 use crate::abi::objects::{IbvAh, IbvAhAttr, IbvGlobalRoute, IbvPd};
@@ -89,7 +89,7 @@ fn c_attr(a: &AhAttr) -> IbvAhAttr {
 fn create(pd: *mut IbvPd, attr: &AhAttr) -> *mut IbvAh {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
-    if cpd.provider() == ProviderKind::Siw {
+    if !cpd.provider().caps().address_handles {
         // libsiw has no create_ah: rdma-core answers before the kernel.
         return fail_null(libc::EOPNOTSUPP);
     }

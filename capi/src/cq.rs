@@ -40,7 +40,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use verbs::cq::PollTicket;
-use verbs::{Context, Cq, ErrorKind, ProviderKind};
+use verbs::{Context, Cq, ErrorKind};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx, IbvCqInitAttrEx, IbvPollCqAttr};
@@ -434,7 +434,7 @@ fn create(
 /// (`EOPNOTSUPP`, before the fields are looked at, as libsiw).
 pub(crate) extern "C" fn ibv_resize_cq(cq: *mut IbvCq, cqe: c_int) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
-    if c._ctx.provider() == ProviderKind::Siw {
+    if !c._ctx.provider_caps().cq_resize {
         return fail_errno(libc::EOPNOTSUPP);
     }
     if !c.named() {
@@ -650,7 +650,7 @@ fn poll_again(inner: &Cq<'static>, out: &mut [MaybeUninit<verbs::Wc>]) -> c_int 
 /// through its mapped control word, which reads neither.
 pub(crate) extern "C" fn req_notify_cq(cq: *mut IbvCq, solicited_only: c_int) -> c_int {
     let Some(c) = from_c(cq) else { return fail_errno(libc::EINVAL) };
-    if c._ctx.provider() != ProviderKind::Siw && !c.named() {
+    if c._ctx.provider_caps().notify_names_cq && !c.named() {
         return fail_errno(UNKNOWN);
     }
     let g = c.cq.read().unwrap_or_else(|p| p.into_inner());

@@ -25,7 +25,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use verbs::mr::{Mr, RawMem};
 use verbs::wr::MwBind;
-use verbs::{AccessFlags, Mw, MwType, ProviderKind};
+use verbs::{AccessFlags, Mw, MwType};
 
 use crate::abi::objects::{IbvMw, IbvPd, IbvQp};
 use crate::abi::wr::{IbvMwBind, IbvMwBindInfo, IbvSendWr};
@@ -86,7 +86,7 @@ pub(crate) extern "C" fn alloc_mw(pd: *mut IbvPd, ty: c_int) -> *mut IbvMw {
     // An unknown type first (EINVAL; rdma-core's libsiw answers EOPNOTSUPP
     // to every type, which pyverbs takes for a skip, not a pass).
     let Ok(mw_type) = MwType::try_from(ty as u32) else { return fail_null(libc::EINVAL) };
-    if cpd.provider() == ProviderKind::Siw {
+    if !cpd.provider().caps().memory_windows {
         // libsiw has no alloc_mw: rdma-core answers before the kernel.
         return fail_null(libc::EOPNOTSUPP);
     }

@@ -46,7 +46,7 @@
 use core::ffi::c_int;
 use core::mem::MaybeUninit;
 
-use verbs::providers::rxe::post::{Plain, StraightWr};
+use verbs::qp::{Plain, StraightWr};
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 use crate::abi::objects::{IbvQp, IbvSrq};
@@ -364,7 +364,7 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
 #[cold]
 #[inline(never)]
 fn doorbell_names_qp(c: &qp::CQp) -> bool {
-    c.provider() == verbs::ProviderKind::Rxe
+    c.provider().caps().doorbell_names_qp
 }
 
 /// [`post_send`] of one request the straight path did not take: converted

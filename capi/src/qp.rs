@@ -373,10 +373,11 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
         return fail_null(libc::EOPNOTSUPP);
     }
     // What the device cannot do at all is refused at creation, as a
-    // provider without those operations does: siw has no immediate data,
-    // atomics, local invalidate or memory windows.
-    let siw = pd::from_c(a.pd).and_then(|p| p.pd()).is_some_and(|p| p.context().provider() == verbs::ProviderKind::Siw);
-    if siw && send_ops & !crate::qp_ex::SIW_SEND_OPS != 0 {
+    // provider without those operations does (the provider's
+    // `Caps::send_ops`: siw has no immediate data, atomics, local
+    // invalidate or memory windows).
+    let device_ops = pd::from_c(a.pd).and_then(|p| p.pd()).map_or(!0, |p| p.context().provider_caps().send_ops);
+    if send_ops & !device_ops != 0 {
         return fail_null(libc::EOPNOTSUPP);
     }
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct

@@ -41,8 +41,6 @@ const SEND_INLINE: c_uint = 8;
 /// LOCAL_INV, BIND_MW and ATOMIC_WRITE (1 << 12). TSO and FLUSH are
 /// refused.
 pub(crate) const SUPPORTED_SEND_OPS: u64 = 0x3ff | 1 << 12;
-/// Those siw has: RDMA WRITE, SEND, RDMA READ, SEND with invalidate.
-pub(crate) const SIW_SEND_OPS: u64 = 1 << 0 | 1 << 2 | 1 << 4 | 1 << 9;
 
 /// One gathered request.
 struct Pending {

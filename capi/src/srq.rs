@@ -19,7 +19,6 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use verbs::srq::{Srq, SrqInitAttr, SrqModify};
-use verbs::ProviderKind;
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvPd, IbvSrq, IbvSrqAttr};
@@ -230,7 +229,7 @@ pub(crate) unsafe extern "C" fn ibv_query_srq(srq: *mut IbvSrq, attr: *mut IbvSr
     if attr.is_null() {
         return fail_errno(libc::EINVAL);
     }
-    if c.pd.provider() == ProviderKind::Siw {
+    if !c.pd.provider().caps().query_srq {
         // libsiw has no query_srq: rdma-core answers before the kernel.
         return fail_errno(libc::EOPNOTSUPP);
     }

@@ -1,13 +1,16 @@
-//! placeholder: filled in by the ABI transcription
-//! The rxe provider.
+//! The rxe provider (Soft-RoCE): its ABI, rings and data path, plugged
+//! into the object layer by [`Rxe`] (`provider.rs`).
 
 pub mod abi;
 pub mod ah;
 pub mod cq;
 pub mod post;
+mod provider;
 pub mod qp;
 pub mod queue;
 pub mod srq;
+
+pub use provider::{Rxe, RxeContext};
 
 /// Fault injection for the device suite (`internals` feature only): when
 /// set, the next ring remap after a CQ or SRQ resize fails as if `mmap`

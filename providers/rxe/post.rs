@@ -259,40 +259,7 @@ pub fn post_general(sq: &mut SendQueue, qp_type: QpType, lim: &SendLimits, wrs: 
     post_list(sq, qp_type, lim, wrs)
 }
 
-/// What the straight path carries.
-#[derive(Clone, Copy, Debug)]
-pub enum Plain<'w> {
-    /// No data (SEND of immediate data only, zero-length WRITE).
-    Empty,
-    /// One SGE.
-    Sge(&'w Sge),
-    /// Inline bytes.
-    Inline(&'w [u8]),
-}
-
-/// One request of the straight path, read field by field where the WQE
-/// is written (so that no field waits in a register or on the stack):
-/// a [`SendWr`] for [`post_plain`], an `ibv_send_wr` for the C library
-/// (through the `internals` feature), which then builds no [`SendWr`].
-/// It is only a request: [`post_straight`] judges it.
-pub trait StraightWr {
-    /// `enum ibv_wr_opcode` (the numbering of `ib_uverbs_wr_opcode`, which
-    /// the WQE holds).
-    fn opcode(&self) -> u32;
-    /// `enum ibv_send_flags` without `IBV_SEND_INLINE`.
-    fn flags(&self) -> u32;
-    /// The data, `None` if it is not of the straight path's shapes.
-    fn data(&self) -> Option<Plain<'_>>;
-    /// The caller's identifier, returned in the completion.
-    fn wr_id(&self) -> u64;
-    /// The WQE's `ex`: immediate data as on the wire (big-endian) or the
-    /// rkey to invalidate; for an operation with neither, whatever the
-    /// request holds (the kernel reads `ex` only for those that have it).
-    fn ex(&self) -> u32;
-    /// The remote address and key of an RDMA operation, `(0, 0)` for a
-    /// send (read only for a straight operation).
-    fn remote(&self) -> (u64, u32);
-}
+pub use crate::providers::seam::{Plain, StraightWr};
 
 /// The operations of the straight path, one bit per `ibv_wr_opcode`:
 /// SEND (with immediate data or invalidate), RDMA WRITE (with immediate

@@ -5,9 +5,12 @@ pub mod cq;
 pub mod mr;
 pub mod poll;
 pub mod post;
+mod provider;
 pub mod qp;
 pub mod ring;
 pub mod srq;
+
+pub use provider::{Siw, SiwContext};
 
 #[cfg(all(test, feature = "std"))]
 mod tests;

@@ -196,27 +196,13 @@ impl Drop for Ah<'_> {
     }
 }
 
-/// Sends `IB_USER_VERBS_CMD_CREATE_AH`; returns (handle, rxe `ah_num`).
-/// rxe answers `rxe_create_ah_resp` in the driver data; siw has no AH
-/// support and the kernel refuses the command.
-#[cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unreachable_code, unused_imports))]
+/// Sends `IB_USER_VERBS_CMD_CREATE_AH` with the provider's driver data;
+/// returns (handle, the provider's AH number: rxe's `ah_num`, 0 where
+/// there is none). Providers without AHs refuse it (siw's kernel does).
 fn exec_create_ah(ctx: &crate::Context, verb: &'static str, cmd: &CreateAh) -> Result<(u32, u32)> {
-    use crate::providers::ProviderKind;
-    let _ = (verb, cmd);
-    match ctx.provider() {
-        #[cfg(feature = "rxe")]
-        ProviderKind::Rxe => {
-            use zerocopy::IntoBytes;
-            let mut out = crate::providers::rxe::ah::RxeCreateAhResp::new_zeroed();
-            let resp = ctx.channel().exec(verb, cmd, &[], out.as_mut_bytes())?;
-            Ok((resp.ah_handle, out.ah_num))
-        }
-        #[cfg(feature = "siw")]
-        ProviderKind::Siw => {
-            let resp = ctx.channel().exec(verb, cmd, &[], &mut [])?;
-            Ok((resp.ah_handle, 0))
-        }
-    }
+    let mut dc = crate::providers::seam::DriverCmd::new(ctx.channel(), verb, *cmd);
+    let (resp, ah_num) = ctx.provider_state().create_ah(&mut dc)?;
+    Ok((resp.ah_handle, ah_num))
 }
 
 #[cfg(test)]

@@ -104,12 +104,7 @@ impl ConnParam<'_> {
 
 /// Whether `ctx`'s device speaks iWARP (the kernel moves its QPs).
 fn is_iwarp(ctx: &Context) -> bool {
-    #[cfg(feature = "siw")]
-    if matches!(ctx.provider(), crate::ProviderKind::Siw) {
-        return true;
-    }
-    let _ = ctx;
-    false
+    ctx.provider_caps().iwarp
 }
 
 impl<'ch> CmId<'ch> {

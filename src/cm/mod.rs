@@ -97,7 +97,7 @@ mod reason;
 #[cfg(feature = "std")]
 mod resolve;
 #[cfg(feature = "std")]
-mod session;
+pub(crate) mod session;
 mod ud;
 
 pub use channel::EventChannel;

@@ -67,7 +67,7 @@ impl Deadline {
 }
 
 /// The error an unexpected event of the id means.
-fn event_error(verb: &'static str, ev: &Event<'_>) -> Error {
+pub(crate) fn event_error(verb: &'static str, ev: &Event<'_>) -> Error {
     let status = ev.status();
     let (kind, detail) = match ev.kind() {
         EventKind::Rejected => (
@@ -171,8 +171,8 @@ impl<T: Transport> Connection<'_, '_, T> {
 /// ```
 #[derive(Debug)]
 pub struct Connector<'ch> {
-    id: CmId<'ch>,
-    timeout_ms: i32,
+    pub(crate) id: CmId<'ch>,
+    pub(crate) timeout_ms: i32,
 }
 
 impl<'ch> Connector<'ch> {
@@ -228,17 +228,23 @@ impl<'ch> Connector<'ch> {
         param: &ConnParam<'_>,
     ) -> Result<Connection<'ch, 'a, T>> {
         let deadline = Deadline::new(self.timeout_ms);
-        if let Err(e) = self.id.connect(&qp, param) {
-            // iWARP connects a TCP socket inside the call.
-            if e.errno() == Some(rustix::io::Errno::CONNREFUSED) {
-                return Err(Error::with_errno(CONNECT, ErrorKind::Refused, rustix::io::Errno::CONNREFUSED)
-                    .with_detail("nobody listens on that address and port"));
-            }
-            return Err(e);
-        }
+        start_connect(&self.id, &qp, param)?;
         let ev = expect(&self.id, &[EventKind::ConnectResponse, EventKind::Established], CONNECT, deadline)?;
         let qp = self.id.establish(qp, &ev)?;
         Ok(Connection { peer: ev.param(), id: self.id, qp })
+    }
+}
+
+/// `rdma_connect` with iWARP's refusal inside the call made
+/// [`ErrorKind::Refused`].
+pub(crate) fn start_connect<T: Transport>(id: &CmId<'_>, qp: &QueuePair<'_, T, Init>, param: &ConnParam<'_>) -> Result<()> {
+    match id.connect(qp, param) {
+        // iWARP connects a TCP socket inside the call.
+        Err(e) if e.errno() == Some(rustix::io::Errno::CONNREFUSED) => {
+            Err(Error::with_errno(CONNECT, ErrorKind::Refused, rustix::io::Errno::CONNREFUSED)
+                .with_detail("nobody listens on that address and port"))
+        }
+        r => r,
     }
 }
 
@@ -246,7 +252,7 @@ impl<'ch> Connector<'ch> {
 /// [`next_request`](Self::next_request) is a peer asking to connect.
 #[derive(Debug)]
 pub struct Listener<'ch> {
-    id: CmId<'ch>,
+    pub(crate) id: CmId<'ch>,
 }
 
 impl<'ch> Listener<'ch> {
@@ -294,8 +300,8 @@ impl<'ch> Listener<'ch> {
 /// [`reject`](Self::reject) it. Dropping it rejects it too.
 #[derive(Debug)]
 pub struct Request<'ch> {
-    id: CmId<'ch>,
-    peer: PeerParam,
+    pub(crate) id: CmId<'ch>,
+    pub(crate) peer: PeerParam,
 }
 
 impl<'ch> Request<'ch> {
@@ -340,6 +346,19 @@ impl<'ch> Request<'ch> {
         timeout_ms: i32,
     ) -> Result<Connection<'c, 'a, T>> {
         let deadline = Deadline::new(timeout_ms);
+        let (id, qp, peer) = self.accept_start(ch, qp, param)?;
+        expect(&id, &[EventKind::Established], ACCEPT, deadline)?;
+        Ok(Connection { id, qp, peer })
+    }
+
+    /// [`accept`](Self::accept) up to the wait for `ESTABLISHED`.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn accept_start<'c, 'a, T: Transport>(
+        self,
+        ch: &'c EventChannel,
+        qp: QueuePair<'a, T, Init>,
+        param: &ConnParam<'_>,
+    ) -> Result<(CmId<'c>, QueuePair<'a, T, Rts>, PeerParam)> {
         let id = if core::ptr::eq(ch, self.id.channel()) {
             // Same channel: only the lifetime changes.
             let raw = (self.id.handle(), self.id.context());
@@ -349,7 +368,6 @@ impl<'ch> Request<'ch> {
             self.id.migrate(ch)?
         };
         let qp = id.accept(qp, param)?;
-        expect(&id, &[EventKind::Established], ACCEPT, deadline)?;
-        Ok(Connection { id, qp, peer: self.peer })
+        Ok((id, qp, self.peer))
     }
 }

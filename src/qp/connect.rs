@@ -15,7 +15,7 @@
 //! let mut buf = [0u8; Endpoint::LEN];
 //! peer.read_exact(&mut buf)?;
 //! let remote = Endpoint::from_bytes(&buf)?;
-//! let qp = qp.connect(&local, &remote, &ConnectOpts::default()).map_err(|e| e.error)?;
+//! let qp = qp.connect(&local, &remote, &ConnectOpts::default())?;
 //! # let _ = qp; Ok(()) }
 //! ```
 
@@ -88,7 +88,7 @@ impl Endpoint {
         let port = ctx.query_port(port_num)?;
         let gid_index = match gid_index {
             Some(i) => Some(i),
-            None if ctx.provider().is_roce() => Some(ctx.roce_v2_ipv4_gid_index(port_num)?),
+            None if ctx.provider_caps().roce => Some(ctx.roce_v2_ipv4_gid_index(port_num)?),
             None => None,
         };
         let gid = match gid_index {

@@ -24,30 +24,23 @@
 // Failed transitions and destroys hand the QP back by value: no heap to
 // box it in, and giving it back is the point.
 #![allow(clippy::result_large_err)]
-// With no provider compiled in, the provider matches have no arms.
-#![cfg_attr(
-    not(any(feature = "rxe", feature = "siw")),
-    allow(
-        unused_imports,
-        unreachable_code,
-        unused_variables,
-        unused_mut,
-        unused_assignments,
-        dead_code
-    )
-)]
-
+// With no provider compiled in (a no_std core build), a QP cannot exist
+// (its queues are an empty enum) and code after a transition is dead.
+#![cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unused_variables, unreachable_code))]
 pub mod attr;
 pub mod connect;
 mod dynamic;
 pub mod state;
 mod transition;
 mod kernel_attr;
-#[cfg(all(feature = "internals", feature = "rxe"))]
+#[cfg(feature = "internals")]
 mod straight;
-#[cfg(all(feature = "internals", feature = "rxe"))]
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use straight::{RecvStraight, SendStraight};
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use crate::providers::seam::{Plain, StraightWr};
 pub(crate) use kernel_attr::KernelAttr;
 
 use core::marker::PhantomData;
@@ -60,13 +53,9 @@ use crate::context::Context;
 use crate::cq::Cq;
 use crate::error::{ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
-use crate::providers::ProviderKind;
+use crate::providers::seam::DriverCmd;
+use crate::providers::AnyQueues;
 use crate::srq::Srq;
-
-#[cfg(feature = "rxe")]
-use crate::providers::rxe::qp::RxeQp;
-#[cfg(feature = "siw")]
-use crate::providers::siw::qp::SiwQp;
 
 pub use crate::ah::{AhAttr, GlobalRoute};
 pub use attr::{
@@ -160,14 +149,6 @@ impl<Q> core::fmt::Display for TransitionError<Q> {
 
 crate::error::box_error_from!([Q] TransitionError<Q>, |e| e.error);
 
-#[derive(Debug)]
-enum Ring {
-    #[cfg(feature = "rxe")]
-    Rxe(RxeQp),
-    #[cfg(feature = "siw")]
-    Siw(SiwQp),
-}
-
 /// The state-independent part of a QP; owns the kernel object.
 #[derive(Debug)]
 struct QpInner<'a> {
@@ -182,7 +163,8 @@ struct QpInner<'a> {
     user_handle: u64,
     cap: QpCap,
     sq_sig_all: bool,
-    ring: Ring,
+    /// The provider's queues.
+    ring: AnyQueues,
     live: bool,
 }
 
@@ -235,37 +217,17 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         cmd.max_inline_data = c.max_inline_data;
         cmd.sq_sig_all = u8::from(init.sq_sig_all);
         cmd.qp_type = T::QP_TYPE as u8;
-        // rxe_create_qp_resp and siw_uresp_create_qp are both 32 bytes.
-        let mut drv_out = [0u8; 32];
         let has_srq = init.srq.is_some();
-        let resp = ctx.channel().exec(VERB, &cmd, &[], &mut drv_out).map_err(|e| {
+        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd);
+        let made = AnyQueues::create(ctx.provider_state(), &mut dc).map_err(|e| {
             // The kernel's bare EINVAL: name the capacity the device refuses
             // (an extra query, on this error path only).
             match (e.kind(), cap_over_device_limit(ctx, &c, has_srq)) {
-                (ErrorKind::InvalidArgument, Some(detail)) => e.with_detail(detail),
+                (ErrorKind::InvalidArgument, Some(detail)) if dc.sent().is_none() => e.with_detail(detail),
                 _ => e,
             }
-        })?;
-        let ring = match ctx.provider() {
-            #[cfg(feature = "rxe")]
-            ProviderKind::Rxe => {
-                let lim = crate::providers::rxe::post::SendLimits {
-                    max_sge: resp.max_send_sge,
-                    max_inline: resp.max_inline_data,
-                };
-                RxeQp::map(VERB, ctx.channel(), &drv_out, has_srq, resp.qp_handle, lim).map(Ring::Rxe)
-            }
-            #[cfg(feature = "siw")]
-            ProviderKind::Siw => {
-                let lim = crate::providers::siw::post::SendLimits::new(
-                    resp.max_send_sge,
-                    resp.max_inline_data,
-                    init.sq_sig_all,
-                );
-                SiwQp::map(VERB, ctx.channel(), &drv_out, has_srq, resp.qp_handle, lim).map(Ring::Siw)
-            }
-        };
-        let ring = crate::error::undo_on_err(ring, || destroy_cmd(ctx, resp.qp_handle))?;
+        });
+        let (ring, resp) = dc.finish(made, |r| destroy_cmd(ctx, r.qp_handle))?;
         let cap = QpCap {
             max_send_wr: resp.max_send_wr,
             max_recv_wr: resp.max_recv_wr,
@@ -322,29 +284,6 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
     /// The QP number (`ibv_qp.qp_num`).
     pub fn qp_num(&self) -> u32 {
         self.inner.qp_num
-    }
-
-    /// rxe only: the number of slots of the mapped send ring
-    /// (`index_mask + 1`, one more than the requests it can hold); `None`
-    /// on other providers.
-    pub fn rxe_send_ring_slots(&self) -> Option<u32> {
-        match self.inner.ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => Some(r.sq().slots()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-
-    /// siw only: the number of elements of the mapped send array (each
-    /// holds one request); `None` on other providers.
-    pub fn siw_send_ring_slots(&self) -> Option<u32> {
-        match self.inner.ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => Some(r.num_sqe()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
     }
 
     /// The kernel's handle for this QP.
@@ -406,12 +345,7 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
     /// ring slots (`index_mask + 1`, one always kept free), siw array
     /// entries (`num_sqe`, `num_rqe`).
     pub fn mapped_queue_slots(&self) -> (u32, Option<u32>) {
-        match self.inner.ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref r) => (r.sq().slots(), r.rq().map(|q| q.slots())),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref r) => (r.num_sqe(), r.rq().map(|_| r.num_rqe())),
-        }
+        self.inner.ring.queue_slots()
     }
 
     /// `ibv_query_qp`: the QP's attributes as the kernel reports them (its
@@ -526,11 +460,9 @@ impl QpInner<'_> {
     /// and user space cannot add the flush completions itself (the kernel
     /// owns the CQ's producer side).
     #[cold]
-    #[cfg_attr(not(feature = "siw"), allow(unused_variables))]
     fn can_flush_late_recv(&self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        match self.ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) if !wrs.is_empty() => Err(PostError::refused(
+        match self.ring.caps().refuses_posts_in_error {
+            true if !wrs.is_empty() => Err(PostError::refused(
                 "ibv_post_recv",
                 crate::wr::Refusal(
                     ErrorKind::WrongState,
@@ -547,11 +479,9 @@ impl QpInner<'_> {
     /// ERROR; its doorbell in ERROR flushes the kernel's own requests, not
     /// the mapped ring's (`siw_post_send`, `siw_sq_flush_wr`).
     #[cold]
-    #[cfg_attr(not(feature = "siw"), allow(unused_variables))]
     fn can_flush_late_send(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        match self.ring {
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) if !wrs.is_empty() => Err(PostError::refused(
+        match self.ring.caps().refuses_posts_in_error {
+            true if !wrs.is_empty() => Err(PostError::refused(
                 "ibv_post_send",
                 crate::wr::Refusal(
                     ErrorKind::WrongState,
@@ -578,44 +508,16 @@ impl QpInner<'_> {
     // Inlined into the typed `post_send`, so that the transport is a
     // constant and the per-transport checks fold away.
     #[inline(always)]
-    #[cfg_attr(not(feature = "rxe"), allow(unused_variables))]
     fn post_send(&mut self, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        match self.ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut r) => r.post_send(self.dev, qp_type, wrs),
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref mut r) => r.post_send(self.dev, wrs),
-        }
+        self.ring.post_send(self.dev, qp_type, wrs)
     }
 
     #[inline(always)]
     fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        const VERB: &str = "ibv_post_recv";
         if wrs.is_empty() {
             return Ok(());
         }
-        match self.ring {
-            #[cfg(feature = "rxe")]
-            Ring::Rxe(ref mut r) => match r.rq_mut() {
-                Some(rq) => crate::providers::rxe::post::post_recv(
-                    VERB,
-                    rq.producer_mut(),
-                    self.cap.max_recv_sge,
-                    wrs,
-                ),
-                None => Err(PostError::new(VERB, ErrorKind::InvalidArgument, 0)),
-            },
-            #[cfg(feature = "siw")]
-            Ring::Siw(ref mut r) => match r.rq_mut() {
-                Some(rq) => crate::providers::siw::post::post_recv(
-                    VERB,
-                    rq.producer_mut(),
-                    self.cap.max_recv_sge,
-                    wrs,
-                ),
-                None => Err(PostError::new(VERB, ErrorKind::InvalidArgument, 0)),
-            },
-        }
+        self.ring.post_recv(self.cap.max_recv_sge, wrs)
     }
 }
 

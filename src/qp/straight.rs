@@ -1,6 +1,6 @@
 //! The straight send and receive paths for the C library (feature
 //! `internals`): `ibv_post_send` of one plain request (and `ibv_post_recv`
-//! of one with at most one SGE) reaches the rxe ring from an
+//! of one with at most one SGE) reaches the provider's ring from an
 //! `ibv_send_wr`'s (`ibv_recv_wr`'s) fields without building a [`SendWr`]
 //! that the provider then takes apart again (what it costs: BENCHMARKS.md,
 //! the C ABI rows). A request is judged where [`QueuePair::post_send`](super::QueuePair::post_send)
@@ -16,17 +16,16 @@
 
 use rustix::fd::BorrowedFd;
 
-use super::{AnyQp, QpInner, QpType, Ring, Transport};
+use super::{AnyQp, QpInner, QpType, Transport};
 use crate::cmd::channel::RingFailed;
-use crate::providers::rxe::post::{post_recv_straight, StraightWr};
-use crate::providers::rxe::qp::RxeQp;
-use crate::providers::rxe::queue::RecvQueue;
+use crate::providers::seam::StraightWr;
+use crate::providers::AnyQueues;
 use crate::wr::Sge;
 
-/// The send side of an rxe QP that may send now (RTS or SQD), for one
+/// The send side of a QP that may send now (RTS or SQD), for one
 /// request through the straight path.
 pub struct SendStraight<'q> {
-    qp: &'q mut RxeQp,
+    qp: &'q mut AnyQueues,
     dev: BorrowedFd<'q>,
     qp_type: QpType,
 }
@@ -41,15 +40,14 @@ impl SendStraight<'_> {
     #[doc(alias = "ibv_post_send")]
     #[inline(always)]
     pub fn post<W: StraightWr + ?Sized>(self, s: &W) -> Option<Result<(), RingFailed>> {
-        self.qp.post_straight(self.dev, self.qp_type, s)
+        self.qp.post_send_straight(self.dev, self.qp_type, s)
     }
 }
 
-/// The receive queue of an rxe QP that may take receives now (INIT, RTR,
-/// RTS, SQD; not one with an SRQ), for one request through the straight
-/// path.
+/// The receive queue of a QP that may take receives now (INIT, RTR,
+/// RTS, SQD), for one request through the straight path.
 pub struct RecvStraight<'q> {
-    rq: &'q mut RecvQueue,
+    qp: &'q mut AnyQueues,
     max_sge: u32,
 }
 
@@ -57,38 +55,30 @@ impl RecvStraight<'_> {
     /// `ibv_post_recv` of one request of at most one SGE: `true` if it was
     /// posted, `false` (nothing written: post it with
     /// [`QueuePair::post_recv`](super::QueuePair::post_recv), which names any error) if the queue is
-    /// full or takes no SGE.
+    /// full, takes no SGE, or is not there: the QP uses an SRQ, or its
+    /// provider has no straight path).
     #[doc(alias = "ibv_post_recv")]
     #[inline(always)]
     pub fn post(self, wr_id: u64, sge: Option<&Sge>) -> bool {
-        post_recv_straight(self.rq.producer_mut(), self.max_sge, wr_id, sge)
+        self.qp.post_recv_straight(self.max_sge, wr_id, sge)
     }
 }
 
 impl QpInner<'_> {
     #[inline(always)]
-    fn send_straight(&mut self, qp_type: QpType) -> Option<SendStraight<'_>> {
-        match self.ring {
-            Ring::Rxe(ref mut qp) => Some(SendStraight { qp, dev: self.dev, qp_type }),
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) => None,
-        }
+    fn send_straight(&mut self, qp_type: QpType) -> SendStraight<'_> {
+        SendStraight { qp: &mut self.ring, dev: self.dev, qp_type }
     }
 
     #[inline(always)]
-    fn recv_straight(&mut self) -> Option<RecvStraight<'_>> {
-        let max_sge = self.cap.max_recv_sge;
-        match self.ring {
-            Ring::Rxe(ref mut qp) => Some(RecvStraight { rq: qp.rq_mut()?, max_sge }),
-            #[cfg(feature = "siw")]
-            Ring::Siw(_) => None,
-        }
+    fn recv_straight(&mut self) -> RecvStraight<'_> {
+        RecvStraight { qp: &mut self.ring, max_sge: self.cap.max_recv_sge }
     }
 }
 
 impl<T: Transport> AnyQp<'_, T> {
-    /// The send side for [`SendStraight::post`], in RTS or SQD on rxe (not
-    /// UD, whose requests need a destination); `None` otherwise.
+    /// The send side for [`SendStraight::post`], in RTS or SQD (not UD,
+    /// whose requests need a destination); `None` otherwise.
     #[doc(hidden)]
     #[inline(always)]
     pub fn send_straight(&mut self) -> Option<SendStraight<'_>> {
@@ -98,11 +88,11 @@ impl<T: Transport> AnyQp<'_, T> {
             AnyQp::Sqd(qp) => &mut qp.inner,
             _ => return None,
         };
-        inner.send_straight(T::QP_TYPE)
+        Some(inner.send_straight(T::QP_TYPE))
     }
 
     /// The receive queue for [`RecvStraight::post`], in INIT, RTR, RTS or
-    /// SQD on rxe; `None` otherwise (ERROR has its own flush rules, see
+    /// SQD; `None` otherwise (ERROR has its own flush rules, see
     /// [`QueuePair::post_recv`](super::QueuePair::post_recv)).
     #[doc(hidden)]
     #[inline(always)]
@@ -114,6 +104,6 @@ impl<T: Transport> AnyQp<'_, T> {
             AnyQp::Sqd(qp) => &mut qp.inner,
             AnyQp::Reset(_) | AnyQp::Error(_) => return None,
         };
-        inner.recv_straight()
+        Some(inner.recv_straight())
     }
 }

@@ -45,7 +45,9 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
                 if N::KIND == super::state::QpStateKind::Reset {
                     self.discard_completions();
                 }
-                Ok(QueuePair::from_inner(self.inner))
+                let mut inner = self.inner;
+                inner.ring.state_changed(N::KIND);
+                Ok(QueuePair::from_inner(inner))
             }
             Err(error) => Err(TransitionError { error: crate::attr_check::explain_gid_error(error), qp: self }),
         }

@@ -16,14 +16,14 @@ fn open(name: &str) -> Context {
 }
 
 /// The netdev under `dev` port 1, from `rdma link show` (iproute2).
-fn netdev_of(dev: &str) -> String {
+pub(super) fn netdev_of(dev: &str) -> String {
     let out = std::process::Command::new("rdma").args(["link", "show", &format!("{dev}/1")]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let mut it = text.split_whitespace();
     it.find(|w| *w == "netdev").and_then(|_| it.next()).unwrap_or_else(|| panic!("no netdev in {text:?}")).to_owned()
 }
 
-fn ip_link(netdev: &str, state: &str) {
+pub(super) fn ip_link(netdev: &str, state: &str) {
     let st = std::process::Command::new("ip").args(["link", "set", "dev", netdev, state]).status().unwrap();
     assert!(st.success(), "ip link set dev {netdev} {state}");
 }

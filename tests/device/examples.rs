@@ -8,6 +8,8 @@ use super::common::rxe_name;
 
 #[path = "../../examples/atomics.rs"]
 mod atomics;
+#[path = "../../examples/huge_pages.rs"]
+mod huge_pages;
 #[path = "../../examples/loopback_rc.rs"]
 mod loopback_rc;
 #[path = "../../examples/memory_windows.rs"]
@@ -31,6 +33,14 @@ fn run(main: fn() -> Result<(), Box<dyn core::error::Error>>) {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_example_loopback_rc() {
     run(loopback_rc::main);
+}
+
+/// Needs huge pages: the VM reserves 16 at boot (vm/guest-stage2.sh); natively,
+/// `sysctl vm.nr_hugepages=8`.
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_example_huge_pages() {
+    run(huge_pages::main);
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn rxe_cq_resized_while_qps_use_it_and_another_thread_polls() {
             let cqe = if round % 2 == 0 { 64 } else { 16 };
             until_not_busy(|| cq.resize(cqe));
             assert!(cq.cqe() >= cqe);
-            slots.push(cq.rxe_ring_slots().unwrap());
+            slots.push(cq.ring_slots().unwrap());
             let start = Instant::now();
             while seen.load(Ordering::Acquire) < ((round + 1) * PER_ROUND) as usize {
                 assert!(start.elapsed() < Duration::from_secs(30), "round {round}: completions stopped");
@@ -122,7 +122,7 @@ fn rxe_srq_resized_while_qps_use_it_and_another_thread_posts() {
         for max_wr in (24..=(N as u32 + 16)).step_by(8) {
             until_not_busy(|| srq.modify(SrqModify { max_wr: Some(max_wr), srq_limit: None }));
             assert!(srq.max_wr() >= max_wr);
-            sizes.push(srq.rxe_ring_slots().unwrap());
+            sizes.push(srq.ring_slots().unwrap());
         }
         poster.join().unwrap();
     });

@@ -22,7 +22,7 @@ fn every_opcode_reuses_every_send_slot(dev: &str) {
     // A small send queue, so that 7 opcodes x 6 rounds wrap it many times.
     let cap = QpCap { max_send_wr: 3, max_recv_wr: 16, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 64 };
     let (mut a, mut b, _conn) = rc_pair_on(&pd, init_attr(&scq, &scq, None, cap), init_attr(&scq, &rcq, None, cap));
-    let slots = a.rxe_send_ring_slots().or(a.siw_send_ring_slots()).expect("an rxe or siw QP");
+    let slots = a.mapped_queue_slots().0;
     // siw (iWARP) has neither immediate data nor atomics: SEND with one
     // SGE, an inline RDMA WRITE and a second RDMA READ take their turns.
     let siw = is_siw(&ctx);
@@ -206,7 +206,7 @@ fn copying_poll_wraps_the_cq_ring(dev: &str) {
     let ctx = open_dev(dev);
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 7, None, 0).unwrap();
-    let slots = cq.rxe_ring_slots().or(cq.siw_ring_slots()).expect("an rxe or siw CQ");
+    let slots = cq.ring_slots().expect("a live CQ");
     let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let (mut a, _b, _conn) = rc_pair_on(&pd, init_attr(&cq, &cq, None, cap), init_attr(&cq, &cq, None, cap));
     let abuf = vec![0u8; 64];

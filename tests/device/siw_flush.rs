@@ -102,10 +102,10 @@ fn siw_flush_raises_the_armed_completion_event() {
     let mut qp = qp_in_init(&pd, &cq, &cq, None);
     qp.post_recv(&[RecvWr::new(7, &[])]).unwrap();
     cq.req_notify(false).expect("ibv_req_notify_cq: a store, no system call");
-    assert_eq!(cq.siw_notify_flags(), Some(3), "SOLICITED | NEXT_COMPLETION");
+    assert_eq!(cq.notify_flags(), Some(3), "SOLICITED | NEXT_COMPLETION");
     let qp = qp.into_error().unwrap();
     // The kernel disarmed the CQ when it signalled the flush completion.
-    assert_eq!(cq.siw_notify_flags(), Some(0));
+    assert_eq!(cq.notify_flags(), Some(0));
     let got = get_cq_event(&ch, &[&cq]).expect("ibv_get_cq_event: the flush raised the event");
     assert!(core::ptr::eq(got, &cq));
     cq.ack_events(1).unwrap();
@@ -121,12 +121,12 @@ fn siw_flush_raises_the_armed_completion_event() {
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     // Armed for solicited completions only: a flushed receive is not one.
     cq.req_notify(true).unwrap();
-    assert_eq!(cq.siw_notify_flags(), Some(1));
+    assert_eq!(cq.notify_flags(), Some(1));
     let mut qp3 = qp_in_init(&pd, &cq, &cq, None);
     qp3.post_recv(&[RecvWr::new(9, &[])]).unwrap();
     let qp3 = qp3.into_error().unwrap();
     assert_eq!(cq.poll(&mut wc).unwrap(), 1);
-    assert_eq!(cq.siw_notify_flags(), Some(1), "still armed");
+    assert_eq!(cq.notify_flags(), Some(1), "still armed");
     assert_eq!(get_cq_event(&ch, &[&cq]).unwrap_err().kind(), ErrorKind::WouldBlock);
     qp3.destroy().unwrap();
     qp2.destroy().unwrap();
@@ -141,7 +141,7 @@ fn siw_srq_takes_receives_up_to_its_size() {
     let ctx = open_siw();
     let pd = Pd::alloc(&ctx).unwrap();
     let srq = Srq::create(&pd, SrqInitAttr { max_wr: 6, max_sge: 2, srq_limit: 0 }).unwrap();
-    let n = srq.siw_num_rqe().expect("siw SRQ");
+    let n = srq.ring_slots().expect("siw SRQ");
     assert!(n >= 6, "{n}");
     let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let mut qp = qp_in_init(&pd, &cq, &cq, Some(&srq));

@@ -84,12 +84,12 @@ fn rxe_srq_resize_remaps_the_ring() {
     let ctx = open(&rxe_name());
     let pd = Pd::alloc(&ctx).unwrap();
     let srq = Srq::create(&pd, init(16)).unwrap();
-    let slots = srq.rxe_ring_slots().unwrap();
+    let slots = srq.ring_slots().unwrap();
     assert!(slots > srq.max_wr());
     srq.modify(SrqModify { max_wr: Some(200), ..Default::default() }).expect("ibv_modify_srq max_wr");
     assert!(srq.max_wr() >= 200, "max_wr after resize: {}", srq.max_wr());
     assert_eq!(srq.query().unwrap().max_wr, srq.max_wr());
-    let slots2 = srq.rxe_ring_slots().unwrap();
+    let slots2 = srq.ring_slots().unwrap();
     assert!(slots2 > 200 && slots2 > slots, "the new mapping is the bigger ring: {slots2}");
     srq.destroy().expect("destroy after resize");
 }
@@ -100,7 +100,7 @@ fn siw_srq_resize_unsupported() {
     let ctx = open(&siw_name());
     let pd = Pd::alloc(&ctx).unwrap();
     let srq = Srq::create(&pd, init(16)).unwrap();
-    let n = srq.siw_num_rqe().unwrap();
+    let n = srq.ring_slots().unwrap();
     assert!(n >= srq.max_wr(), "mapped RQEs {n} cover max_wr {}", srq.max_wr());
     let before = srq.query().unwrap();
     let e = srq.modify(SrqModify { max_wr: Some(64), ..Default::default() }).unwrap_err();

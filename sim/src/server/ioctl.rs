@@ -230,13 +230,7 @@ pub fn run<C>(mem: &ProcMem, pid: Pid, request: u64, arg: u64, methods: &[Method
         Some(m) => m.name.to_string(),
         None => format!("object={object:#x} method={method:#x} attrs={nattrs}"),
     };
-    let res = check_and_run(mem, pid, arg, &hdr, found, ctx).map_err(|e| {
-        if e == errno::EPROTONOSUPPORT && found.is_none() && !WRITE_TWINS.contains(&(object, method)) {
-            errno::EOPNOTSUPP
-        } else {
-            e
-        }
-    });
+    let res = check_and_run(mem, pid, arg, &hdr, found, ctx);
     Outcome { what, res }
 }
 
@@ -258,7 +252,11 @@ fn check_and_run<C>(
     if u32_at(hdr, 16) != DRIVER_MLX5 {
         return Err(errno::EINVAL);
     }
-    let Some(m) = found else { return Err(errno::EPROTONOSUPPORT) };
+    let Some(m) = found else {
+        // not in this device's tree: see the module note
+        let id = (u16_at(hdr, 2), u16_at(hdr, 4));
+        return Err(if WRITE_TWINS.contains(&id) { errno::EPROTONOSUPPORT } else { errno::EOPNOTSUPP });
+    };
     let mut raw = vec![0u8; nattrs * ATTR_LEN];
     mem.read(pid, arg + HDR_LEN as u64, &mut raw).map_err(|_| errno::EFAULT)?;
     let mut got: Vec<Option<Attr>> = vec![None; m.attrs.len()];

@@ -220,6 +220,8 @@ fn ioctl_framework_checks_like_ib_uverbs_ioctl() {
     assert_eq!(r, EINVAL, "driver_id is not mlx5's");
     let (r, _) = a.ioctl_raw(0, 2, &port(1), 1, 1);
     assert_eq!(r, EPROTONOSUPPORT, "reserved1");
+    let (r, _) = a.ioctl_raw(14, 0, &[], 1, 1);
+    assert_eq!(r, EPROTONOSUPPORT, "reserved1 is checked before the method");
     let (reply, _) = a.d.call(&mut a.conn, Call::Ioctl { request: 0x5401, arg: resp.addr() });
     assert_eq!(reply.ret, -(libc::ENOTTY as i64), "not RDMA_VERBS_IOCTL");
     a.open();

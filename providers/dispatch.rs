@@ -1,0 +1,363 @@
+//! Runtime dispatch over the compiled-in providers: the one place that
+//! matches on which provider drives an object.
+//!
+//! [`registry!`] takes the registration list of `providers/mod.rs` (one
+//! line per provider: its cargo feature, its [`ProviderKind`] variant and
+//! its [`Provider`](super::seam::Provider) type) and generates
+//!
+//! * [`ProviderKind`] and the match table `PROVIDERS`;
+//! * one enum per object with user-space state, a variant per provider
+//!   holding that provider's associated type inline (no `Box`, no `dyn`):
+//!   `AnyCtx`, `AnyCq` (plus `Dead`), `AnyQueues` (a QP's queues), `AnySrq`
+//!   (plus `Dead`);
+//! * their methods, each one `match` whose arms call the provider's
+//!   methods directly. The data-path methods are `#[inline(always)]`, so
+//!   a typed `QueuePair::post_send` compiles to the discriminant test and
+//!   the provider's inlined code, as the hand-written matches did before.
+//!
+//! The object layer (`src/`) uses only these enums and never names a
+//! provider.
+
+/// Generates the dispatch enums from the registration list (see the
+/// module docs).
+macro_rules! registry {
+    ($( $(#[doc = $doc:literal])* $feat:literal => $V:ident($P:ty) ),* $(,)?) => {
+        /// A provider this build can drive, identified without any runtime state.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ProviderKind {
+            $( $(#[doc = $doc])* #[cfg(feature = $feat)] $V, )*
+        }
+
+        /// Every provider compiled into this build, in match order.
+        pub const PROVIDERS: &[MatchRule] = &[
+            $(
+                #[cfg(feature = $feat)]
+                MatchRule {
+                    kind: ProviderKind::$V,
+                    driver_id: <$P as Provider>::DRIVER_ID,
+                    name_prefix: <$P as Provider>::NAME_PREFIX,
+                    min_abi: <$P as Provider>::MIN_ABI,
+                    max_abi: <$P as Provider>::MAX_ABI,
+                },
+            )*
+        ];
+
+        impl ProviderKind {
+            /// The provider's short name, as rdma-core names its provider library.
+            pub const fn name(self) -> &'static str {
+                match self { $( #[cfg(feature = $feat)] ProviderKind::$V => <$P as Provider>::NAME, )* }
+            }
+
+            /// What the provider can and cannot do.
+            pub const fn caps(self) -> Caps {
+                match self { $( #[cfg(feature = $feat)] ProviderKind::$V => <$P as Provider>::CAPS, )* }
+            }
+        }
+
+        /// A context's provider state.
+        #[derive(Debug)]
+        pub(crate) enum AnyCtx {
+            $( #[cfg(feature = $feat)] $V(<$P as Provider>::Context), )*
+        }
+
+        #[allow(unused_variables, unreachable_code)]
+        impl AnyCtx {
+            /// `alloc_context` of provider `kind` on `chan`.
+            pub(crate) fn open(kind: ProviderKind, chan: &Channel) -> Result<(ContextReply, Self)> {
+                match kind {
+                    $( #[cfg(feature = $feat)] ProviderKind::$V =>
+                        <<$P as Provider>::Context as ProviderContext>::open(chan).map(|(r, c)| (r, AnyCtx::$V(c))), )*
+                }
+            }
+
+            /// Which provider.
+            pub(crate) fn kind(&self) -> ProviderKind {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(_) => ProviderKind::$V, )* }
+            }
+
+            /// The provider's [`Caps`].
+            pub(crate) fn caps(&self) -> Caps {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(_) => <$P as Provider>::CAPS, )* }
+            }
+
+            /// See [`ProviderContext::dev_id`].
+            pub(crate) fn dev_id(&self) -> u32 {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::dev_id(c), )* }
+            }
+
+            /// See [`ProviderContext::alloc_pd`].
+            pub(crate) fn alloc_pd(&self, dc: &mut DriverCmd<'_, AllocPd>) -> Result<AllocPdResp> {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::alloc_pd(c, dc), )* }
+            }
+
+            /// See [`ProviderContext::reg_mr`].
+            pub(crate) fn reg_mr(&self, dc: &mut DriverCmd<'_, RegMr>) -> Result<RegMrResp> {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::reg_mr(c, dc), )* }
+            }
+
+            /// See [`ProviderContext::create_ah`].
+            pub(crate) fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::create_ah(c, dc), )* }
+            }
+        }
+
+        /// A CQ's provider state.
+        #[derive(Debug)]
+        pub(crate) enum AnyCq {
+            $( #[cfg(feature = $feat)] $V(<$P as Provider>::Cq), )*
+            /// The ring could not be mapped again after a resize (the
+            /// kernel had already switched to the new one): every later
+            /// call fails with [`ErrorKind::Dead`].
+            Dead,
+        }
+
+        #[allow(unused_variables, unreachable_code, unreachable_patterns)]
+        impl AnyCq {
+            /// See [`ProviderCq::create`].
+            pub(crate) fn create(ctx: &AnyCtx, dc: &mut DriverCmd<'_, CreateCq>) -> Result<Self> {
+                match *ctx {
+                    $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
+                        <<$P as Provider>::Cq as ProviderCq>::create(c, dc).map(AnyCq::$V), )*
+                }
+            }
+
+            /// See [`ProviderCq::resize`]; a dead CQ is `Dead`.
+            pub(crate) fn resize(&mut self, ctx: &AnyCtx, dc: &mut DriverCmd<'_, ResizeCq>) -> core::result::Result<(), ResizeFailed> {
+                match (self, ctx) {
+                    $( #[cfg(feature = $feat)] (AnyCq::$V(q), AnyCtx::$V(c)) => ProviderCq::resize(q, c, dc), )*
+                    (AnyCq::Dead, _) => Err(ResizeFailed::Unchanged(dead(dc.verb()))),
+                    _ => Err(ResizeFailed::Unchanged(mismatch(dc.verb()))),
+                }
+            }
+
+            /// See [`ProviderCq::req_notify`].
+            pub(crate) fn req_notify(&self, ctx: &AnyCtx, chan: &Channel, handle: u32, solicited_only: bool) -> Result<()> {
+                match (self, ctx) {
+                    $( #[cfg(feature = $feat)] (AnyCq::$V(q), AnyCtx::$V(c)) => ProviderCq::req_notify(q, c, chan, handle, solicited_only), )*
+                    (AnyCq::Dead, _) => Err(dead("ibv_req_notify_cq")),
+                    _ => Err(mismatch("ibv_req_notify_cq")),
+                }
+            }
+
+            /// See [`ProviderCq::is_empty`] (a dead CQ is not: its poll
+            /// says why).
+            #[inline(always)]
+            pub(crate) fn is_empty(&self) -> bool {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::is_empty(q), )*
+                    AnyCq::Dead => false,
+                }
+            }
+
+            /// See [`ProviderCq::poll`].
+            #[inline(always)]
+            pub(crate) fn poll<S: WcOut>(&self, out: &mut [S]) -> Result<usize> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll(q, out).map_err(busy), )*
+                    AnyCq::Dead => Err(dead("ibv_poll_cq")),
+                }
+            }
+
+            /// See [`ProviderCq::poll_nonempty`]; `None` where
+            /// [`AnyCq::poll`] is an error.
+            #[inline(always)]
+            pub(crate) fn poll_nonempty(&self, out: &mut [MaybeUninit<Wc>]) -> Option<usize> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_nonempty(q, out).ok(), )*
+                    AnyCq::Dead => None,
+                }
+            }
+
+            /// See [`ProviderCq::poll_with`].
+            #[inline(always)]
+            pub(crate) fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> Result<usize> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_with(q, max, f).map_err(busy), )*
+                    AnyCq::Dead => Err(dead("ibv_poll_cq")),
+                }
+            }
+
+            /// See [`ProviderCq::discard_qp`].
+            pub(crate) fn discard_qp(&self, qp_num: u32) {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::discard_qp(q, qp_num), )*
+                    AnyCq::Dead => {}
+                }
+            }
+
+            /// See [`ProviderCq::ring_slots`].
+            pub(crate) fn ring_slots(&self) -> Option<u32> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => Some(ProviderCq::ring_slots(q)), )*
+                    AnyCq::Dead => None,
+                }
+            }
+
+            /// See [`ProviderCq::notify_flags`].
+            pub(crate) fn notify_flags(&self) -> Option<u32> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::notify_flags(q), )*
+                    AnyCq::Dead => None,
+                }
+            }
+        }
+
+        /// A QP's provider state (its queues).
+        #[derive(Debug)]
+        pub(crate) enum AnyQueues {
+            $( #[cfg(feature = $feat)] $V(<$P as Provider>::Qp), )*
+        }
+
+        #[allow(unused_variables, unreachable_code)]
+        impl AnyQueues {
+            /// See [`ProviderQp::create`].
+            pub(crate) fn create(ctx: &AnyCtx, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+                match *ctx {
+                    $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
+                        <<$P as Provider>::Qp as ProviderQp>::create(c, dc).map(AnyQueues::$V), )*
+                }
+            }
+
+            /// The provider's [`Caps`].
+            pub(crate) fn caps(&self) -> Caps {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(_) => <$P as Provider>::CAPS, )* }
+            }
+
+            /// See [`ProviderQp::post_send`].
+            #[inline(always)]
+            pub(crate) fn post_send(&mut self, dev: BorrowedFd<'_>, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_send(q, dev, qp_type, wrs), )* }
+            }
+
+            /// See [`ProviderQp::post_recv`].
+            #[inline(always)]
+            pub(crate) fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv(q, max_sge, wrs), )* }
+            }
+
+            /// See [`ProviderQp::post_send_straight`].
+            #[inline(always)]
+            pub(crate) fn post_send_straight<W: StraightWr + ?Sized>(
+                &mut self,
+                dev: BorrowedFd<'_>,
+                qp_type: QpType,
+                s: &W,
+            ) -> Option<core::result::Result<(), RingFailed>> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_send_straight(q, dev, qp_type, s), )* }
+            }
+
+            /// See [`ProviderQp::post_recv_straight`].
+            #[inline(always)]
+            pub(crate) fn post_recv_straight(&mut self, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv_straight(q, max_sge, wr_id, sge), )* }
+            }
+
+            /// See [`ProviderQp::state_changed`].
+            pub(crate) fn state_changed(&mut self, to: QpStateKind) {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::state_changed(q, to), )* }
+            }
+
+            /// See [`ProviderQp::queue_slots`].
+            pub(crate) fn queue_slots(&self) -> (u32, Option<u32>) {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref q) => ProviderQp::queue_slots(q), )* }
+            }
+        }
+
+        /// An SRQ's provider state.
+        #[derive(Debug)]
+        pub(crate) enum AnySrq {
+            $( #[cfg(feature = $feat)] $V(<$P as Provider>::Srq), )*
+            /// The ring could not be mapped again after a resize: every
+            /// later call fails with [`ErrorKind::Dead`].
+            Dead,
+        }
+
+        #[allow(unused_variables, unreachable_code, unreachable_patterns)]
+        impl AnySrq {
+            /// See [`ProviderSrq::create`].
+            pub(crate) fn create<C: WriteCommand<Resp = CreateSrqResp>>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+                match *ctx {
+                    $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
+                        <<$P as Provider>::Srq as ProviderSrq>::create(c, dc).map(AnySrq::$V), )*
+                }
+            }
+
+            /// See [`ProviderSrq::modify`].
+            pub(crate) fn modify(&mut self, ctx: &AnyCtx, dc: &mut DriverCmd<'_, ModifySrq>, resize: bool) -> core::result::Result<(), ResizeFailed> {
+                match (self, ctx) {
+                    $( #[cfg(feature = $feat)] (AnySrq::$V(q), AnyCtx::$V(c)) => ProviderSrq::modify(q, c, dc, resize), )*
+                    (AnySrq::Dead, _) => Err(ResizeFailed::Unchanged(dead(dc.verb()))),
+                    _ => Err(ResizeFailed::Unchanged(mismatch(dc.verb()))),
+                }
+            }
+
+            /// See [`ProviderSrq::set_limit`].
+            pub(crate) fn set_limit(&self, ctx: &AnyCtx, dc: &mut DriverCmd<'_, ModifySrq>) -> Result<()> {
+                match (self, ctx) {
+                    $( #[cfg(feature = $feat)] (AnySrq::$V(q), AnyCtx::$V(c)) => ProviderSrq::set_limit(q, c, dc), )*
+                    (AnySrq::Dead, _) => Err(dead(dc.verb())),
+                    _ => Err(mismatch(dc.verb())),
+                }
+            }
+
+            /// See [`ProviderSrq::post_recv`].
+            #[inline(always)]
+            pub(crate) fn post_recv(&self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnySrq::$V(ref q) => ProviderSrq::post_recv(q, max_sge, wrs), )*
+                    AnySrq::Dead => Err(PostError::new("ibv_post_srq_recv", ErrorKind::Dead, 0)),
+                }
+            }
+
+            /// See [`ProviderSrq::ring_slots`].
+            pub(crate) fn ring_slots(&self) -> Option<u32> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnySrq::$V(ref q) => Some(ProviderSrq::ring_slots(q)), )*
+                    AnySrq::Dead => None,
+                }
+            }
+
+            /// See [`ProviderSrq::srq_num`].
+            pub(crate) fn srq_num(&self) -> Option<u32> {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnySrq::$V(ref q) => ProviderSrq::srq_num(q), )*
+                    AnySrq::Dead => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use registry;
+
+use crate::error::{Error, ErrorKind};
+
+/// The error of every call on a dead CQ or SRQ.
+#[cold]
+#[inline(never)]
+pub(crate) fn dead(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::Dead)
+        .with_detail("the ring could not be mapped again after a resize; destroy the object")
+}
+
+/// An object and its context driven by different providers (cannot
+/// happen: an object is created by its context's provider).
+#[cold]
+#[inline(never)]
+pub(crate) fn mismatch(verb: &'static str) -> Error {
+    Error::new(verb, ErrorKind::InvalidArgument).with_detail("object and context of different providers")
+}
+
+/// The error of a poll that found the CQ held by another caller.
+#[cold]
+#[inline(never)]
+pub(crate) fn busy(claim: super::claim::Claim) -> Error {
+    use super::claim::Claim;
+    let e = Error::new("ibv_poll_cq", ErrorKind::Busy);
+    match claim {
+        Claim::Lent => e.with_detail("the CQ is being polled from inside a poll_with closure (here or on another thread)"),
+        // Only `poll_with` sees this (a copying poll waits for another
+        // copying poll: `wait_held`).
+        _ => e.with_detail("the CQ is being polled by another thread"),
+    }
+}

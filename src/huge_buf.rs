@@ -1,0 +1,192 @@
+//! [`HugePageBuf`]: memory backed by 2 MiB huge pages
+//! (`mmap(MAP_HUGETLB | MAP_HUGE_2MB)`), for a [`Mr`](crate::Mr) to own.
+//!
+//! Registering memory pins and maps it page by page: a region of 2 MiB
+//! pages has 512 times fewer pages for the kernel to pin and for the
+//! device's translation table than one of 4 KiB pages (BENCHMARKS.md has
+//! the registration times). libibverbs offers huge pages only through
+//! `RDMAV_HUGEPAGES_SAFE`, which makes every registration slower (it
+//! looks up each range's page size for fork protection); here the buffer
+//! knows its page size and protects itself once, when it is mapped.
+//!
+//! Huge pages come from a pool the administrator reserves
+//! (`sysctl vm.nr_hugepages=N`, see `HugePages_Free` in /proc/meminfo).
+//! An empty pool is an [`ErrorKind::OutOfResources`] error saying so.
+//!
+//! # Fork
+//!
+//! The whole mapping is marked `MADV_DONTFORK` when it is made: a child
+//! process does not get it at all, so the parent's pinned pages are never
+//! shared copy-on-write with a child (the failure `ibv_fork_init` exists
+//! for), with or without [`fork_init`](crate::fork::fork_init).
+//!
+//! # Safety
+//!
+//! * **H1 — the buffer owns its mapping**, as [`PageBuf`](crate::PageBuf)
+//!   does (mr_buf.rs B3): `mmap` with a NULL hint and no `MAP_FIXED`
+//!   creates it, only `Drop` unmaps it (exactly `len` bytes, the length
+//!   given to `mmap`), and its bytes are zero-filled anonymous
+//!   memory, valid for `u8`. `madvise(MADV_DONTFORK)` changes only what a
+//!   child inherits, never this process's memory.
+//! * **H2 — [`MrBuffer`]**: `into_raw` forgets the value (its `Drop` does
+//!   not run), so the mapping stays until `from_raw` rebuilds its owner
+//!   from the same parts.
+#![allow(unsafe_code)]
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use rustix::mm::{MapFlags, ProtFlags};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::mr_buf::MrBuffer;
+
+/// The huge page size this buffer uses.
+pub const HUGE_PAGE_SIZE: usize = 2 << 20;
+
+const VERB: &str = "mmap(MAP_HUGETLB)";
+
+/// Zero-filled memory on 2 MiB huge pages, unmapped when dropped.
+/// Register it with [`Mr::reg`](crate::Mr::reg) (the region owns it
+/// while registered). Works without `std`.
+///
+/// ```no_run
+/// # fn f(pd: &verbs::Pd<'_>) -> verbs::Result<()> {
+/// use verbs::{AccessFlags, HugePageBuf, Mr};
+///
+/// let buf = HugePageBuf::new(8 << 20)?;     // four 2 MiB pages
+/// let mr = Mr::reg(pd, buf, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// # drop(mr); Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HugePageBuf {
+    ptr: NonNull<u8>,
+    /// Whole huge pages: what was mapped.
+    len: usize,
+}
+
+// SAFETY: the buffer owns its mapping (H1); moving it moves the pointer
+// only, and munmap may run on any thread.
+unsafe impl Send for HugePageBuf {}
+// SAFETY: `&HugePageBuf` gives only `&[u8]`; writes need `&mut`.
+unsafe impl Sync for HugePageBuf {}
+
+impl HugePageBuf {
+    /// Maps `len` bytes rounded up to whole 2 MiB huge pages (the
+    /// buffer, and a region over it, is that long: a region ending inside
+    /// a huge page could not be fork-protected by page) and marks them
+    /// `MADV_DONTFORK`.
+    ///
+    /// A zero length is [`ErrorKind::InvalidArgument`]; no free huge page
+    /// in the pool (none reserved, or all in use) is
+    /// [`ErrorKind::OutOfResources`] naming `vm.nr_hugepages`; a kernel
+    /// without huge-page support gives its errno.
+    pub fn new(len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("zero-length buffer"));
+        }
+        let len = len
+            .checked_next_multiple_of(HUGE_PAGE_SIZE)
+            .ok_or(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("length too large"))?;
+        let flags = MapFlags::PRIVATE | MapFlags::HUGETLB | MapFlags::HUGE_2MB;
+        // SAFETY: a fresh private anonymous mapping at an address the
+        // kernel chooses (NULL hint, no MAP_FIXED): no existing memory is
+        // replaced. `Self` owns it from here (H1).
+        let p = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags) }
+            .map_err(|e| match e {
+                rustix::io::Errno::NOMEM => Error::with_errno(VERB, ErrorKind::OutOfResources, e).with_detail(
+                    "no free 2 MiB huge pages: reserve them with `sysctl vm.nr_hugepages=N` (HugePages_Free in /proc/meminfo)",
+                ),
+                e => Error::from_errno(VERB, e).with_detail("2 MiB huge pages unavailable (kernel without hugetlbfs?)"),
+            })?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(VERB, ErrorKind::OutOfResources))?;
+        let this = Self { ptr, len };
+        // SAFETY: MADV_DONTFORK on our own mapping, whole: it changes only
+        // whether a child inherits it (H1).
+        unsafe { rustix::mm::madvise(p, len, rustix::mm::Advice::LinuxDontFork) }
+            .map_err(|e| Error::from_errno("madvise(MADV_DONTFORK)", e))?;
+        Ok(this)
+    }
+
+    /// Length in bytes: whole huge pages.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always `false`: zero-length buffers are refused.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl core::ops::Deref for HugePageBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` zero-initialised bytes owned by `self`
+        // (H1); the shared borrow keeps `&mut` access away.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl core::ops::DerefMut for HugePageBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HugePageBuf {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping `new` made (H1); `self` is going
+        // away, so no slice borrowed from it outlives the unmap.
+        let r = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
+        if let Err(e) = r {
+            crate::error::report_drop_failure(Error::from_errno("munmap", e));
+        }
+    }
+}
+
+// SAFETY: `into_raw` forgets the buffer, so the mapping stays until
+// `from_raw` rebuilds its owner from the same parts (H2).
+unsafe impl MrBuffer for HugePageBuf {
+    type Raw = ();
+    fn into_raw(self) -> (*mut u8, usize, ()) {
+        let this = core::mem::ManuallyDrop::new(self);
+        (this.ptr.as_ptr(), this.len, ())
+    }
+    unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
+        // SAFETY: `ptr` is the start of a `HugePageBuf`, a `NonNull`
+        // (caller contract: the parts `into_raw` gave).
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        Self { ptr, len }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a host with free huge pages: aligned, zeroed, round trip; on
+    /// one without: the error names the sysctl.
+    #[test]
+    fn maps_or_names_the_sysctl() {
+        assert_eq!(HugePageBuf::new(0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        match HugePageBuf::new(3 << 20) {
+            Ok(mut b) => {
+                assert_eq!(b.len(), 4 << 20);
+                assert_eq!(b.as_ptr() as usize % HUGE_PAGE_SIZE, 0);
+                assert!(b.iter().all(|&x| x == 0));
+                b[(4 << 20) - 1] = 5;
+                let p = b.as_ptr();
+                let (ptr, len, raw) = b.into_raw();
+                // SAFETY: the parts just returned, used once.
+                let b = unsafe { HugePageBuf::from_raw(ptr, len, raw) };
+                assert_eq!((b.as_ptr(), b[(4 << 20) - 1]), (p, 5));
+            }
+            Err(e) if e.kind() == ErrorKind::OutOfResources => {
+                assert!(e.detail().is_some_and(|d| d.contains("vm.nr_hugepages")), "{e}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -778,6 +778,13 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     text = render(sys.argv[1])
+    # Sections measured by hand (between the markers) are kept from the old report.
+    begin, end = "<!-- hand-measured: begin -->", "<!-- hand-measured: end -->"
+    if os.path.exists(sys.argv[2]):
+        old = open(sys.argv[2], encoding="utf-8").read()
+        if begin in old and end in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index(begin):old.index(end) + len(end)] + "\n"
+    # and any other section this renderer does not write
     text += kept_sections(sys.argv[2], text)
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         f.write(text)

@@ -22,8 +22,11 @@
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
 #   --ours        also build our tools with rustix's libc backend (RUSTFLAGS="--cfg
-#                 rustix_use_libc", target/sim-libc: a separate, slow build) and check that
-#                 verbs-devices lists the simulated device through the same shim
+#                 rustix_use_libc", target/sim-libc: a separate, slow build) and our mlx5
+#                 provider (feature mlx5), and run them through the same shim: verbs-devices
+#                 lists the device, verbs-devinfo -v prints what ibv_devinfo -v does, and
+#                 verbs-{rc,ud,srq}-pingpong run against themselves and against
+#                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -111,7 +114,8 @@ pair_once() {  # pair_once SLOG CLOG CMD...: sets res
     LD_PRELOAD=$SHIM timeout "$TMO" "$@" -p "$PORT" > "$slog" 2>&1 &
     local spid=$!
     for _ in $(seq 100); do listening "$PORT" && break; kill -0 $spid 2>/dev/null || break; sleep 0.1; done
-    LD_PRELOAD=$SHIM timeout "$TMO" "$@" -p "$PORT" localhost > "$clog" 2>&1; crc=$?
+    # CLIENT_BIN (if set) runs the client side instead of $1 (interop pairs)
+    LD_PRELOAD=$SHIM timeout "$TMO" "${CLIENT_BIN:-$1}" "${@:2}" -p "$PORT" localhost > "$clog" 2>&1; crc=$?
     wait $spid; src=$?
     if [ $src = 124 ] || [ $crc = 124 ]; then res=TIMEOUT
     elif [ $src != 0 ] || [ $crc != 0 ]; then res="FAIL($src/$crc)"
@@ -141,18 +145,49 @@ run_one ibv_devices "" "mlx5_0[[:space:]]+0c42a10300b15e00" ibv_devices
 run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx5_0
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
 
+G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 if [ "$OURS" = 1 ]; then
     # our library makes its system calls through rustix; with the libc backend they go through
-    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged)
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
-        run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" \
-            "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release/verbs-devices"
+    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged).
+    # Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
+    OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices \
+        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
+        run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OB/verbs-devices"
+        # our provider opens the device (GET_CONTEXT with mlx5 driver data, UAR pages): the whole
+        # -v output equals ibv_devinfo's on libmlx5
+        run_one verbs-devinfo "-v (ours) = ibv_devinfo -v" "^SAME$" \
+            bash -c "diff <(ibv_devinfo -v -d mlx5_0 2>&1) <('$OB/verbs-devinfo' -v -d mlx5_0 2>&1) && echo SAME"
+        for v in "-n 1000 -c" "-s 1 -n 1000 -c" "-s 65536 -n 200 -c" "-e -n 1000 -c" "-e -s 65536 -n 200 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-rc-pingpong "ours/ours $v" "$OB/verbs-rc-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_rc_pingpong run_pair verbs-rc-pingpong "ours server, libmlx5 client $v" "$OB/verbs-rc-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-rc-pingpong run_pair verbs-rc-pingpong "libmlx5 server, ours client $v" ibv_rc_pingpong $G $v
+        done
+        for v in "-s 1 -n 1000 -c" "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-ud-pingpong "ours/ours $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_ud_pingpong run_pair verbs-ud-pingpong "ours server, libmlx5 client $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-ud-pingpong run_pair verbs-ud-pingpong "libmlx5 server, ours client $v" ibv_ud_pingpong $G $v
+        done
+        for v in "-s 1 -n 100 -c" "-e -n 100 -c" "-q 1 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-srq-pingpong "ours/ours $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_srq_pingpong run_pair verbs-srq-pingpong "ours server, libmlx5 client $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-srq-pingpong run_pair verbs-srq-pingpong "libmlx5 server, ours client $v" ibv_srq_pingpong $G $v
+        done
     else
-        row verbs-devices "(ours, rustix libc backend)" "FAIL(build)" "-"
+        row "ours (mlx5)" "(rustix libc backend)" "FAIL(build)" "-"
     fi
 fi
 
-G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 for tool in rc uc; do
     for v in "-s 1 -n 1000 -c" "-s 4096 -n 1000 -c" "-s 65536 -n 1000 -c" "-e -n 1000 -c" "-e -s 65536 -n 200 -c"; do
         # shellcheck disable=SC2086

@@ -10,9 +10,11 @@
 //! `cargo bench --features internals --bench rings`. `callgrind` on this binary gives
 //! instruction counts per operation (see BENCHMARKS.md).
 
+mod common;
+use common::{bench, memfd, Tally};
+
 use core::hint::black_box;
 use core::sync::atomic::Ordering;
-use std::time::Instant;
 
 use rustix::fd::OwnedFd;
 use verbs::abi::uverbs::Wc as AbiWc;
@@ -63,13 +65,9 @@ fn host_poll_cq(cq: &CompletionQueue, out: &mut [Wc]) -> usize {
 /// (failures counted).
 #[inline(never)]
 fn host_poll_with(cq: &CompletionQueue, max: usize) -> (usize, u64, usize) {
-    let (mut ids, mut failed) = (0u64, 0);
-    let got = poll_with(cq, max, |wc| {
-        ids = ids.wrapping_add(wc.wr_id());
-        failed += usize::from(!wc.status().is_success());
-    })
-    .unwrap_or(0);
-    (got, ids, failed)
+    let mut t = Tally::default();
+    let got = poll_with(cq, max, |wc| t.add(wc)).unwrap_or(0);
+    (got, t.ids, t.failed)
 }
 
 /// Parameters swapped so that function merging cannot fold it into `host_poll_cq`.
@@ -78,30 +76,10 @@ fn host_poll_cq_empty(out: &mut [Wc], cq: &CompletionQueue) -> usize {
     poll(cq, out).unwrap_or(0)
 }
 
-fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
-    // `cargo test --all-targets` runs this binary without `--bench`: then
-    // only smoke-test each case instead of measuring it.
-    let iters = if std::env::args().any(|a| a == "--bench") { iters } else { 10 };
-    for _ in 0..iters / 10 {
-        f();
-    }
-    let mut samples = Vec::with_capacity(15);
-    for _ in 0..15 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
-    }
-    samples.sort_by(f64::total_cmp);
-    println!("{name:<52} median {:>8.2} ns/op  (min {:.2}, max {:.2})", samples[7], samples[0], samples[14]);
-}
-
 /// A fake rxe ring of `slots` elements of `1 << log2` bytes in a memfd.
 fn ring<const MIN: usize>(slots: u32, log2: u32) -> (OwnedFd, Queue<MIN>) {
-    let fd = rustix::fs::memfd_create("verbs-bench-ring", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     let size = 384 + ((slots as usize) << log2);
-    rustix::fs::ftruncate(&fd, size as u64).unwrap();
+    let fd = memfd(size);
     let mut hdr = Mapping::new("bench", &fd, 0, size).unwrap();
     assert!(hdr.write::<u32>(0, log2) && hdr.write::<u32>(4, slots - 1));
     drop(hdr);

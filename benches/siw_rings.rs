@@ -7,9 +7,11 @@
 //! instructions per call. Run with
 //! `cargo bench --features internals --bench siw_rings`.
 
+mod common;
+use common::{bench, memfd, Tally};
+
 use core::hint::black_box;
 use core::mem::size_of;
-use std::time::Instant;
 
 use rustix::fd::OwnedFd;
 use verbs::mmap::Mapping;
@@ -43,13 +45,9 @@ fn siw_poll_cq(cq: &CqRing, out: &mut [Wc]) -> usize {
 /// failures.
 #[inline(never)]
 fn siw_poll_with(cq: &CqRing, max: usize) -> (usize, u64, usize) {
-    let (mut ids, mut failed) = (0u64, 0);
-    let got = poll_with(cq, max, |wc| {
-        ids = ids.wrapping_add(wc.wr_id());
-        failed += usize::from(!wc.status().is_success());
-    })
-    .unwrap_or(0);
-    (got, ids, failed)
+    let mut t = Tally::default();
+    let got = poll_with(cq, max, |wc| t.add(wc)).unwrap_or(0);
+    (got, t.ids, t.failed)
 }
 
 #[inline(never)]
@@ -57,30 +55,10 @@ fn siw_poll_cq_empty(out: &mut [Wc], cq: &CqRing) -> usize {
     poll(cq, out).unwrap_or(0)
 }
 
-fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
-    // Without `--bench` (cargo test --all-targets, host-instr.sh): a smoke
-    // run of 1 + 15 x 10 calls.
-    let iters = if std::env::args().any(|a| a == "--bench") { iters } else { 10 };
-    for _ in 0..iters / 10 {
-        f();
-    }
-    let mut samples = Vec::with_capacity(15);
-    for _ in 0..15 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
-    }
-    samples.sort_by(f64::total_cmp);
-    println!("{name:<52} median {:>8.2} ns/op  (min {:.2}, max {:.2})", samples[7], samples[0], samples[14]);
-}
-
 /// A siw array of `n` elements in a memfd, and the "kernel's" view of it.
 fn ring<const E: usize>(n: u32) -> (OwnedFd, Ring<E>, Mapping) {
-    let fd = rustix::fs::memfd_create("verbs-bench-siw", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     let len = n as usize * E;
-    rustix::fs::ftruncate(&fd, len as u64).unwrap();
+    let fd = memfd(len);
     let kernel = Mapping::new("bench", &fd, 0, len).unwrap();
     let r = Ring::<E>::map("bench", &fd, 0, n, 0).unwrap();
     (fd, r, kernel)

@@ -37,6 +37,7 @@ macro_rules! registry {
                     kind: ProviderKind::$V,
                     driver_id: <$P as Provider>::DRIVER_ID,
                     name_prefix: <$P as Provider>::NAME_PREFIX,
+                    pci_ids: <$P as Provider>::PCI_IDS,
                     min_abi: <$P as Provider>::MIN_ABI,
                     max_abi: <$P as Provider>::MAX_ABI,
                 },
@@ -94,6 +95,11 @@ macro_rules! registry {
             /// See [`ProviderContext::reg_mr`].
             pub(crate) fn reg_mr(&self, dc: &mut DriverCmd<'_, RegMr>) -> Result<RegMrResp> {
                 match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::reg_mr(c, dc), )* }
+            }
+
+            /// See [`ProviderContext::destroy_ah`].
+            pub(crate) fn destroy_ah(&self, ah_num: u32) {
+                match *self { $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) => ProviderContext::destroy_ah(c, ah_num), )* }
             }
 
             /// See [`ProviderContext::create_ah`].
@@ -175,6 +181,14 @@ macro_rules! registry {
                 match *self {
                     $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_with(q, max, f).map_err(busy), )*
                     AnyCq::Dead => Err(dead("ibv_poll_cq")),
+                }
+            }
+
+            /// See [`ProviderCq::event`].
+            pub(crate) fn event(&self) {
+                match *self {
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::event(q), )*
+                    AnyCq::Dead => {}
                 }
             }
 
@@ -276,7 +290,7 @@ macro_rules! registry {
         #[allow(unused_variables, unreachable_code, unreachable_patterns)]
         impl AnySrq {
             /// See [`ProviderSrq::create`].
-            pub(crate) fn create<C: WriteCommand<Resp = CreateSrqResp>>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+            pub(crate) fn create<C: SrqCreateCmd>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
                 match *ctx {
                     $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
                         <<$P as Provider>::Srq as ProviderSrq>::create(c, dc).map(AnySrq::$V), )*

@@ -29,8 +29,8 @@ use core::mem::MaybeUninit;
 use rustix::fd::BorrowedFd;
 
 use crate::abi::uverbs::{
-    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, CreateSrqResp, ModifySrq, RegMr,
-    RegMrResp, ResizeCq, WriteCommand,
+    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, RegMr, RegMrResp,
+    ResizeCq,
 };
 use crate::abi::RdmaDriverId;
 use crate::cmd::channel::RingFailed;
@@ -40,7 +40,7 @@ use crate::error::{ErrorKind, Result};
 use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
-use seam::{
+use seam::{SrqCreateCmd, 
     DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed, StraightWr,
 };
 
@@ -54,6 +54,8 @@ dispatch::registry! {
     "rxe" => Rxe(rxe::Rxe),
     /// SoftiWARP (`siw`): iWARP over kernel TCP sockets.
     "siw" => Siw(siw::Siw),
+    /// ConnectX-4 and later (`mlx5_ib`).
+    "mlx5" => Mlx5(mlx5::Mlx5),
 }
 
 /// How a provider recognises its devices (rdma-core `verbs_match_ent`).
@@ -66,6 +68,8 @@ pub struct MatchRule {
     /// Device-name prefix accepted when the driver id is unknown (sysfs-only
     /// discovery); `None` if the provider can only be matched by driver id.
     pub name_prefix: Option<&'static str>,
+    /// PCI (vendor, device) ids accepted when the driver id is unknown.
+    pub pci_ids: &'static [(u16, u16)],
     /// Lowest per-device uverbs ABI version the provider speaks.
     pub min_abi: u32,
     /// Highest per-device uverbs ABI version the provider speaks.
@@ -94,13 +98,25 @@ pub fn match_device(
     ibdev_name: &str,
     abi_version: u32,
 ) -> Option<ProviderKind> {
+    match_device_pci(driver_id, ibdev_name, abi_version, None)
+}
+
+/// [`match_device`], also accepting a provider that lists the device's
+/// PCI ids (from its `modalias`) when the driver id is unknown.
+pub fn match_device_pci(
+    driver_id: Option<RdmaDriverId>,
+    ibdev_name: &str,
+    abi_version: u32,
+    pci: Option<(u16, u16)>,
+) -> Option<ProviderKind> {
     PROVIDERS
         .iter()
         .find(|rule| {
             let by_id = driver_id == Some(rule.driver_id);
             let by_name = driver_id.is_none()
                 && rule.name_prefix.is_some_and(|p| ibdev_name.starts_with(p));
-            (by_id || by_name) && (rule.min_abi..=rule.max_abi).contains(&abi_version)
+            let by_pci = driver_id.is_none() && pci.is_some_and(|id| rule.pci_ids.contains(&id));
+            (by_id || by_name || by_pci) && (rule.min_abi..=rule.max_abi).contains(&abi_version)
         })
         .map(|rule| rule.kind)
 }

@@ -203,6 +203,10 @@ pub trait Provider: 'static {
     /// Device-name prefix accepted when the driver id is unknown
     /// (sysfs-only discovery); `None` if matched by driver id only.
     const NAME_PREFIX: Option<&'static str>;
+    /// PCI (vendor, device) ids it drives, matched against the device's
+    /// `modalias` when the driver id is unknown (sysfs-only discovery), as
+    /// libibverbs' `VERBS_PCI_MATCH`; empty if none.
+    const PCI_IDS: &'static [(u16, u16)] = &[];
     /// Lowest per-device uverbs ABI version it speaks.
     const MIN_ABI: u32;
     /// Highest per-device uverbs ABI version it speaks.
@@ -249,6 +253,12 @@ pub trait ProviderContext: Debug + Send + Sync + Sized {
     fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
         dc.send(&[], &mut []).map(|r| (r, 0))
     }
+
+    /// The kernel destroyed the AH whose provider number was `ah_num`
+    /// (mlx5 frees the address vector it kept).
+    fn destroy_ah(&self, ah_num: u32) {
+        let _ = ah_num;
+    }
 }
 
 /// A provider's completion queue.
@@ -288,6 +298,10 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
 
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim>;
+
+    /// A completion event was read for this CQ (`ibv_get_cq_event`; mlx5
+    /// counts them into the arm doorbell's sequence number).
+    fn event(&self) {}
 
     /// Drops the completions of QP `qp_num` (moved to RESET), where the
     /// provider does (rxe).
@@ -358,6 +372,34 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     }
 }
 
+/// A command that creates an SRQ (`CREATE_SRQ`, `CREATE_XSRQ`): the
+/// capacities in it, which a provider may round before sending (mlx5 asks
+/// for the WQEs it allocated, as libmlx5 does).
+pub trait SrqCreateCmd: WriteCommand<Resp = CreateSrqResp> {
+    /// `(max_wr, max_sge)` as requested.
+    fn srq_caps(&self) -> (u32, u32);
+    /// Replaces `max_wr` and `max_sge`.
+    fn set_srq_caps(&mut self, max_wr: u32, max_sge: u32);
+}
+
+impl SrqCreateCmd for crate::abi::uverbs::CreateSrq {
+    fn srq_caps(&self) -> (u32, u32) {
+        (self.max_wr, self.max_sge)
+    }
+    fn set_srq_caps(&mut self, max_wr: u32, max_sge: u32) {
+        (self.max_wr, self.max_sge) = (max_wr, max_sge);
+    }
+}
+
+impl SrqCreateCmd for crate::abi::uverbs::CreateXsrq {
+    fn srq_caps(&self) -> (u32, u32) {
+        (self.max_wr, self.max_sge)
+    }
+    fn set_srq_caps(&mut self, max_wr: u32, max_sge: u32) {
+        (self.max_wr, self.max_sge) = (max_wr, max_sge);
+    }
+}
+
 /// A provider's shared receive queue.
 pub trait ProviderSrq: Debug + Send + Sync + Sized {
     /// The provider's context state.
@@ -365,7 +407,7 @@ pub trait ProviderSrq: Debug + Send + Sync + Sized {
 
     /// `ibv_create_srq` / `ibv_create_srq_ex` (XRC): sends `dc` with the
     /// driver data and sets up the ring.
-    fn create<C: WriteCommand<Resp = CreateSrqResp>>(ctx: &Self::Ctx, dc: &mut DriverCmd<'_, C>) -> Result<Self>;
+    fn create<C: SrqCreateCmd>(ctx: &Self::Ctx, dc: &mut DriverCmd<'_, C>) -> Result<Self>;
 
     /// `ibv_modify_srq` holding the SRQ exclusively; `resize`: the
     /// command changes `max_wr` (the ring may move).

@@ -16,7 +16,12 @@
 #   LAT_ITERS, BW_ITERS, BW_SIZE, OPS_ITERS, POLL_BATCH, POLL_ROUNDS
 #   DEV, GIDX    device and RoCE v2 GID index (default rxe0, $VM_RXE_GID_INDEX)
 #   SIW_DEV, SIW_IP, SIW_LAT_SIZES   the siw0 rows (default siw0, $VM_SIW_IP, "2 1024")
-#   ONLY         "capi-cg": only the callgrind runs of the C ops bench (sides c and capi)
+#   ONLY         "loop": only the latency loops under callgrind (LOOP_N1, LOOP_N2, LOOP_SIZE);
+#                "ops": only the callgrind runs of the ops benches (no latency, message
+#                rate or wall time), restricted by OPS_FNS, OPS_DEVS and ONLY_SIDES:
+#   OPS_FNS      ops measured (default "post_send post_recv poll_cq poll_with poll_cq_empty")
+#   OPS_DEVS     devices measured (default "rxe siw")
+#   ONLY_SIDES   sides measured (default: every side built: c, ours, capi)
 #   CG_ARGS      extra valgrind options of the rxe0 callgrind runs (e.g. --dump-instr=yes)
 set -uo pipefail
 : "${OUT:?}"
@@ -60,6 +65,7 @@ wait_listen() {
 # server's to OUTFILE.server.  Each pair gets a fresh port.  (With -R on siw0 the listener is
 # siw's kernel TCP socket on the same port, so wait_listen sees it too.)
 PAIR_HOST=127.0.0.1
+CLIENT_WRAP=()  # a prefix for the client's command only (valgrind, for the loop rows)
 run_pair() {
     local out=$1 spid rc; shift
     PORT=$((PORT + 1))
@@ -67,7 +73,7 @@ run_pair() {
     if ! wait_listen "$PORT"; then
         echo "bench-guest: server did not listen: $*" >> "$out"; kill "$spid" 2>/dev/null; wait "$spid"; return 1
     fi
-    timeout 120 "$@" -p "$PORT" "$PAIR_HOST" > "$out" 2>&1; rc=$?
+    timeout "${CLIENT_TIMEOUT:-120}" ${CLIENT_WRAP[@]+"${CLIENT_WRAP[@]}"} "$@" -p "$PORT" "$PAIR_HOST" > "$out" 2>&1; rc=$?
     wait "$spid" || rc=$((rc ? rc : 1))
     echo "exit=$rc" >> "$out"
     return "$rc"
@@ -87,7 +93,49 @@ have "${OURS_PERF:-}" && SIDES+=(ours)
 [ -n "${CAPI_LIB:-}" ] && [ -e "$CAPI_LIB/libibverbs.so.1" ] && SIDES+=(capi)
 
 ONLY=${ONLY:-}
-if [ "$ONLY" = capi-cg ]; then SIDES=(); fi
+OPS_FNS=${OPS_FNS:-"post_send post_recv poll_cq poll_with poll_cq_empty"}
+OPS_DEVS=${OPS_DEVS:-"rxe siw"}
+ONLY_SIDES=${ONLY_SIDES:-}
+# keep only the sides ONLY_SIDES names (all if it is empty): filter_sides NAME_OF_ARRAY
+filter_sides() {
+    local -n arr=$1
+    local kept=() s
+    for s in "${arr[@]}"; do
+        [ -z "$ONLY_SIDES" ] || [[ " $ONLY_SIDES " == *" $s "* ]] && kept+=("$s")
+    done
+    arr=("${kept[@]}")
+}
+in_list() { [[ " $2 " == *" $1 "* ]]; }
+if [ "$ONLY" = ops ]; then SIDES=(); fi
+
+# loop_rows DIR ARGS...: userspace instructions per iteration of the whole client loop of
+# send_lat and write_lat, perftest's and ours: the client under callgrind (the server native)
+# with -n LOOP_N1 and -n LOOP_N2 iterations; the report takes the difference over
+# LOOP_N2 - LOOP_N1 (setup and teardown cancel out). Writes DIR/<test>.n<N>.<side>.txt.
+LOOP_N1=${LOOP_N1:-100}
+LOOP_N2=${LOOP_N2:-600}
+LOOP_SIZE=${LOOP_SIZE:-2}
+loop_rows() {
+    local dir=$1 test side n; shift
+    mkdir -p "$dir"
+    for test in send_lat write_lat; do
+        for side in "${LOOP_SIDES[@]}"; do
+            for n in "$LOOP_N1" "$LOOP_N2"; do
+                perf_cmd "$side" "$test"
+                CLIENT_WRAP=(valgrind --tool=callgrind --callgrind-out-file="$dir/$test.n$n.$side.callgrind")
+                CLIENT_TIMEOUT=600 run_pair "$dir/$test.n$n.$side.txt" "${CMD[@]}" "$@" -s "$LOOP_SIZE" -n "$n" -F \
+                    || echo "bench-guest: FAILED loop $test n$n $side" >&2
+                CLIENT_WRAP=()
+            done
+        done
+    done
+}
+LOOP_SIDES=(c)
+have "${OURS_PERF:-}" && LOOP_SIDES+=(ours)
+case "$ONLY" in
+    ops) LOOP_SIDES=() ;;
+    loop) SIDES=() ;;
+esac
 
 echo "bench-guest: [${SECONDS}s] latency (sizes $LAT_SIZES, $REPS reps, sides ${SIDES[*]})" >&2
 for test in send_lat write_lat; do
@@ -124,9 +172,11 @@ ops_bin() { case "$1" in c|capi) echo "$C_OPS" ;; ours) echo "$OURS_OPS" ;; esac
 ops_env() { if [ "$1" = capi ]; then echo "LD_LIBRARY_PATH=$CAPI_LIB"; else echo "VERBS_BENCH_SIDE=$1"; fi; }
 OPS_ARGS=(-d "$DEV" -x "$GIDX" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
 
-[ "$ONLY" = capi-cg ] && OPS_SIDES=(c capi)
+filter_sides OPS_SIDES
+in_list rxe "$OPS_DEVS" || OPS_SIDES=()
+[ "$ONLY" = loop ] && OPS_SIDES=()
 echo "bench-guest: [${SECONDS}s] ops benches, wall time (emulated; informative)" >&2
-[ "$ONLY" = capi-cg ] || for rep in $(seq "$REPS"); do
+[ -n "$ONLY" ] || for rep in $(seq "$REPS"); do
     for side in "${OPS_SIDES[@]}"; do
         out=$OUT/ops/wall.$side.$rep.txt
         env "$(ops_env "$side")" timeout 300 "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
@@ -134,38 +184,57 @@ echo "bench-guest: [${SECONDS}s] ops benches, wall time (emulated; informative)"
     done
 done
 
-# One callgrind run per measured function and side: --toggle-collect makes the run's
-# "Collected" total exactly the inclusive userspace instructions inside that function.
-# A Rust function's symbol demangles to path::name (with or without its ::h<hash>),
-# hence the other two patterns.
-echo "bench-guest: [${SECONDS}s] callgrind (instructions per call)" >&2
-for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_poll_cq_empty; do
-    for side in "${OPS_SIDES[@]}"; do
-        # poll_with is ours only (the report compares it with ibv_poll_cq)
-        [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
-        [ "$fn" = bench_poll_with ] && [ "$side" = capi ] && continue
-        out=$OUT/cg/$fn.$side.txt
-        env "$(ops_env "$side")" timeout 600 valgrind --tool=callgrind ${CG_ARGS:-} --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
-            --callgrind-out-file="$OUT/cg/$fn.$side.callgrind" \
-            "$(ops_bin "$side")" "${OPS_ARGS[@]}" > "$out" 2>&1
-        echo "exit=$?" >> "$out"
+# ours: per-instruction counts too (the annotated listings of BENCHMARKS.md's floors)
+# (per instruction, and per caller chain so that each wrapper's callees stay apart)
+cg_instr() { [ "$1" = ours ] && echo --dump-instr=yes --separate-callers=4; }
+# One callgrind run per side: --toggle-collect on every measured wrapper makes the
+# collected costs exactly the userspace instructions inside those calls, and a wrapper's
+# inclusive cost (its own and its callees', scripts/cg_listing.py --inclusive) is what
+# a run toggled on it alone would collect. Each op gets DIR/bench_<op>.<side>.txt: the
+# bench's output and "Collected : <that cost>". (A Rust function's symbol demangles to
+# path::name, with or without its ::h<hash>: hence the three patterns.)
+CG_LISTING=$(dirname "${BASH_SOURCE[0]}")/cg_listing.py
+cg_ops() {  # DIR SIDE BENCH-ARGS...
+    local dir=$1 side=$2 op n toggles=(); shift 2
+    for op in $OPS_FNS; do
+        toggles+=(--toggle-collect="bench_$op" --toggle-collect="*::bench_$op" --toggle-collect="*::bench_$op::h*")
     done
+    env "$(ops_env "$side")" timeout 900 valgrind --tool=callgrind ${CG_ARGS:-} $(cg_instr "$side") "${toggles[@]}" \
+        --callgrind-out-file="$dir/all.$side.callgrind" "$(ops_bin "$side")" "$@" > "$dir/all.$side.txt" 2>&1
+    echo "exit=$?" >> "$dir/all.$side.txt"
+    for op in $OPS_FNS; do
+        # poll_with is ours only (the report compares it with ibv_poll_cq)
+        [ "$op" = poll_with ] && [ "$side" != ours ] && continue
+        n=$(python3 "$CG_LISTING" --inclusive "$dir/all.$side.callgrind" "bench_$op" 2>/dev/null)
+        { grep -v '^==' "$dir/all.$side.txt"; echo "Collected : ${n:-}"; } > "$dir/bench_$op.$side.txt"
+    done
+}
+echo "bench-guest: [${SECONDS}s] callgrind (instructions per call)" >&2
+for side in "${OPS_SIDES[@]}"; do
+    cg_ops "$OUT/cg" "$side" "${OPS_ARGS[@]}"
 done
+echo "bench-guest: [${SECONDS}s] rxe0 latency loop under callgrind (-n $LOOP_N1 and $LOOP_N2)" >&2
+loop_rows "$OUT/loop" -d "$DEV" -x "$GIDX"
 # ---- siw0 (SoftiWARP): perftest's rdma_cm mode (-R) on both sides, and the ops benches
 # with their QPs connected by the connection manager (-c), against rdma-core's libsiw.
 SIW_DEV=${SIW_DEV:-siw0}
 SIW_IP=${SIW_IP:-${VM_SIW_IP:-}}
 SIW_LAT_SIZES=${SIW_LAT_SIZES:-"2 1024"}
-if [ "$ONLY" = capi-cg ]; then
-    :  # rxe0's C-ABI rows only
+if ! in_list siw "$OPS_DEVS"; then
+    :  # rxe0's rows only
 elif [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
     mkdir -p "$OUT/siw/lat" "$OUT/siw/bw" "$OUT/siw/cg"
     echo "siw_device=$SIW_DEV siw_ip=$SIW_IP" >> "$OUT/guest-info.txt"
     PAIR_HOST=$SIW_IP
-    # the C-ABI rows are rxe0's: here rdma-core's side and ours only
+    # latency and message rate: rdma-core's side and ours; the ops benches also through
+    # our C library (side capi: the C ops bench on our libibverbs.so.1)
     SIW_SIDES=(c) SIW_OPS_SIDES=(c)
     have "${OURS_PERF:-}" && SIW_SIDES+=(ours)
     have "${OURS_OPS:-}" && SIW_OPS_SIDES+=(ours)
+    [ -n "${CAPI_LIB:-}" ] && [ -e "$CAPI_LIB/libibverbs.so.1" ] && SIW_OPS_SIDES+=(capi)
+    filter_sides SIW_OPS_SIDES
+    [ "$ONLY" = ops ] && SIW_SIDES=()
+    [ "$ONLY" = loop ] && SIW_SIDES=() SIW_OPS_SIDES=()
     echo "bench-guest: [${SECONDS}s] siw0 latency with -R (sizes $SIW_LAT_SIZES)" >&2
     for test in send_lat write_lat; do
         for size in $SIW_LAT_SIZES; do
@@ -191,18 +260,13 @@ elif [ -n "$SIW_IP" ] && [ -e "/sys/class/infiniband/$SIW_DEV" ]; then
             done
         done
     done
+    echo "bench-guest: [${SECONDS}s] siw0 latency loop under callgrind (-n $LOOP_N1 and $LOOP_N2)" >&2
+    loop_rows "$OUT/siw/loop" -R -d "$SIW_DEV"
     PAIR_HOST=127.0.0.1
     echo "bench-guest: [${SECONDS}s] siw0 callgrind (instructions per call)" >&2
     SIW_OPS_ARGS=(-c "$SIW_IP" -n "$OPS_ITERS" -b "$POLL_BATCH" -r "$POLL_ROUNDS")
-    for fn in bench_post_send bench_post_recv bench_poll_cq bench_poll_with bench_poll_cq_empty; do
-        for side in "${SIW_OPS_SIDES[@]}"; do
-            [ "$fn" = bench_poll_with ] && [ "$side" = c ] && continue
-            out=$OUT/siw/cg/$fn.$side.txt
-            timeout 600 valgrind --tool=callgrind --toggle-collect="$fn" --toggle-collect="*::$fn" --toggle-collect="*::$fn::h*" \
-                --callgrind-out-file="$OUT/siw/cg/$fn.$side.callgrind" \
-                "$(ops_bin "$side")" "${SIW_OPS_ARGS[@]}" > "$out" 2>&1
-            echo "exit=$?" >> "$out"
-        done
+    for side in "${SIW_OPS_SIDES[@]}"; do
+        cg_ops "$OUT/siw/cg" "$side" "${SIW_OPS_ARGS[@]}"
     done
 else
     echo "bench-guest: no $SIW_DEV (or no VM_SIW_IP): siw rows not measured" >&2

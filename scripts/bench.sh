@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # The performance harness (issue #6): ours vs rdma-core's C libibverbs on rxe0, one VM boot.
 #
-# usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE] [--capi-ops]
+# usage: scripts/bench.sh [--quick] [--no-setup] [--reps N] [--out FILE]
+#                        [--ops [--rows "OPS"] [--devs "DEVS"] [--sides "SIDES"]] [--capi-ops]
 #   --quick      one run per workload and side, three latency sizes (a smoke run, ~2 min)
-#   --capi-ops   only the C-ABI instruction counts: the C ops bench under callgrind on
-#                rdma-core's library and on ours (sides c and capi); prints instructions per
-#                call and leaves the report alone (callgrind counts are deterministic: one run)
+#   --ops        only the instruction rows: the ops benches under callgrind (no latency, message
+#                rate or wall time); prints instructions per call and per completion and leaves
+#                the report alone (callgrind counts are deterministic: one run each). With
+#     --rows "OPS"   only these ops (of post_send post_recv poll_cq poll_with poll_cq_empty)
+#     --devs "DEVS"  only these devices (of rxe siw)
+#     --sides "S"    only these sides (of c = rdma-core, ours = benches/ops_bench.rs,
+#                    capi = the C ops bench on our libibverbs.so.1)
+#                e.g. scripts/bench.sh --no-setup --ops --rows post_recv --devs siw (~2 min)
+#   --loop       only the per-iteration rows: the client of send_lat/write_lat under callgrind
+#                (perftest's and verbs-perf's, rxe0 and siw0, -n 100 and -n 600); prints them
+#   --capi-ops   the C-ABI rows of rxe0: --ops --devs rxe --sides "c capi"
 #   --no-setup   skip scripts/setup.sh
 #   --reps N     runs per workload and side (default 5; results are medians over the runs)
 #   --out FILE   the report (default BENCHMARKS.md in the repository)
+# Environment: BENCH_VM_TIMEOUT (s, default 5400) limits the VM run; a full run takes ~15 min
+# on a quiet 2-CPU host and several times that on a loaded one.
 #
 # 1. scripts/setup.sh (qemu, kernel, perftest, libibverbs-dev, valgrind; idempotent)
 # 2. builds benches/c/ops_bench.c with gcc -libverbs -lrdmacm, and ours in release
@@ -25,12 +36,18 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-SETUP=1 REPS=5 QUICK=0 CAPI_OPS=0 REPORT=$ROOT/BENCHMARKS.md
+SETUP=1 REPS=5 QUICK=0 OPS=0 LOOP=0 REPORT=$ROOT/BENCHMARKS.md
+OPS_FNS="" OPS_DEVS="" ONLY_SIDES=""
 CMDLINE="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; REPS=1; shift ;;
-        --capi-ops) CAPI_OPS=1; REPS=1; shift ;;
+        --ops) OPS=1; REPS=1; shift ;;
+        --loop) OPS=1; LOOP=1; REPS=1; shift ;;
+        --rows) OPS_FNS=$2; shift 2 ;;
+        --devs) OPS_DEVS=$2; shift 2 ;;
+        --sides) ONLY_SIDES=$2; shift 2 ;;
+        --capi-ops) OPS=1; REPS=1; OPS_DEVS=rxe; ONLY_SIDES="c capi"; shift ;;
         --no-setup) SETUP=0; shift ;;
         --reps) REPS=$2; shift 2 ;;
         --out) REPORT=$2; shift 2 ;;
@@ -51,8 +68,8 @@ mkdir -p "$BENCH"
 gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs -lrdmacm
 # Ours: a missing or broken Rust side is reported as "not measured", never hidden.
 OURS_PERF="" OURS_OPS=""
-if [ "$CAPI_OPS" = 1 ]; then
-    :  # only the C ops bench on both libraries
+if [ "$OPS" = 1 ] && [ -n "$ONLY_SIDES" ] && [[ " $ONLY_SIDES " != *" ours "* ]]; then
+    :  # only the C ops bench, on one library or both
 elif cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \
         > "$BENCH/cargo.json" 2> "$BENCH/cargo.log"; then
     exe() { grep '"reason":"compiler-artifact"' "$BENCH/cargo.json" | grep "\"name\":\"$1\"" \
@@ -76,30 +93,51 @@ fi
 rm -rf "$RAW"; mkdir -p "$RAW"
 ENVS=(-e "OUT=$RAW" -e "REPS=$REPS" -e "C_OPS=$BENCH/ops_bench_c" -e "OURS_OPS=$OURS_OPS" -e "OURS_PERF=$OURS_PERF"
       -e "CAPI_LIB=$CAPI_LIB")
-if [ "$CAPI_OPS" = 1 ]; then ENVS+=(-e "ONLY=capi-cg"); fi
+if [ "$LOOP" = 1 ]; then
+    ENVS+=(-e "ONLY=loop")
+elif [ "$OPS" = 1 ]; then
+    ENVS+=(-e "ONLY=ops")
+    [ -n "$OPS_FNS" ] && ENVS+=(-e "OPS_FNS=$OPS_FNS")
+    [ -n "$OPS_DEVS" ] && ENVS+=(-e "OPS_DEVS=$OPS_DEVS")
+    [ -n "$ONLY_SIDES" ] && ENVS+=(-e "ONLY_SIDES=$ONLY_SIDES")
+fi
 if [ "$QUICK" = 1 ]; then ENVS+=(-e "LAT_SIZES=2 256 4096" -e "OPS_ITERS=500" -e "POLL_ROUNDS=20"); fi
-for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS CG_ARGS; do
+for v in LAT_SIZES LAT_ITERS BW_ITERS BW_SIZE OPS_ITERS POLL_BATCH POLL_ROUNDS CG_ARGS LOOP_N1 LOOP_N2 LOOP_SIZE; do
     [ -n "${!v:-}" ] && ENVS+=(-e "$v=${!v}")
 done
 echo "bench: booting the VM (one boot for every workload)" >&2
 set +e
-"$ROOT/vm/run-in-vm.sh" --rw "$RAW" --timeout 1500 "${ENVS[@]}" -- bash "$ROOT/scripts/bench-guest.sh" \
+"$ROOT/vm/run-in-vm.sh" --rw "$RAW" --timeout "${BENCH_VM_TIMEOUT:-5400}" "${ENVS[@]}" -- bash "$ROOT/scripts/bench-guest.sh" \
     2> >(tee "$BENCH/vm.log" >&2)
 VMRC=$?
 set -e
 wait  # the tee
-if [ "$CAPI_OPS" = 1 ]; then
+if [ "$OPS" = 1 ]; then
     python3 - "$RAW" <<'PY'
-import importlib.util, sys
+import importlib.util, os, sys
 spec = importlib.util.spec_from_file_location("r", "scripts/bench_report.py")
 r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)
-cg = r.collect(sys.argv[1])["cg"]
-for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty"):
-    d = cg.get(op, {})
-    c, o = (d.get(s) and d[s]["per_call"] for s in ("c", "capi"))
-    f = lambda x: "n/a" if x is None else f"{x:.1f}"
-    r = f"{o / c:.2f}" if c and o else "n/a"
-    print(f"capi-ops: {op:14} rdma-core {f(c):>7}  ours {f(o):>7}  ratio {r}")
+f = lambda x: "n/a" if x is None else f"{x:.1f}"
+for dev, raw in (("rxe", sys.argv[1]), ("siw", os.path.join(sys.argv[1], "siw"))):
+    cg = r.collect(raw)["cg"]
+    for op in ("post_send", "post_recv", "poll_cq", "poll_with", "poll_cq_empty"):
+        d = cg.get(op)
+        if not d:
+            continue
+        c = cg.get("poll_cq" if op == "poll_with" else op, {}).get("c")
+        for side in ("ours", "capi"):
+            if side not in d:
+                continue
+            o = d[side]
+            for key in ("per_call", "per_item") if op in ("poll_cq", "poll_with") else ("per_call",):
+                cv, ov = c and c[key], o and o[key]
+                rt = f"{ov / cv:.2f}" if cv and ov else "n/a"
+                print(f"ops: {dev} {op:14} {key:9} rdma-core {f(cv):>7}  {side:4} {f(ov):>7}  ratio {rt}")
+        if set(d) == {"c"}:
+            print(f"ops: {dev} {op:14} per_call  rdma-core {f(d['c'] and d['c']['per_call']):>7}")
+    for test, c, o, iters in r.per_iteration(r.collect(raw)):
+        rt = f"{o / c:.2f}" if c and o else "n/a"
+        print(f"loop: {dev} {test:9} per iteration (-n {iters}) perftest {f(c):>8}  ours {f(o):>8}  ratio {rt}")
 PY
     [ "$VMRC" = 0 ] || { echo "bench: the VM run failed (exit $VMRC)" >&2; exit 1; }
     exit 0
@@ -118,6 +156,7 @@ ACCEL=$(sed -n 's/^run-in-vm: .*accel \([a-z]*\),.*/\1/p' "$BENCH/vm.log" | tail
     echo "rustc=$(rustc --version)"
     echo "gcc=$(gcc --version | head -1)"
     echo "vm_exit=$VMRC"
+    echo "ours_ops=$OURS_OPS"
     echo "ours_built=$([ -n "$OURS_PERF" ] && [ -n "$OURS_OPS" ] && echo yes || echo no)"
     echo "wall_s=$(( $(date +%s) - T0 ))"
     echo "host_load=$LOAD0 (start) / $(cut -d' ' -f1-3 /proc/loadavg) (end)"

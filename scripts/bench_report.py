@@ -118,7 +118,7 @@ def ratio(ours, c):
 
 def collect(raw):
     """Everything the report needs, as plain dicts."""
-    res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}}
+    res = {"lat": {}, "bw": {}, "wall": {}, "cg": {}, "loop": {}}
     pat = re.compile(r"^(\w+)\.(s\d+|q\d+\.l\d+)\.(c|ours|capi)\.(\d+)\.txt$")
     for kind in ("lat", "bw"):
         d = os.path.join(raw, kind)
@@ -154,50 +154,204 @@ def collect(raw):
         per_item = total / ops[op]["items"] if ops[op].get("items") else None
         res["cg"].setdefault(op, {})[side] = {"total": total, "calls": ops[op]["calls"],
                                               "per_call": per_call, "per_item": per_item}
+    d = os.path.join(raw, "loop")
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.match(r"^(\w+)\.n(\d+)\.(c|ours|capi)\.txt$", name)
+        if not m:
+            continue
+        text = open(os.path.join(d, name), errors="replace").read()
+        total = parse_collected(text) if run_ok(text) else None
+        res["loop"].setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = total
     return res
 
 
-def breakdown(raw, res):
-    """Top entries of callgrind_annotate --inclusive=yes under our wrappers, per call."""
-    import shutil
-    import subprocess
-    if not shutil.which("callgrind_annotate"):
-        return []
+def per_iteration(res):
+    """[(test, c, ours, iters)]: instructions per iteration of each side's client loop, the
+    difference of the two runs (-n N1, -n N2) over N2 - N1."""
+    rows = []
+    for test in sorted(res["loop"]):
+        vals = {}
+        for side, runs in res["loop"][test].items():
+            ns = sorted(n for n, t in runs.items() if t is not None)
+            vals[side] = (runs[ns[-1]] - runs[ns[0]]) / (ns[-1] - ns[0]) if len(ns) >= 2 else None
+            vals.setdefault("iters", f"{ns[0]} and {ns[-1]}" if len(ns) >= 2 else "?")
+        rows.append((test, vals.get("c"), vals.get("ours"), vals.get("iters", "?")))
+    return rows
+
+
+def render_loop(res, w, summary, label):
+    """The per-iteration instruction rows of the latency loops (`--loop` / a full run)."""
+    rows = per_iteration(res)
+    w("### Userspace instructions per iteration of the latency loop (callgrind)\n")
+    if not rows:
+        w("Not measured.\n")
+        summary.append((f"{label}instructions per latency-loop iteration", "", [None], False, INS_TARGET))
+        return
+    w("The client of each latency test (perftest's `ib_<test>` and `verbs-perf <test>`, 2-byte messages) under "
+      "`valgrind --tool=callgrind`, its server native, run twice in the same boot with different iteration "
+      "counts; the difference of the two totals over the difference of the counts is what one iteration of the "
+      "whole client loop costs in userspace (posting, polling, the timestamps, the program's own steps; setup and "
+      "teardown cancel out). Empty polls while the client waits are counted as they happen (under valgrind "
+      f"the client is slow, so it rarely waits). Target: ours <= {INS_TARGET}x perftest.\n")
+    w("| test | runs (-n) | perftest | ours | ours / perftest | target | |\n| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    ratios = []
+    for test, c, o, iters in rows:
+        r = ratio(o, c)
+        ratios.append(r)
+        w(f"| {test} | {iters} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {INS_TARGET} | {mark(r, INS_TARGET, False)} |")
+    summary.append((f"{label}instructions per latency-loop iteration", f"<= {INS_TARGET}x", ratios, False, INS_TARGET))
+    w("")
+
+
+def cg_listing_mod():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cg_listing", os.path.join(os.path.dirname(__file__), "cg_listing.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def op_listing(raw, res, op, binary):
+    """(listing text, {source file: instructions per call}) of our wrapper bench_<op>, from the
+    one callgrind run of the side (per instruction, per caller chain); None if absent."""
+    d = res["cg"].get(op, {}).get("ours")
+    path = os.path.join(raw, "cg", "all.ours.callgrind")
+    if not d or not binary or not os.path.exists(path) or not os.path.exists(binary):
+        return None
+    try:
+        text = cg_listing_mod().listing(path, binary, d["calls"], 400, f"bench_{op}")
+    except (OSError, ValueError, KeyError):
+        return None
+    by_file = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+([\d.]+)\s+[0-9a-f]+\s+.*\s(\S+):\d+$", line)
+        if m:
+            by_file[m.group(2)] = by_file.get(m.group(2), 0) + float(m.group(1))
+    m = re.search(r"outside the binary[^:]*: ([\d.]+)", text)
+    if m:
+        by_file["libc / kernel entry"] = float(m.group(1))
+    return text, by_file
+
+
+def breakdown(raw, res, binary):
+    """Per op: (op, instructions per call, where: the source files the executed
+    instructions were compiled from, biggest first)."""
     rows = []
     for op in ("post_send", "post_recv", "poll_cq", "poll_with", "poll_cq_empty"):
-        d = res["cg"].get(op, {}).get("ours")
-        path = os.path.join(raw, "cg", f"bench_{op}.ours.callgrind")
-        if not d or not os.path.exists(path):
+        got = op_listing(raw, res, op, binary)
+        if got is None:
             continue
-        try:
-            text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--show-percs=no", path],
-                                  capture_output=True, text=True, timeout=60).stdout
-        except (OSError, subprocess.SubprocessError):
-            continue
-        parts = []
-        for line in text.splitlines():
-            m = re.match(r"^\s*([\d,]+)\s+(\S.*?):(\S+)( \[.*\])?$", line)
-            if not m:
-                continue
-            ir = int(m.group(1).replace(",", ""))
-            src, fn = m.group(2), m.group(3)
-            # our code only: not the Rust standard library, not the bench itself
-            if src.startswith("/rustc/") or src.startswith("???") or src.endswith("ops_bench.rs"):
-                continue
-            if not re.search(r"(^|/)(src|providers)/", src):
-                continue
-            where = f"`{src.split('/')[-1]}: {'::'.join(fn.split('::')[-2:])}`"
-            parts.append((ir / d["calls"], where))
-        seen, top = set(), []
-        for per, where in parts:
-            if where in seen or per < 2:
-                continue
-            seen.add(where)
-            top.append(f"{where} {per:.0f}")
-            if len(top) == 6:
-                break
-        rows.append((op, d["per_call"], "; ".join(top) if top else "n/a"))
+        _, by_file = got
+        top = sorted(by_file.items(), key=lambda kv: -kv[1])
+        where = "; ".join(f"`{f}` {n:.0f}" for f, n in top if n >= 1)
+        rows.append((op, res["cg"][op]["ours"]["per_call"], where or "n/a"))
     return rows
+
+
+# Floors (issue 28 item 3): for a row above the 0.5x target, what the call must execute by
+# its contract, in instructions per call on x86-64 as the compiler can emit it, and why.
+# A row within FLOOR_SLACK of its floor counts as met. Filled from the listings of the raw
+# profiles (scripts/cg_listing.py); the listing printed with each row is this run's.
+FLOOR_SLACK = 1.10
+_RET = "returning the result (a store of the `Result` tag, `ret`)"
+FLOORS = {
+    ("rxe", "post_send"): (60, (
+        "By contract `ibv_post_send` of one signaled 8-byte RDMA WRITE with one SGE on rxe must: judge the request "
+        "(opcode allowed on an RC QP, flag bits, SGE count against `max_send_sge`, message size: ~8 instructions), "
+        "find room (load the producer and the kernel's consumer index, compare under the mask: ~5), address the slot "
+        "(~3), load the request's fields and store the WQE fields the kernel reads (`wr_id`, opcode, flags, remote "
+        "address, rkey, `iova`, status/state, `has_rd_atomic`, the DMA length/resid/SGE count/offset, the SGE: ~20), "
+        "publish the producer index (~3), and ring rxe's doorbell, a 32-byte `write()` of a zero-WR POST_SEND command "
+        "(argument set-up, the call, glibc's wrapper, the result check: ~17), plus " + _RET + " (~4).")),
+    ("rxe", "post_recv"): (27, (
+        "By contract `ibv_post_recv` of one WR with one SGE on rxe must: find room (two index loads, the masked "
+        "difference, a branch: ~6), check the SGE count against `max_recv_sge` (~3), address the slot (~3), store "
+        "`wr_id`, the SGE (two 8-byte loads and stores or one 16-byte pair) and the DMA header (length, resid, the SGE "
+        "count with its neighbour, the offset: ~6 with the loads), publish the producer index (~3), plus " + _RET +
+        " (~2).")),
+    ("rxe", "poll_cq"): (175, (
+        "By contract `ibv_poll_cq` of a batch of 16 must, per completion, copy the 48-byte `ib_uverbs_wc` the kernel "
+        "wrote into the caller's `ibv_wc` (three 16-byte loads and stores: 6), fix up the two flag bits rxe reports "
+        "swapped (at best one test per completion, 1) and step the loop (~3): ~10 per completion, 160 for 16; per "
+        "call it must take the CQ from other pollers (a compare-exchange and its release: ~3), read both indices "
+        "(~2), bound the batch by the array (~3), publish the consumer index (~1), plus " + _RET + " (~4).")),
+    ("rxe", "poll_cq_empty"): (8, (
+        "By contract `ibv_poll_cq` on an empty CQ must load the ring, the producer and the consumer index and compare "
+        "them (~5) and return 0 (~3). Everything else is this library's choice: the resize guard of the CQ's ring "
+        "(`SwapCell`: two locked read-modify-writes), the provider dispatch, the frame.")),
+    ("siw", "post_send"): (58, (
+        "By contract `ibv_post_send` of one signaled 8-byte RDMA WRITE with one SGE on siw must: judge the request "
+        "(opcode siw supports, flag bits, SGE count: ~8), find the element free (load its flags, test: ~3), address "
+        "it (~3), load the request's fields and store `id`, opcode, SGE count, remote address, rkey and the SGE "
+        "(~14), hand it over with its flags (a release store, ~2), decide on the doorbell (the fence siw's protocol "
+        "needs and the previous element's flags: ~4), move the position (~3), ring the doorbell (a zero-WR "
+        "POST_SEND `write()`: ~17) and return (~4).")),
+    ("siw", "post_recv"): (25, (
+        "By contract `ibv_post_recv` of one WR with one SGE on siw must: find the element free (load its flags, "
+        "test: ~3), check the SGE count (~3), address the element (~3), store `id`, the SGE count and the SGE with "
+        "their loads (~7), hand it over (flags store, ~1), move the position (~4), plus " + _RET + " (~2).")),
+    ("siw", "poll_cq"): (340, (
+        "By contract `ibv_poll_cq` of a batch of 16 on siw must, per completion: load the CQE's flags and test "
+        "them (3), load `id`, the opcode/status word, the byte count and the QP number (4), translate siw's status "
+        "and opcode into `ibv_wc`'s (two table loads and the combine: ~4), store the 48-byte `ibv_wc` (five stores: "
+        "5), hand the element back (a flags store: 1) and step the loop (~3): ~20 per completion, 320 for 16; per "
+        "call: take the CQ from other pollers (~3), find the position (~3), bound the batch (~3), move the position "
+        "(~2), plus " + _RET + " (~6).")),
+    ("siw", "poll_with"): (240, (
+        "`Cq::poll_with` of 16 completions on siw, the closure summing `wr_id` and counting failures, must per "
+        "completion load and test the flags (3), load `wr_id` and the status (2), translate the status (~2), run "
+        "the closure (~3), hand the element back (1) and step (~3): ~14, 224 for 16; per call ~16.")),
+    ("siw", "poll_cq_empty"): (8, (
+        "By contract `ibv_poll_cq` on an empty siw CQ must load the position and the element's flags and test them "
+        "(~5) and return 0 (~3); the rest is the resize guard, the provider dispatch and the frame, as on rxe.")),
+}
+
+
+def render_floors(raw, res, binary, w, summary, dev, label):
+    """The floors of `dev`'s instruction rows that miss the 0.5x target."""
+    ops = (("post_send", "post_send", "per_call"), ("post_recv", "post_recv", "per_call"),
+           ("poll_cq", "poll_cq, batch of N (per call)", "per_call"),
+           ("poll_with", "poll_with vs ibv_poll_cq, batch of N (per call)", "per_call"),
+           ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
+    rows = []
+    for op, name, key in ops:
+        d = res["cg"].get(op, {})
+        cd = res["cg"].get("poll_cq", {}) if op == "poll_with" else d
+        o, c = d.get("ours") and d["ours"][key], cd.get("c") and cd["c"][key]
+        r = ratio(o, c)
+        if r is None or r <= INS_TARGET:
+            continue
+        rows.append((op, name, o, c, r))
+    if not rows:
+        return
+    w(f"### Floors of the {dev} rows above {INS_TARGET}x\n")
+    w("For each instruction row above the target: what the call must do by its contract, the floor that "
+      "leaves in instructions, and the instructions this run executed (every one, with how many times per call "
+      "it ran and the source line it came from: `objdump -d -l` of the bench binary annotated with callgrind's "
+      f"per-instruction counts, `scripts/cg_listing.py`). A row within {round((FLOOR_SLACK - 1) * 100)} % of its "
+      "floor counts as met.\n")
+    met = []
+    for op, name, o, c, r in rows:
+        fl = FLOORS.get((dev, op))
+        w(f"#### {dev} {name}: ours {fmt(o, 1)}, rdma-core {fmt(c, 1)} ({fmt(r)}x)\n")
+        if fl:
+            floor, text = fl
+            ok = o <= floor * FLOOR_SLACK
+            met.append(o / floor)
+            w(f"{text}\n")
+            w(f"**Floor {floor} instructions per call; ours {fmt(o, 1)} = {fmt(o / floor)}x the floor: "
+              f"{'within' if ok else 'not within'} {round((FLOOR_SLACK - 1) * 100)} %.**\n")
+        else:
+            met.append(None)
+            w("No floor written for this row.\n")
+        got = op_listing(raw, res, op, binary)
+        if got:
+            text, by_file = got
+            top = sorted(by_file.items(), key=lambda kv: -kv[1])
+            w("Where the instructions go, by source file: " + "; ".join(f"`{f}` {n:.1f}" for f, n in top if n >= 0.5) + ".\n")
+            w("<details><summary>annotated listing</summary>\n\n```\n" + text + "\n```\n</details>\n")
+    summary.append((f"{label}rows above {INS_TARGET}x: ours / written floor", f"<= {FLOOR_SLACK}", met, False,
+                    FLOOR_SLACK))
 
 
 def size_key(cfg):
@@ -272,6 +426,7 @@ def render(raw):
                for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
     summary.append(("instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins_all, False, INS_TARGET))
     w("")
+    render_floors(raw, res, host.get("ours_ops"), w, summary, "rxe", "")
 
     # --- latency ---
     w("## Ping-pong latency\n")
@@ -296,6 +451,7 @@ def render(raw):
           f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)}{noisy(cvals, ovals)} |")
     summary.append(("ping-pong median latency", f"<= {LAT_TARGET}x", lat_ratios, False, LAT_TARGET))
     w("")
+    render_loop(res, w, summary, "")
 
     # --- message rate ---
     w("## Message rate\n")
@@ -323,12 +479,12 @@ def render(raw):
     w("")
 
     # --- where our instructions go ---
-    rows = breakdown(raw, res)
+    rows = breakdown(raw, res, host.get("ours_ops"))
     if rows:
-        w("## Where our instructions go (callgrind, inclusive, per call)\n")
-        w("The biggest entries under each of our wrappers in `callgrind_annotate --inclusive=yes` of the raw "
-          "profiles (target/bench/raw/cg/): `file: function` is the code of that source file inside that "
-          "function (inlined code is attributed to its file), inclusive of its callees, per call.\n")
+        w("## Where our instructions go (callgrind, per call)\n")
+        w("Every instruction executed inside each of our wrappers (callgrind `--dump-instr=yes`, the raw "
+          "profile target/bench/raw/cg/all.ours.callgrind, `scripts/cg_listing.py`), summed by the source file "
+          "it was compiled from (inlined code counts for its own file), per call.\n")
         w("| operation | instructions per call | where |\n| --- | ---: | --- |")
         for op, per_call, where in rows:
             w(f"| {op} | {fmt(per_call, 1)} | {where} |")
@@ -345,7 +501,7 @@ def render(raw):
     def entry(op, fname):
         for o, _, where in rows or []:
             if o == op:
-                m = re.search(re.escape(fname) + r": [^;]*? ([\d.]+)(;|$)", where)
+                m = re.search(re.escape(fname) + r"` ([\d.]+)", where)
                 if m:
                     return float(m.group(1))
         return None
@@ -372,7 +528,6 @@ def render(raw):
           f"{fmt(INS_TARGET * pc_c, 1)} that half of rdma-core's count allows, before the per-call part (the "
           "CQ's claim flag, both ring indices, publishing the consumer index, the call itself) is shared out "
           "over the batch: a copying poll does not meet the target, ours included. "
-          "copying poll does not meet the target, ours included. "
           + (f"`Cq::poll_with` hands each completion over in place and loads only what the caller reads: "
              f"{fmt(pw_o, 1)} per completion ({fmt(ratio(pw_o, pc_c))}x)." if pw_o else ""))
     pwc = per("poll_with", "ours")
@@ -391,7 +546,10 @@ def render(raw):
           f"({', '.join(m[0] for m in inside) or 'none'}). Under TCG a round trip is ~30 us of emulated kernel "
           "work (rxe's requester, responder and completer tasks, the UDP loopback) against the few hundred "
           "userspace instructions per round trip counted above, on either side; the rows differ by less than "
-          "the run-to-run noise of a shared 2-CPU host, in both directions.")
+          "the run-to-run noise of a shared 2-CPU host, in both directions. Neither side sends inline: perftest "
+          "settles its latency tests' inline size by the device (perftest_parameters.c `ctx_set_max_inline`: 236 "
+          "bytes for SEND, 220 for RDMA WRITE on devices its table knows) and does not know rxe or siw (its banner "
+          "says `Max inline data : 0[B]` on both); `verbs-perf -I` settles it the same way.")
     w("")
 
     # --- wall time of the ops bench ---
@@ -530,6 +688,30 @@ def render_siw(raw, w, summary):
            for op in ("post_send", "post_recv", "poll_cq", "poll_cq_empty")]
     summary.append(("siw: instructions per post_send/post_recv/poll_cq", f"<= {INS_TARGET}x", ins, False, INS_TARGET))
     w("")
+    render_floors(siw, res, read_kv(os.path.join(raw, "host-info.txt")).get("ours_ops"), w, summary, "siw", "siw: ")
+    if any("capi" in d for d in res["cg"].values()):
+        w("### Through the C ABI (siw0)\n")
+        w("benches/c/ops_bench.c with `-c IP`, once on rdma-core's library (libsiw) and once on our "
+          f"libibverbs.so.1 (`LD_LIBRARY_PATH`), as the rxe0 C-ABI rows. Target: ours <= {CAPI_INS_TARGET}x.\n")
+        w("| operation | rdma-core (libsiw) | ours (C ABI) | ours / rdma-core | target | |\n"
+          "| --- | ---: | ---: | ---: | ---: | --- |")
+        cins = []
+        for op, label, key in (("post_send", "ibv_post_send (8 B RDMA WRITE, list of 1)", "per_call"),
+                               ("post_recv", "ibv_post_recv (1 WR, 1 SGE)", "per_call"),
+                               ("poll_cq", "ibv_poll_cq, batch of N (per call)", "per_call"),
+                               ("poll_cq", "ibv_poll_cq, batch of N (per completion)", "per_item"),
+                               ("poll_cq_empty", "ibv_poll_cq on an empty CQ", "per_call")):
+            d = res["cg"].get(op, {})
+            c = d.get("c") and d["c"][key]
+            o = d.get("capi") and d["capi"][key]
+            r = ratio(o, c)
+            if key == "per_call":
+                cins.append(r)
+            w(f"| {label} | {fmt(c, 1)} | {fmt(o, 1)} | {fmt(r)} | <= {CAPI_INS_TARGET} | "
+              f"{mark(r, CAPI_INS_TARGET, False)} |")
+        summary.append(("siw: C ABI: instructions per ibv_post_send/ibv_post_recv/ibv_poll_cq",
+                        f"<= {CAPI_INS_TARGET}x", cins, False, CAPI_INS_TARGET))
+        w("")
     w("### Ping-pong latency (-R)\n")
     w("| test | bytes | perftest median us | ours median us | ours / perftest | perftest runs (min-max) | "
       "ours runs (min-max) | target | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -545,6 +727,7 @@ def render_siw(raw, w, summary):
           f"{len(ovals)}: {spread(ovals)} | <= {LAT_TARGET} | {mark(r, LAT_TARGET, False)}{noisy(cvals, ovals)} |")
     summary.append(("siw: ping-pong median latency (-R)", f"<= {LAT_TARGET}x", lat, False, LAT_TARGET))
     w("")
+    render_loop(res, w, summary, "siw: ")
     w("### Message rate (-R)\n")
     w("`write_bw`, 8-byte messages (`send_bw` on iWARP, with perftest's receive credits, is tested "
       "against perftest but not measured here).\n")
@@ -595,8 +778,42 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     text = render(sys.argv[1])
+    # Sections measured by hand (between the markers) are kept from the old report.
+    begin, end = "<!-- hand-measured: begin -->", "<!-- hand-measured: end -->"
+    if os.path.exists(sys.argv[2]):
+        old = open(sys.argv[2], encoding="utf-8").read()
+        if begin in old and end in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index(begin):old.index(end) + len(end)] + "\n"
+    # and any other section this renderer does not write
+    text += kept_sections(sys.argv[2], text)
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def sections(text):
+    """{heading: body} of the `## ` sections of a Markdown text (the heading line included)."""
+    out, head = {}, None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            head = line.strip()
+            out[head] = line
+        elif head:
+            out[head] += line
+    return out
+
+
+def kept_sections(path, new):
+    """The `## ` sections of the report at `path` that this renderer does not write (another
+    harness's rows, e.g. mlx5 or huge-page registration, added to BENCHMARKS.md by hand or by
+    their own script): kept, after ours, so that a regeneration does not drop them."""
+    if not os.path.exists(path):
+        return ""
+    # ours, and headings earlier versions of this renderer wrote
+    ours = set(sections(new)) | {"## Where our instructions go (callgrind, inclusive, per call)",
+                                 "## Where our instructions go (callgrind, per call)"}
+    old = sections(open(path, encoding="utf-8", errors="replace").read())
+    kept = [body.rstrip() + "\n" for head, body in old.items() if head not in ours]
+    return "\n" + "\n".join(kept) if kept else ""
 
 
 if __name__ == "__main__":

@@ -17,13 +17,19 @@
 #   4. prints a table (program, variant, result, seconds) and exits non-zero if anything failed.
 # Every program runs under a timeout (SIM_TIMEOUT seconds, default 60), so nothing hangs.
 #
-# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--only REGEX] [--trace FILE] [--keep]
+# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--device] [--only REGEX] [--trace FILE] [--keep]
 #   --no-build    use the existing target/release binaries
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
 #   --ours        also build our tools with rustix's libc backend (RUSTFLAGS="--cfg
-#                 rustix_use_libc", target/sim-libc: a separate, slow build) and check that
-#                 verbs-devices lists the simulated device through the same shim
+#                 rustix_use_libc", target/sim-libc: a separate, slow build) and our mlx5
+#                 provider (feature mlx5), and run them through the same shim: verbs-devices
+#                 lists the device, verbs-devinfo -v prints what ibv_devinfo -v does, and
+#                 verbs-{rc,ud,srq}-pingpong run against themselves and against
+#                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways
+#   --device      also build the device test binary (tests/device.rs) with the rustix libc
+#                 backend and feature mlx5 (target/sim-libc, a slow build: ~7 min) and run the
+#                 tests listed in sim/tests/device-on-sim.txt on mlx5_0 with our provider
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -32,13 +38,14 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-BUILD=1 UNIT=1 PYVERBS=1 OURS=0 ONLY="" TRACE="" KEEP=0
+BUILD=1 UNIT=1 PYVERBS=1 OURS=0 DEVICE=0 ONLY="" TRACE="" KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0; shift ;;
         --no-unit) UNIT=0; shift ;;
         --no-pyverbs) PYVERBS=0; shift ;;
         --ours) OURS=1; shift ;;
+        --device) DEVICE=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
         --trace) TRACE=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
@@ -111,7 +118,8 @@ pair_once() {  # pair_once SLOG CLOG CMD...: sets res
     LD_PRELOAD=$SHIM timeout "$TMO" "$@" -p "$PORT" > "$slog" 2>&1 &
     local spid=$!
     for _ in $(seq 100); do listening "$PORT" && break; kill -0 $spid 2>/dev/null || break; sleep 0.1; done
-    LD_PRELOAD=$SHIM timeout "$TMO" "$@" -p "$PORT" localhost > "$clog" 2>&1; crc=$?
+    # CLIENT_BIN (if set) runs the client side instead of $1 (interop pairs)
+    LD_PRELOAD=$SHIM timeout "$TMO" "${CLIENT_BIN:-$1}" "${@:2}" -p "$PORT" localhost > "$clog" 2>&1; crc=$?
     wait $spid; src=$?
     if [ $src = 124 ] || [ $crc = 124 ]; then res=TIMEOUT
     elif [ $src != 0 ] || [ $crc != 0 ]; then res="FAIL($src/$crc)"
@@ -141,18 +149,49 @@ run_one ibv_devices "" "mlx5_0[[:space:]]+0c42a10300b15e00" ibv_devices
 run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx5_0
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
 
+G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 if [ "$OURS" = 1 ]; then
     # our library makes its system calls through rustix; with the libc backend they go through
-    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged)
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --bin verbs-devices --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
-        run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" \
-            "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release/verbs-devices"
+    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged).
+    # Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
+    OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices \
+        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
+        run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OB/verbs-devices"
+        # our provider opens the device (GET_CONTEXT with mlx5 driver data, UAR pages): the whole
+        # -v output equals ibv_devinfo's on libmlx5
+        run_one verbs-devinfo "-v (ours) = ibv_devinfo -v" "^SAME$" \
+            bash -c "diff <(ibv_devinfo -v -d mlx5_0 2>&1) <('$OB/verbs-devinfo' -v -d mlx5_0 2>&1) && echo SAME"
+        for v in "-n 1000 -c" "-s 1 -n 1000 -c" "-s 65536 -n 200 -c" "-e -n 1000 -c" "-e -s 65536 -n 200 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-rc-pingpong "ours/ours $v" "$OB/verbs-rc-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_rc_pingpong run_pair verbs-rc-pingpong "ours server, libmlx5 client $v" "$OB/verbs-rc-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-rc-pingpong run_pair verbs-rc-pingpong "libmlx5 server, ours client $v" ibv_rc_pingpong $G $v
+        done
+        for v in "-s 1 -n 1000 -c" "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-ud-pingpong "ours/ours $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_ud_pingpong run_pair verbs-ud-pingpong "ours server, libmlx5 client $v" "$OB/verbs-ud-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-ud-pingpong run_pair verbs-ud-pingpong "libmlx5 server, ours client $v" ibv_ud_pingpong $G $v
+        done
+        for v in "-s 1 -n 100 -c" "-e -n 100 -c" "-q 1 -n 1000 -c"; do
+            # shellcheck disable=SC2086
+            run_pair verbs-srq-pingpong "ours/ours $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ibv_srq_pingpong run_pair verbs-srq-pingpong "ours server, libmlx5 client $v" "$OB/verbs-srq-pingpong" $G $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$OB/verbs-srq-pingpong run_pair verbs-srq-pingpong "libmlx5 server, ours client $v" ibv_srq_pingpong $G $v
+        done
     else
-        row verbs-devices "(ours, rustix libc backend)" "FAIL(build)" "-"
+        row "ours (mlx5)" "(rustix libc backend)" "FAIL(build)" "-"
     fi
 fi
 
-G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 for tool in rc uc; do
     for v in "-s 1 -n 1000 -c" "-s 4096 -n 1000 -c" "-s 65536 -n 1000 -c" "-e -n 1000 -c" "-e -s 65536 -n 200 -c"; do
         # shellcheck disable=SC2086
@@ -189,6 +228,20 @@ for v in "-n 1000" "-l 4 -n 1000" "-q 2 -n 500"; do
     # shellcheck disable=SC2086
     run_pair ib_atomic_bw "$v" ib_atomic_bw $D $v
 done
+
+# the device tests that apply to the simulated RoCE device, on our mlx5 provider
+if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
+    list=$ROOT/sim/tests/device-on-sim.txt
+    mapfile -t names < <(grep -v '^#' "$list" | grep .)
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --test device \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc" --message-format=json > "$WORK/devbuild.json"; then
+        DT=$(grep -o '"executable":"[^"]*device-[^"]*"' "$WORK/devbuild.json" | tail -1 | cut -d'"' -f4)
+        TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
+            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
+    else
+        row device-tests "ours on mlx5_0" "FAIL(build)" "-"
+    fi
+fi
 
 # rdma-core's pyverbs suite: every test in a child process that is replaced when it crashes or
 # makes no progress for 60 s (scripts/pyverbs_run.py), so no test can hang the run.

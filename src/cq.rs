@@ -312,6 +312,9 @@ impl<'ctx> Cq<'ctx> {
     /// Records one completion event read from this CQ's channel (what
     /// `ibv_get_cq_event` does after reading the event).
     fn note_event(&self) {
+        if let Some(ring) = self.ring.enter() {
+            ring.event();
+        }
         self.events.fetch_add(1, Ordering::Relaxed);
     }
 

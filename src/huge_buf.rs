@@ -1,13 +1,15 @@
 //! [`HugePageBuf`]: memory backed by 2 MiB huge pages
 //! (`mmap(MAP_HUGETLB | MAP_HUGE_2MB)`), for a [`Mr`](crate::Mr) to own.
 //!
-//! Registering memory pins and maps it page by page: a region of 2 MiB
-//! pages has 512 times fewer pages for the kernel to pin and for the
-//! device's translation table than one of 4 KiB pages (BENCHMARKS.md has
-//! the registration times). libibverbs offers huge pages only through
-//! `RDMAV_HUGEPAGES_SAFE`, which makes every registration slower (it
-//! looks up each range's page size for fork protection); here the buffer
-//! knows its page size and protects itself once, when it is mapped.
+//! A NIC that maps memory in huge pages needs 512 times fewer translation
+//! entries for a region on 2 MiB pages than for one on 4 KiB pages, and
+//! misses its translation cache less. rxe and siw gain nothing there (rxe
+//! keeps one entry per 4 KiB page whatever backs the range: BENCHMARKS.md
+//! has the registration times in the VM, the same for both). libibverbs
+//! supports huge pages only through `RDMAV_HUGEPAGES_SAFE`, which makes
+//! every registration slower (it looks up each range's page size for fork
+//! protection: rdma-core issue #767); this buffer knows its page size and
+//! protects itself once, when it is mapped.
 //!
 //! Huge pages come from a pool the administrator reserves
 //! (`sysctl vm.nr_hugepages=N`, see `HugePages_Free` in /proc/meminfo).

@@ -16,7 +16,11 @@
 //! `srq_shared` (three QPs on one shared receive queue), `atomics` and
 //! `memory_windows` (bind, write through, invalidate); the device suite
 //! runs each in the VM (`cargo run --example NAME` runs one on a host
-//! with RDMA).
+//! with RDMA). Connecting by IP address (rdma_cm, the only way on iWARP)
+//! is [`cm::Connector`] and [`cm::Listener`] (`cm_server`, `cm_client`);
+//! waiting for a completion with a deadline is [`Cq::wait`]; with the
+//! feature `tokio`, `async_io` has completions, connection-manager events
+//! and connect/accept as cancel-safe futures.
 //!
 //! ```no_run
 //! use verbs::discovery::devices;

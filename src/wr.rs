@@ -298,9 +298,16 @@ impl SendOp<'_> {
     }
 
     /// Whether the transport `qp_type` can carry this operation (IB spec
-    /// tables 9-3/9-4, as rxe enforces them: RDMA READ, atomics and local
-    /// invalidate need RC; RDMA WRITE and binds need RC or UC; UD sends
-    /// only).
+    /// tables 9-3/9-4: RDMA READ, atomics and local invalidate need RC;
+    /// RDMA WRITE and binds need RC or UC; UD sends only).
+    ///
+    /// A post of an operation the transport cannot carry is refused before
+    /// the kernel sees it (`ErrorKind::UnsupportedOpcode`, `EOPNOTSUPP` in
+    /// the C library), in every QP state: the spec's local QP operation
+    /// error, given at post time. rdma-core's librxe hands such a request
+    /// to the kernel, which moves the QP to ERROR and flushes it; refusing
+    /// it instead is a deliberate difference (issue 29) that keeps a
+    /// programming error from taking the QP down.
     #[inline]
     pub const fn valid_for(&self, qp_type: QpType) -> bool {
         const fn bits(ops: &[u32]) -> u32 {

@@ -199,8 +199,19 @@ pub(crate) extern "C" fn ibv_rereg_mr(mr: *mut IbvMr, flags: c_int, pd: *mut Ibv
         // SAFETY: the same C contract as ibv_reg_mr for the new range.
         change.buf = Some(unsafe { RawMem::new(addr.cast(), length) });
     }
+    let context = c.pd.lock().unwrap_or_else(|p| p.into_inner()).context();
     let mut g = c.mr.lock().unwrap_or_else(|p| p.into_inner());
     let Some(inner) = g.as_mut() else { return input(libc::EINVAL) };
+    // The command rdma-core's `ibv_cmd_rereg_mr` makes names the region by
+    // `mr->context` and `mr->handle`, and the new PD by `pd->handle`: a
+    // field that no longer names them gets the kernel's answer for an
+    // unknown handle, and the region is left as it was (`names.rs`).
+    let view = read_view(c);
+    let pd_named = new_pd.is_none_or(|p| p.handle_named());
+    if !Names::new(context, inner.handle()).said_by(view.context, view.handle) || !pd_named {
+        set_errno(UNKNOWN);
+        return REREG_ERR_CMD;
+    }
     // Count the new PD before the region borrows it.
     if let Some(p) = new_pd {
         p.hold();

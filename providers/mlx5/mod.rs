@@ -1,7 +1,14 @@
 //! The mlx5 (ConnectX) provider, in pure Rust: no libibverbs, no libmlx5.
 //!
-//! This is the data-path core, complete and tested on real bytes, not
-//! yet reachable from [`Context`](crate::Context): the ABI of the driver
+//! Plugged into the provider seam by [`provider`] (cargo feature `mlx5`,
+//! not default): `Context::open` on a ConnectX (matched by driver id, or
+//! by PCI id from sysfs) creates the context with mlx5 driver data and
+//! legacy UARs; CQs, QPs (RC, UC, UD), SRQs and AHs carry our buffers and
+//! doorbell records; posts ring the UAR (BlueFlame as libmlx5 decides);
+//! polls reach the queues through the context's slot table. Proven on the
+//! simulated ConnectX against libmlx5 (`scripts/sim.sh --ours`). Not yet:
+//! CQ resize, dynamic UARs, CQE version 0, InfiniBand ports, resetting a
+//! QP's indices on RESET, the C library over it. The pieces: the ABI of the driver
 //! data ([`abi`]), the ring layouts ([`wqe`]), queue sizing as libmlx5
 //! computes it ([`sizing`]), the work queue memory ([`buf`]), the send
 //! queue writer with its doorbell decision ([`sq`], memory-window binds and
@@ -10,7 +17,7 @@
 //! parsing ([`cqe`]). Facts come from `../shared/MLX5.md` and rdma-core
 //! v44's `providers/mlx5` (`qp.c`, `cq.c`, `srq.c`, `verbs.c`).
 //!
-//! # How it will plug in
+//! # How it plugs in
 //!
 //! Unlike rxe and siw, whose rings live in kernel memory mapped through
 //! the device file, mlx5's queues are memory *user space* allocates and
@@ -58,7 +65,7 @@
 //!   consumer index into the CQ's record; arming stores the arm word into
 //!   the record and then `(arm << 32) | cqn` at UAR `+ 0x20`.
 //!
-//! Written (not yet reachable from `Context`): the context's driver data,
+//! The control path: the context's driver data,
 //! what its response grants and its legacy UAR pages ([`ctx`]); the UAR
 //! stores and write-combining fences, the BlueFlame register's lock and
 //! alternating halves ([`uar`]); each object's buffer, doorbell record and
@@ -84,3 +91,5 @@ pub mod res;
 pub mod uar;
 pub mod registry;
 pub mod ops;
+pub mod provider;
+pub use provider::Mlx5;

@@ -7,7 +7,6 @@
 //! path takes a CQ slot while holding a QP or SRQ slot, so they cannot
 //! deadlock; no caller code runs under any of them.
 
-use super::wqe::Av;
 use super::cqe::{Queues, Source, Target};
 use super::ctx::Doorbell;
 use super::registry::{Entry, RegRef, SlotGuard};
@@ -22,10 +21,16 @@ fn gone(verb: &'static str) -> PostError {
 
 /// `ibv_post_send` on the QP in slot `uidx`, then its doorbell.
 #[inline]
-pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>], av_of: impl Fn(&Ah<'_>) -> Option<Av>) -> Result<(), PostError> {
+pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
     const VERB: &str = "ibv_post_send";
     let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return Err(gone(VERB)) };
+    // A UD request's vector: the AH's slot (locked after the QP's; only
+    // posts lock AH slots, so the order cannot cycle).
+    let av_of = |ah: &Ah<'_>| match reg.lock(ah.ah_num()).as_deref() {
+        Some(Entry::Ah { av }) => Some(*av),
+        _ => None,
+    };
     let ring = sq.post(buf, wrs, av_of)?;
     reg.uars().ring_send(db, sq, buf, ring);
     Ok(())

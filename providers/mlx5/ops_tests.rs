@@ -56,7 +56,7 @@ fn complete(w: &World, i: usize, c: Cqe64) {
 fn post_ring_complete_poll() {
     let w = world();
     let wr = SendWr::rdma_write(0xabc, &[SGE], 0x2000, 5).signaled();
-    post_send(&w.reg, w.qp, w.db, &[wr], |_| None).unwrap();
+    post_send(&w.reg, w.qp, w.db, &[wr]).unwrap();
     // The BlueFlame copy of the one WQE landed in register 1 (page 0, 0xa00).
     let mut page = [0u8; 4096];
     rustix::io::pread(&w.uar, &mut page, 0).unwrap();

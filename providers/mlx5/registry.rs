@@ -52,6 +52,7 @@ use rustix::mm::{MapFlags, ProtFlags};
 
 use super::buf::WqBuf;
 use super::cqe::CqRing;
+use super::wqe::Av;
 use super::ctx::Uars;
 use super::rq::{RecvQueue, Srq};
 use super::sq::SendQueue;
@@ -92,6 +93,11 @@ pub enum Entry {
         buf: WqBuf,
         /// The kernel's handle of the SRQ (how a QP created on it finds it).
         handle: u32,
+    },
+    /// An address handle's vector (copied into each UD send WQE).
+    Ah {
+        /// The vector as `mlx5_create_ah` builds it.
+        av: Av,
     },
     /// Taken by an insert in progress.
     Reserved,

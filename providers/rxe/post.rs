@@ -57,6 +57,15 @@ const STATUS_STATE: usize = offset_of!(RxeSendWqe, status);
 const IOVA: usize = offset_of!(RxeSendWqe, iova);
 const HAS_RD_ATOMIC: usize = offset_of!(RxeSendWqe, has_rd_atomic);
 const SEND_DMA: usize = offset_of!(RxeSendWqe, dma);
+// Fields of `RxeDmaInfo`, relative to it.
+const DMA_RESID: usize = offset_of!(RxeDmaInfo, resid);
+const DMA_CUR_SGE: usize = offset_of!(RxeDmaInfo, cur_sge);
+const DMA_SGE_OFFSET: usize = offset_of!(RxeDmaInfo, sge_offset);
+const RDMA_RKEY: usize = WR_UNION + offset_of!(RxeSendWrRdma, rkey);
+// The pairs stored as one u64.
+const_assert_eq!(offset_of!(RxeDmaInfo, num_sge), offset_of!(RxeDmaInfo, cur_sge) + 4);
+const_assert_eq!(offset_of!(RxeDmaInfo, reserved), offset_of!(RxeDmaInfo, sge_offset) + 4);
+const_assert_eq!(offset_of!(RxeSendWrRdma, reserved), offset_of!(RxeSendWrRdma, rkey) + 4);
 const_assert_eq!(offset_of!(RxeSendWqe, state), STATUS_STATE + 4);
 const RECV_WR_ID: usize = offset_of!(RxeRecvWqe, wr_id);
 const RECV_DMA: usize = offset_of!(RxeRecvWqe, dma);
@@ -369,7 +378,25 @@ fn put_plain_header(slot: &mut SlotMut<'_, SEND_MIN>, wr_id: u64, opcode: u32, f
     slot.put::<SEND_FLAGS, u32>(flags);
     slot.put::<STATUS_STATE, u64>(0);
     slot.put::<HAS_RD_ATOMIC, u32>(0);
-    slot.put::<SEND_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    // `RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge,
+    // sge_offset: 0, reserved: 0 }` in four stores: `num_sge` is a
+    // constant of the data's shape, so `cur_sge` and it go as one u64
+    // constant, and the two zeros after as another.
+    slot.put::<SEND_DMA, u32>(len);
+    slot.put::<{ SEND_DMA + DMA_RESID }, u32>(len);
+    slot.put::<{ SEND_DMA + DMA_CUR_SGE }, u64>(pair(0, num_sge));
+    slot.put::<{ SEND_DMA + DMA_SGE_OFFSET }, u64>(0);
+}
+
+/// Two adjacent `u32` fields as one `u64` store (`lo` at the lower
+/// address).
+#[inline(always)]
+const fn pair(lo: u32, hi: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        lo as u64 | (hi as u64) << 32
+    } else {
+        (lo as u64) << 32 | hi as u64
+    }
 }
 
 /// Writes and publishes one straight request `s` on a send queue of
@@ -421,7 +448,10 @@ pub fn post_straight<W: StraightWr + ?Sized>(sq: &mut SendQueue, qp_type: QpType
 #[inline(always)]
 fn put_remote(slot: &mut SlotMut<'_, SEND_MIN>, remote_addr: u64, rkey: u32, ex: u32) {
     slot.put::<EX, u32>(ex);
-    slot.put::<WR_UNION, _>(RxeSendWrRdma { remote_addr, rkey, reserved: 0 });
+    // `RxeSendWrRdma { remote_addr, rkey, reserved: 0 }`, the key and the
+    // zero as one u64.
+    slot.put::<WR_UNION, u64>(remote_addr);
+    slot.put::<RDMA_RKEY, u64>(pair(rkey, 0));
     slot.put::<IOVA, u64>(remote_addr);
 }
 
@@ -474,7 +504,12 @@ fn write_recv(slot: &mut SlotMut<'_, RECV_MIN>, wr: &RecvWr<'_>, max_sge: u32) -
 #[inline(always)]
 fn put_recv_header(slot: &mut SlotMut<'_, RECV_MIN>, wr_id: u64, len: u32, num_sge: u32) {
     slot.put::<RECV_WR_ID, u64>(wr_id);
-    slot.put::<RECV_DMA, _>(RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge, sge_offset: 0, reserved: 0 });
+    // `RxeDmaInfo { length: len, resid: len, cur_sge: 0, num_sge,
+    // sge_offset: 0, reserved: 0 }`, as in `put_plain_header`.
+    slot.put::<RECV_DMA, u32>(len);
+    slot.put::<{ RECV_DMA + DMA_RESID }, u32>(len);
+    slot.put::<{ RECV_DMA + DMA_CUR_SGE }, u64>(pair(0, num_sge));
+    slot.put::<{ RECV_DMA + DMA_SGE_OFFSET }, u64>(0);
 }
 
 /// One receive request of at most one SGE, written and published: the
@@ -491,6 +526,14 @@ pub fn post_recv_straight(mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wr_id:
     let Some(mut slot) = prod.slot(0) else {
         return false;
     };
+    put_recv_one(&mut slot, wr_id, sge);
+    prod.publish(1);
+    true
+}
+
+/// A receive WQE of at most one SGE (which always fits the element).
+#[inline(always)]
+fn put_recv_one(slot: &mut SlotMut<'_, RECV_MIN>, wr_id: u64, sge: Option<&Sge>) {
     let (len, num_sge) = match sge {
         Some(g) => {
             // `ibv_sge` and `rxe_sge` are one layout.
@@ -499,9 +542,7 @@ pub fn post_recv_straight(mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wr_id:
         }
         None => (0, 0),
     };
-    put_recv_header(&mut slot, wr_id, len, num_sge);
-    prod.publish(1);
-    true
+    put_recv_header(slot, wr_id, len, num_sge);
 }
 
 /// `ibv_post_recv` / `ibv_post_srq_recv` on rxe: checks and writes every
@@ -514,20 +555,35 @@ pub fn post_recv(
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
+    if let [wr] = wrs {
+        // One request of at most one SGE, the common case: the straight
+        // path's stores (one SGE always fits the element: no run-time
+        // bound check) and no loop. What it does not take (more SGEs, a
+        // queue that takes none, a full queue) goes the general way,
+        // which names the error.
+        let sge = match wr.sg_list {
+            [] => Some(None),
+            [g] if max_sge > 0 => Some(Some(g)),
+            _ => None,
+        };
+        if let Some(sge) = sge {
+            if let Some(mut slot) = prod.slot(0) {
+                put_recv_one(&mut slot, wr.wr_id, sge);
+                prod.publish(1);
+                return Ok(());
+            }
+        }
+    }
+    post_recv_list(verb, prod, max_sge, wrs)
+}
+
+/// [`post_recv`] of what its one-request path leaves, out of line (its
+/// loop and checks would give that path their registers and frame).
+#[inline(never)]
+fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
     let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(verb, FULL, free as usize));
-    }
-    if let [wr] = wrs {
-        // One request, the common case: no loop. `free >= 1`.
-        let Some(mut slot) = prod.slot(0) else {
-            return Err(refuse(verb, FULL, 0));
-        };
-        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, why, 0));
-        }
-        prod.publish(1);
-        return Ok(());
     }
     for (i, wr) in wrs.iter().enumerate() {
         // `i < wrs.len() <= free`: there is a slot.

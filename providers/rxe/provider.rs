@@ -14,7 +14,7 @@ use super::qp::RxeQp;
 use super::queue::Mminfo;
 use super::srq::{ModifySrqCmd, RxeSrq};
 use crate::abi::uverbs::{
-    CreateAh, CreateAhResp, CreateCq, CreateQp, CreateSrqResp, ModifySrq, ReqNotifyCq, ResizeCq, WriteCommand,
+    CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ReqNotifyCq, ResizeCq,
 };
 use crate::abi::RdmaDriverId;
 use crate::cmd::channel::RingFailed;
@@ -22,7 +22,7 @@ use crate::cmd::device::{get_context, ContextReply};
 use crate::cmd::Channel;
 use crate::error::Result;
 use crate::providers::claim::Claim;
-use crate::providers::seam::{
+use crate::providers::seam::{SrqCreateCmd, 
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
     StraightWr,
 };
@@ -187,7 +187,7 @@ impl ProviderQp for RxeQp {
 impl ProviderSrq for RxeSrq {
     type Ctx = RxeContext;
 
-    fn create<C: WriteCommand<Resp = CreateSrqResp>>(_: &RxeContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+    fn create<C: SrqCreateCmd>(_: &RxeContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let mut drv_out = [0u8; 24];
         dc.send(&[], &mut drv_out)?;
         RxeSrq::map(dc.verb(), dc.channel(), &drv_out)

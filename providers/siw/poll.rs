@@ -141,12 +141,14 @@ const STATUS16: [u32; 16] = {
     t
 };
 
-/// [`wc_opcode`] of every byte: one load, no bound check.
-static OPCODES: [u32; 256] = {
+/// [`wc_opcode`] of every byte, already in the upper half of the
+/// `ibv_wc` word it shares with the status (`pair(0, opcode)`): one load,
+/// no bound check, no shift.
+static OPCODES: [u64; 256] = {
     let mut t = [0; 256];
     let mut i = 0;
     while i < 256 {
-        t[i] = wc_opcode(i as u8);
+        t[i] = pair(0, wc_opcode(i as u8));
         i += 1;
     }
     t
@@ -171,7 +173,7 @@ const fn pair(lo: u32, hi: u32) -> u64 {
 fn copy_common<S: crate::wc::WcOut>(slot: &mut S, cqe: &SiwCqe) -> u32 {
     let words: [u64; 6] = [
         cqe.id,
-        pair(STATUS16[usize::from(cqe.status & 15)], OPCODES[usize::from(cqe.opcode)]),
+        pair(STATUS16[usize::from(cqe.status & 15)], 0) | OPCODES[usize::from(cqe.opcode)],
         pair(0, cqe.bytes),
         pair(0, cqe.qp_id as u32),
         0,

@@ -187,6 +187,26 @@ fn write_send(slot: &mut SlotMut<'_, SQE>, wr: &SendWr<'_>) {
 /// user space's and the next post overwrites them.
 #[inline]
 pub fn post_send(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<bool, PostError> {
+    let [wr] = wrs else { return post_send_list(sq, lim, wrs) };
+    // One request (the common case): one element, no loops.
+    let mut prod = sq.producer_mut();
+    let Some(mut slot) = prod.first() else {
+        return Err(refuse(POST_SEND, FULL, 0));
+    };
+    if let Err(why) = check_siw_send(wr, lim) {
+        return Err(refuse(POST_SEND, why, 0));
+    }
+    write_send(&mut slot, wr);
+    prod.give(0, sqe_flags(wr, lim));
+    let ring = prod.capacity() == 1 || !prod.previous_pending();
+    prod.advance(1);
+    Ok(ring)
+}
+
+/// [`post_send`] of a list other than one request, out of line (its
+/// loops would give the one-request case their registers and frame).
+#[inline(never)]
+fn post_send_list(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Result<bool, PostError> {
     let mut prod = sq.producer_mut();
     let n = wrs.len().min(u32::MAX as usize) as u32;
     let free = prod.reserve(n);
@@ -232,6 +252,25 @@ fn write_recv(slot: &mut SlotMut<'_, RQE>, wr: &RecvWr<'_>, max_sge: u32) -> Res
 /// request is refused nothing is handed over.
 #[inline]
 pub fn post_recv(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    if let [wr] = wrs {
+        // One request (the common case): one element, no loops.
+        let Some(mut slot) = prod.first() else {
+            return Err(refuse(verb, FULL, 0));
+        };
+        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
+            return Err(refuse(verb, why, 0));
+        }
+        prod.give(0, SIW_WQE_VALID);
+        prod.advance(1);
+        return Ok(());
+    }
+    post_recv_list(verb, prod, max_sge, wrs)
+}
+
+/// [`post_recv`] of a list other than one request, out of line (its
+/// loops would give the one-request case their registers and frame).
+#[inline(never)]
+fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
     let n = wrs.len().min(u32::MAX as usize) as u32;
     let free = prod.reserve(n);
     if (free as usize) < wrs.len() {

@@ -13,13 +13,13 @@ use super::post::SendLimits;
 use super::qp::SiwQp;
 use super::srq::SiwSrq;
 use super::{poll, post};
-use crate::abi::uverbs::{CreateCq, CreateQp, CreateSrqResp, ModifySrq, RegMr, RegMrResp, WriteCommand};
+use crate::abi::uverbs::{CreateCq, CreateQp, ModifySrq, RegMr, RegMrResp};
 use crate::abi::RdmaDriverId;
 use crate::cmd::device::{get_context, ContextReply};
 use crate::cmd::Channel;
 use crate::error::Result;
 use crate::providers::claim::Claim;
-use crate::providers::seam::{
+use crate::providers::seam::{SrqCreateCmd, 
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
 };
 use crate::qp::kind::QpType;
@@ -157,7 +157,7 @@ impl ProviderQp for SiwQp {
 impl ProviderSrq for SiwSrq {
     type Ctx = SiwContext;
 
-    fn create<C: WriteCommand<Resp = CreateSrqResp>>(_: &SiwContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+    fn create<C: SrqCreateCmd>(_: &SiwContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let mut drv_out = [0u8; 16];
         dc.send(&[], &mut drv_out)?;
         SiwSrq::map(dc.verb(), dc.channel(), &drv_out)

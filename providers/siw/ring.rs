@@ -246,16 +246,49 @@ impl<const ELEM: usize> Ring<ELEM> {
 pub struct Producer<'q, const ELEM: usize> {
     q: &'q Ring<ELEM>,
     claimed: bool,
-    /// The position when this producer was made.
+    /// The position when this producer was made, in `0..n`.
     head: u32,
-    /// Elements from `head` on found free by [`Producer::reserve`].
+    /// Elements from `head` on found free by [`Producer::reserve`]
+    /// (at most `n`).
     ready: u32,
 }
 
 impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
-        Self { q, claimed, head: q.next.load(Ordering::Relaxed), ready: 0 }
+        // Positions are kept in `0..n`: the division is for anything else.
+        let (h, n) = (q.next.load(Ordering::Relaxed), q.n);
+        Self { q, claimed, head: if h < n { h } else { h % n }, ready: 0 }
+    }
+
+    /// Index of the `k`-th element from the position, for `k <= n`: one
+    /// add and one conditional subtraction (`head < n`, so the sum is
+    /// below `2n`), in 64 bits (no overflow for any `n`).
+    #[inline(always)]
+    fn index(&self, k: u32) -> u32 {
+        if k == 0 {
+            return self.head;
+        }
+        let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.q.n));
+        (if i >= n { i - n } else { i }) as u32
+    }
+
+    /// Start of the `k`-th element from the position (`k < n`: inside
+    /// the mapping, S1).
+    #[inline(always)]
+    fn elem(&self, k: u32) -> *mut u8 {
+        self.q.base.as_ptr().wrapping_add(self.index(k) as usize * ELEM)
+    }
+
+    /// The flags word of the `k`-th element from the position (`k < n`).
+    #[inline(always)]
+    fn flags(&self, k: u32) -> &'q AtomicU16 {
+        const { assert!(ELEM >= FLAGS_END) };
+        // SAFETY: `k < n` in every caller, so the element is inside the
+        // live mapping (S1) and its byte 8 is 2-aligned; `'q` borrows the
+        // ring, which keeps the mapping alive. The flags word is only ever
+        // accessed as an atomic (S2).
+        unsafe { &*self.elem(k).wrapping_add(FLAGS).cast::<AtomicU16>() }
     }
 
     /// How many of the `want` elements from the position on are free
@@ -267,11 +300,22 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     pub fn reserve(&mut self, want: u32) -> u32 {
         let want = want.min(self.q.n);
         let mut k = 0;
-        while k < want && self.q.flags16(self.q.wrap(self.head, k)).load(Ordering::Acquire) & SIW_WQE_VALID == 0 {
+        while k < want && self.flags(k).load(Ordering::Acquire) & SIW_WQE_VALID == 0 {
             k += 1;
         }
         self.ready = k;
         k
+    }
+
+    /// [`Producer::reserve`] of the element at the position alone, and
+    /// [`Producer::slot`] of it: `None` if it is not free.
+    #[inline(always)]
+    pub fn first(&mut self) -> Option<SlotMut<'_, ELEM>> {
+        if self.flags(0).load(Ordering::Acquire) & SIW_WQE_VALID != 0 {
+            return None;
+        }
+        self.ready = 1;
+        Some(SlotMut { ptr: self.elem(0), _p: PhantomData })
     }
 
     /// The `k`-th element from the position, if [`Producer::reserve`]
@@ -281,7 +325,8 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
         if k >= self.ready {
             return None;
         }
-        Some(SlotMut { ptr: self.q.elem_ptr(self.q.wrap(self.head, k)), _p: PhantomData })
+        // `k < ready <= n`.
+        Some(SlotMut { ptr: self.elem(k), _p: PhantomData })
     }
 
     /// Hands the `k`-th reserved element to the kernel: a release store
@@ -292,7 +337,8 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
         if k >= self.ready {
             return false;
         }
-        self.q.flags16(self.q.wrap(self.head, k)).store(flags, Ordering::Release);
+        // `k < ready <= n`.
+        self.flags(k).store(flags, Ordering::Release);
         true
     }
 
@@ -301,7 +347,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     pub fn advance(self, n: u32) {
         let n = n.min(self.ready);
-        self.q.next.store(self.q.wrap(self.head, n), Ordering::Relaxed);
+        self.q.next.store(self.index(n), Ordering::Relaxed);
     }
 
     /// Whether the element just before the position (the last one handed
@@ -313,8 +359,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     pub fn previous_pending(&self) -> bool {
         core::sync::atomic::fence(Ordering::SeqCst);
-        let prev = self.q.wrap(self.head, self.q.n - 1);
-        self.q.flags16(prev).load(Ordering::SeqCst) & SIW_WQE_VALID != 0
+        self.flags(self.q.n - 1).load(Ordering::SeqCst) & SIW_WQE_VALID != 0
     }
 
     /// Elements in the array.
@@ -454,19 +499,43 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// the run. The elements stay user
     /// space's (the [`Run`] can read them again) until the run is handed
     /// back, all at once, by [`Run::hand_back`] or its drop.
+    ///
+    /// The run is walked as at most two contiguous stretches of the array
+    /// (from the position to the array's end, then from its start), each
+    /// with a pointer stepping by `ELEM` and no index arithmetic.
     #[inline(always)]
     pub fn run<'c, S>(&'c self, out: &mut [S], mut copy: impl FnMut(&mut S, &SiwCqe) -> u32) -> (Run<'c, 'q, ELEM>, u32) {
-        const { assert!(size_of::<SiwCqe>() <= ELEM) };
-        let (base, n) = (self.q.base.as_ptr(), self.q.n);
-        let start = self.start();
-        let (mut i, mut got, mut acc) = (start, 0u32, 0u32);
+        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
+        let start = self.start() as usize;
         // At most once round the array: its elements stay `VALID` until
         // the run is handed back, so a second lap would read them again.
-        for slot in out.iter_mut().take(n as usize) {
-            // Element `i < n`: inside the mapping (S1).
-            let elem = base.wrapping_add(i as usize * ELEM);
-            // SAFETY: byte 8 of element `i`, inside the live mapping, is
-            // its flags byte, only ever accessed as an atomic (S1, S2).
+        let max = out.len().min(n);
+        // `start < n`: the first stretch is elements `start..start + first`,
+        // inside the array (S1).
+        let first = (n - start).min(max);
+        let mut acc = 0;
+        let (head, tail) = out[..max].split_at_mut(first);
+        let mut got = Self::stretch(base.wrapping_add(start * ELEM), head, &mut copy, &mut acc);
+        if got == first && !tail.is_empty() {
+            // The second stretch: elements `0..max - first`, where
+            // `max - first <= n - first = start` (it wrapped): inside the
+            // array and short of the first stretch.
+            got += Self::stretch(base, tail, &mut copy, &mut acc);
+        }
+        (Run { c: self, start: start as u32, len: got as u32 }, acc)
+    }
+
+    /// [`Consumer::run`] over the contiguous elements from `elem` on, one
+    /// per slot of `out` (the caller keeps them inside the array),
+    /// stopping at the first not `VALID`. Returns how many.
+    #[inline(always)]
+    fn stretch<S>(mut elem: *mut u8, out: &mut [S], copy: &mut impl FnMut(&mut S, &SiwCqe) -> u32, acc: &mut u32) -> usize {
+        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        let first = elem;
+        for slot in out.iter_mut() {
+            // SAFETY: byte 8 of an element inside the live mapping (the
+            // caller's bounds, S1) is its flags byte, only ever accessed
+            // as an atomic (S2); the borrow ends with this iteration.
             let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
             if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
                 break;
@@ -474,14 +543,11 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
             // SAFETY: as in `take_each`: inside the mapping, a `SiwCqe`,
             // user space's by its flags until the run is handed back.
             let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
-            acc |= copy(slot, &cqe);
-            got += 1;
-            i += 1;
-            if i == n {
-                i = 0;
-            }
+            *acc |= copy(slot, &cqe);
+            elem = elem.wrapping_add(ELEM);
         }
-        (Run { c: self, start, len: got }, acc)
+        // How many: the elements stepped over (no counter in the loop).
+        (elem as usize - first as usize) / ELEM
     }
 
     /// The position, in `0..n` (S1; reduced all the same, once a call).
@@ -568,19 +634,25 @@ impl<const ELEM: usize> Drop for Run<'_, '_, ELEM> {
     #[inline(always)]
     fn drop(&mut self) {
         let q = self.c.q;
-        let (base, n) = (q.base.as_ptr(), q.n);
-        let mut i = self.start;
-        for _ in 0..self.len {
-            // SAFETY: as in `Consumer::run`: the flags byte of element
-            // `i < n`, only ever accessed as an atomic (S1, S2).
-            let flags = unsafe { &*base.wrapping_add(i as usize * ELEM + FLAGS).cast::<AtomicU8>() };
-            flags.store(0, Ordering::Release);
-            i += 1;
-            if i == n {
-                i = 0;
+        let (base, n) = (q.base.as_ptr(), q.n as usize);
+        let (start, len) = (self.start as usize, self.len as usize);
+        // The two stretches `Consumer::run` read: `start..start + first`,
+        // then `0..len - first` (`len <= n`, so `len - first <= start`).
+        let first = (n - start).min(len);
+        let give_back = |from: usize, count: usize| {
+            let mut flags = base.wrapping_add(from * ELEM + FLAGS);
+            for _ in 0..count {
+                // SAFETY: the flags byte of an element of the run, inside
+                // the live mapping, only ever accessed as an atomic (S1,
+                // S2).
+                unsafe { &*flags.cast::<AtomicU8>() }.store(0, Ordering::Release);
+                flags = flags.wrapping_add(ELEM);
             }
-        }
-        q.next.store(i, Ordering::Relaxed);
+        };
+        give_back(start, first);
+        give_back(0, len - first);
+        let next = start + len;
+        q.next.store((if next >= n { next - n } else { next }) as u32, Ordering::Relaxed);
     }
 }
 

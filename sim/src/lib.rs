@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! bin/simd.rs   the device daemon: one per simulated NIC, serves every process
-//! server/       (daemon side) connections, uverbs write commands answered as
+//! server/       (daemon side) connections, uverbs write commands and ioctls answered as
 //!               mlx5_ib answers them, UAR pages and the doorbell scanner, event fds
 //! fixture.rs    the device's sysfs tree (SYSFS_PATH)
 //! proto.rs      shim <-> daemon messages; fdpass.rs: SCM_RIGHTS

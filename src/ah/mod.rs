@@ -65,8 +65,9 @@ impl<'a> Ah<'a> {
         self.handle
     }
 
-    /// rxe's `ah_num` (the AH's index for UD send WQEs; 0 on providers or
-    /// kernels that do not have one).
+    /// The provider's number for this AH: rxe's `ah_num` (the AH's index
+    /// for UD send WQEs), mlx5's slot of its address vector; 0 on
+    /// providers or kernels that do not have one.
     pub fn ah_num(&self) -> u32 {
         self.ah_num
     }
@@ -97,7 +98,9 @@ impl<'a> Ah<'a> {
     fn destroy_in_kernel(&self) -> Result<()> {
         let mut cmd = DestroyAh::new_zeroed();
         cmd.ah_handle = self.handle;
-        self.pd.context().channel().exec("ibv_destroy_ah", &cmd, &[], &mut [])
+        self.pd.context().channel().exec("ibv_destroy_ah", &cmd, &[], &mut [])?;
+        self.pd.context().provider_state().destroy_ah(self.ah_num);
+        Ok(())
     }
 }
 

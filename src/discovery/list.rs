@@ -309,13 +309,15 @@ fn match_provider(
     ibdev_path: &Path,
     warnings: &mut Vec<Warning>,
 ) -> Option<ProviderKind> {
-    let found = providers::match_device(driver_id, name, abi);
+    let pci = if driver_id.is_none() { super::sysfs::pci_ids(ibdev_path) } else { None };
+    let found = providers::match_device_pci(driver_id, name, abi, pci);
     if found.is_some() {
         return found;
     }
     let by_id_or_name = PROVIDERS.iter().find(|r| {
         driver_id == Some(r.driver_id)
             || (driver_id.is_none() && r.name_prefix.is_some_and(|p| name.starts_with(p)))
+            || (driver_id.is_none() && pci.is_some_and(|id| r.pci_ids.contains(&id)))
     });
     warnings.push(match by_id_or_name {
         Some(r) => Warning::ProviderAbi {

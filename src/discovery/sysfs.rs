@@ -134,6 +134,23 @@ pub fn parse_node_type(s: &str) -> Option<u32> {
     t.get(..end).filter(|d| !d.is_empty())?.parse().ok()
 }
 
+/// The PCI vendor and device of a `device/modalias` file
+/// (`pci:v000015B3d0000101Dsv…`): how libibverbs matches providers that
+/// list PCI ids (mlx5) when the driver id is unknown (sysfs discovery).
+/// `None` for a device that is not PCI or a malformed line.
+pub fn parse_pci_modalias(s: &str) -> Option<(u16, u16)> {
+    let rest = s.trim().strip_prefix("pci:v")?;
+    let (vendor, rest) = (rest.get(..8)?, rest.get(8..)?);
+    let device = rest.strip_prefix('d')?.get(..8)?;
+    let hex = |h: &str| u32::from_str_radix(h, 16).ok().and_then(|v| u16::try_from(v).ok());
+    Some((hex(vendor)?, hex(device)?))
+}
+
+/// The PCI ids of the device behind `ibdev_path` (`device/modalias`).
+pub fn pci_ids(ibdev_path: &Path) -> Option<(u16, u16)> {
+    parse_pci_modalias(&read_attr(&ibdev_path.join("device/modalias"))?)
+}
+
 /// The number in a `uverbsN` directory name, for sorting.
 pub fn uverbs_index(name: &str) -> Option<u32> {
     name.strip_prefix("uverbs")?.parse().ok()

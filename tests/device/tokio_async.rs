@@ -4,6 +4,7 @@
 //! accept as futures, and device events.
 
 use core::time::Duration;
+use std::os::fd::{AsFd, AsRawFd};
 
 use tokio::time::timeout;
 use verbs::async_io::{AsyncCq, AsyncDeviceEvents, AsyncEventChannel};
@@ -160,6 +161,8 @@ fn siw_tokio_device_events() {
     let ctx = open_dev(&dev);
     let netdev = super::async_event::netdev_of(&dev);
     runtime().block_on(async {
+        // The AsFd view is the async event file itself.
+        assert_eq!(ctx.async_event_fd().as_fd().as_raw_fd(), ctx.async_fd().as_raw_fd());
         let events = AsyncDeviceEvents::new(&ctx).expect("AsyncDeviceEvents");
         let events = &events;
         assert!(timeout(Duration::from_millis(50), events.next_event()).await.is_err(), "no event yet");

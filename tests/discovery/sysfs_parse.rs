@@ -101,3 +101,15 @@ fn parsers_never_panic_on_garbage() {
         let _ = parse_node_type(&s);
     }
 }
+
+#[test]
+fn pci_modalias_gives_vendor_and_device() {
+    // A ConnectX-6 Dx as the kernel writes it (and the simulator's fixture).
+    let s = "pci:v000015B3d0000101Dsv000015B3sd00000016bc02sc00i00\n";
+    assert_eq!(parse_pci_modalias(s), Some((0x15b3, 0x101d)));
+    assert_eq!(parse_pci_modalias("pci:v000015b3d0000a2d6sv*"), Some((0x15b3, 0xa2d6)));
+    assert_eq!(parse_pci_modalias("virtio:d00000001v00001AF4"), None, "not PCI");
+    assert_eq!(parse_pci_modalias("pci:v000015B3"), None, "cut short");
+    assert_eq!(parse_pci_modalias("pci:v000115B3d0000101D"), None, "vendor wider than 16 bits");
+    assert_eq!(parse_pci_modalias("pci:vXXXXXXXXd0000101D"), None);
+}

@@ -97,6 +97,36 @@ pub(crate) struct Opts {
     /// `-R`: connect the QPs with rdma_cm, and exchange through an rdma_cm
     /// QP instead of TCP (perftest's `--rdma_cm`; iWARP needs it).
     pub(crate) rdma_cm: bool,
+    /// `-I`: the largest message sent inline (`IBV_SEND_INLINE`; the QP is
+    /// made with that `max_inline_data`). `None`: perftest's default, see
+    /// [`Opts::inline_size`].
+    pub(crate) inline: Option<u32>,
+}
+
+/// perftest's `DEF_INLINE_WRITE`, `DEF_INLINE_SEND_RC_UC` (perftest_parameters.h).
+const DEF_INLINE_WRITE: u32 = 220;
+const DEF_INLINE_SEND_RC_UC: u32 = 236;
+/// perftest's `MAX_INLINE`: the largest `-I` it accepts.
+const MAX_INLINE: u32 = 912;
+
+impl Opts {
+    /// The inline size perftest's `ctx_set_max_inline` settles on: none on
+    /// a device perftest does not recognise (its `ib_dev_name` table of
+    /// vendor part ids, which has no entry for rxe or siw: it prints
+    /// "Device not recognized to implement inline feature. Disabling it" if
+    /// `-I` was given), the `-I` value if given, else for latency tests
+    /// 220 bytes (RDMA WRITE) or 236 (SEND on RC), and none for the rest.
+    pub(crate) fn inline_size(&self, recognized: bool) -> u32 {
+        match (recognized, self.inline) {
+            (false, _) => 0,
+            (true, Some(v)) => v,
+            (true, None) => match self.test {
+                Test::WriteLat => DEF_INLINE_WRITE,
+                Test::SendLat => DEF_INLINE_SEND_RC_UC,
+                _ => 0,
+            },
+        }
+    }
 }
 
 /// What the command line asks for.
@@ -122,6 +152,8 @@ pub(crate) fn usage(prog: &str) -> String {
          \x20 -o, --outs=<num>         outstanding READs/atomics (default: the device's maximum)\n\
          \x20 -A, --atomic_type=<type> CMP_AND_SWAP or FETCH_AND_ADD (default)\n\
          \x20 -R, --rdma_cm            connect QPs and exchange through rdma_cm (iWARP needs it)\n\
+         \x20 -I, --inline_size=<size> largest message sent inline (perftest's default: 236 send_lat,\n\
+         \x20                          220 write_lat, 0 others; 0 on devices perftest does not recognise)\n\
          \x20 -F, --CPU-freq           accepted and ignored (perftest compatibility)\n\
          The exchange is perftest's (version 6.06): either side may be perftest's ib_<test>.\n\
          Output: perftest's result table and a line `verbs-perf result key=value ...`.\n"
@@ -129,7 +161,8 @@ pub(crate) fn usage(prog: &str) -> String {
 }
 
 /// (short letter, long name, takes a value)
-const OPTS: [(char, &str, bool); 15] = [
+const OPTS: [(char, &str, bool); 16] = [
+    ('I', "inline_size", true),
     ('d', "ib-dev", true),
     ('i', "ib-port", true),
     ('x', "gid-index", true),
@@ -182,6 +215,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         atomic: Atomic::FetchAndAdd,
         server: None,
         rdma_cm: false,
+        inline: None,
     };
     let mut tx_given = false;
     let mut rx_given = false;
@@ -249,6 +283,16 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
             }
             'F' => {}
             'R' => o.rdma_cm = true,
+            'I' => {
+                let v: u32 = num(letter, &value)?;
+                if v > MAX_INLINE {
+                    return Err(format!("-I {v}: perftest takes at most {MAX_INLINE}"));
+                }
+                if test.is_read_or_atomic() {
+                    return Err("inline data is not available with READ or atomics".into());
+                }
+                o.inline = Some(v);
+            }
             _ => return Ok(Parsed::Help),
         }
     }
@@ -322,6 +366,21 @@ mod tests {
         assert_eq!(run("send_bw -n 100 -r 50").rx_depth, 50);
         // a post list longer than the default SQ grows it
         assert_eq!(run("send_bw -l 256").tx_depth, 256);
+    }
+
+    #[test]
+    fn inline_size_as_perftest_settles_it() {
+        // perftest_parameters.c ctx_set_max_inline: latency defaults on a
+        // device it recognises, none on one it does not, -I as given.
+        let (send, write) = (run("send_lat"), run("write_lat"));
+        assert_eq!((send.inline_size(true), write.inline_size(true)), (236, 220));
+        assert_eq!((send.inline_size(false), write.inline_size(false)), (0, 0));
+        assert_eq!((run("send_bw").inline_size(true), run("write_bw").inline_size(true)), (0, 0));
+        assert_eq!(run("send_lat -I 64").inline_size(true), 64);
+        assert_eq!(run("write_bw --inline_size=16").inline_size(true), 16);
+        assert_eq!(run("send_lat -I 64").inline_size(false), 0);
+        assert!(parse(&args("read_lat -I 8")).is_err());
+        assert!(parse(&args("send_lat -I 913")).is_err());
     }
 
     #[test]

@@ -76,7 +76,12 @@ pub(crate) fn send_lat(
 ) -> Result<String, String> {
     let client = o.server.is_some();
     let mut wc = [Wc::ZERO; 4];
-    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op: SendOp::Send, flags: SendFlags::SIGNALED, ud: None }];
+    let inline = o.inline.unwrap_or(0);
+    // perftest sends a message of at most the inline size inline (its
+    // buffer's bytes, here zeros as perftest's).
+    let zeros = vec![0u8; if o.size <= inline { o.size as usize } else { 0 }];
+    let payload = if o.size <= inline { Payload::Inline(&zeros) } else { Payload::Sges(ssge) };
+    let wr = [SendWr { wr_id: 0, payload, op: SendOp::Send, flags: SendFlags::SIGNALED, ud: None }];
     let rwr = [RecvWr { wr_id: 0, sg_list: rsge }];
     let mut ts = Vec::with_capacity(o.iters as usize + 1);
     let mut posted = o.rx_depth.min(o.iters);
@@ -113,7 +118,10 @@ pub(crate) fn write_lat(
     let client = o.server.is_some();
     let mut wc = [Wc::ZERO; 4];
     let op = SendOp::RdmaWrite { remote_addr: raddr, rkey };
-    let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
+    let inline = o.inline.unwrap_or(0);
+    // Inline (a message of at most the inline size): the bytes go in the
+    // request, a copy of the send area whose last byte is the tag.
+    let mut bytes = vec![0u8; if o.size <= inline { o.size as usize } else { 0 }];
     let mut ts = Vec::with_capacity(o.iters as usize + 1);
     let wait_peer = |mr: &Mr<'_>, tag: u8, i: u32| -> Result<(), String> {
         let (t0, mut spins, mut byte) = (Instant::now(), 0u32, [0u8; 1]);
@@ -134,8 +142,17 @@ pub(crate) fn write_lat(
             wait_peer(mr, tag, i)?;
         }
         ts.push(Instant::now());
-        mr.write_at(send_last, &[tag]).map_err(s("write"))?;
-        post(qp, &wr)?;
+        let payload = match bytes.last_mut() {
+            Some(last) => {
+                *last = tag;
+                Payload::Inline(&bytes)
+            }
+            None => {
+                mr.write_at(send_last, &[tag]).map_err(s("write"))?;
+                Payload::Sges(ssge)
+            }
+        };
+        post(qp, &[SendWr { wr_id: 0, payload, op, flags: SendFlags::SIGNALED, ud: None }])?;
         wait_cq(send_cq, 1, &mut wc)?;
         if !client {
             wait_peer(mr, tag, i)?;

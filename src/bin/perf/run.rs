@@ -130,6 +130,17 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         }
     };
 
+    let attr = ctx.query_device().map_err(s("ibv_query_device"))?;
+    let known = perftest_knows(attr.base().vendor_id, attr.base().vendor_part_id);
+    if o.inline.is_some_and(|v| v > 0) && !known {
+        println!("{}", report::RULE);
+        eprintln!("Device not recognized to implement inline feature. Disabling it");
+    }
+    let inline = o.inline_size(known);
+    // From here on `o.inline` is the size settled on (the latency loops read it).
+    let resolved = Opts { inline: Some(inline), ..o.clone() };
+    let o = &resolved;
+
     let pd = Pd::alloc(ctx).map_err(s("ibv_alloc_pd"))?;
     let nq = o.qps as usize;
     // perftest's send_bw on iWARP: receive credits (`credit`)
@@ -151,7 +162,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         max_recv_wr: if o.test.is_send() { o.rx_depth } else { 1 },
         max_send_sge: 1,
         max_recv_sge: 1,
-        max_inline_data: 0,
+        max_inline_data: inline,
     };
     let init = ConnInitAttr { pkey_index: 0, port_num: o.ib_port, access };
     let (lkey, base) = (mr.lkey(), mr.addr());
@@ -310,4 +321,17 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
         ids.disconnect();
     }
     result
+}
+
+/// Whether perftest's `ib_dev_name` knows the device (then its latency
+/// tests send inline by default): Chelsio T4-T6, Intel, and the vendor
+/// part ids of its table (Mellanox ConnectX-3 to -8, Connect-IB and
+/// BlueField here). rxe (vendor 0xffffff) and siw are not in it: perftest
+/// sends nothing inline on them ("Max inline data : 0[B]").
+fn perftest_knows(vendor_id: u32, part: u32) -> bool {
+    match vendor_id {
+        5157 => matches!(part >> 12, 4 | 5 | 6 | 10 | 11),
+        0x8086 => true,
+        _ => matches!(part, 4099 | 4100 | 4103 | 4104 | 4113 | 4115..=4131 | 41682 | 41686 | 41692 | 41695),
+    }
 }

@@ -15,7 +15,8 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
-#define P(p) ((p) ? "ok" : strerror(errno))
+#include "common.h"
+
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -44,7 +45,7 @@ static struct ibv_qp *rc_qp(struct ibv_cq_ex *scq, struct ibv_cq_ex *rcq)
 		exit(1);
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+	if (ibv_modify_qp(qp, &a, INIT_MASK)) {
 		printf("modify(init) %s\n", strerror(errno));
 		exit(1);
 	}
@@ -53,25 +54,15 @@ static struct ibv_qp *rc_qp(struct ibv_cq_ex *scq, struct ibv_cq_ex *rcq)
 
 static void connect_to(struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest, .rq_psn = 0,
-		.max_dest_rd_atomic = 1, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = gid, .sgid_index = (uint8_t)gid_index, .hop_limit = 1 } },
-	};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+	struct ibv_qp_attr a;
+
+	attr_rtr(&a, dest, 0, &gid, gid_index);
+	if (ibv_modify_qp(qp, &a, RTR_MASK)) {
 		printf("modify(rtr) %s\n", strerror(errno));
 		exit(1);
 	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+	attr_rts(&a, 0);
+	if (ibv_modify_qp(qp, &a, RTS_MASK)) {
 		printf("modify(rts) %s\n", strerror(errno));
 		exit(1);
 	}

@@ -24,7 +24,8 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
-#define E(rc) ((rc) ? strerror(rc) : "ok")
+#include "common.h"
+
 #define DIE(what) do { printf("%s failed: %s\n", what, strerror(errno)); exit(1); } while (0)
 
 enum { SRC = 0, RECV = 1024, TARGET = 2048, READ_DST = 3072, LEN = 4096 };
@@ -56,36 +57,14 @@ static void up(struct ibv_qp *qp, uint32_t remote)
 {
 	struct ibv_qp_attr at;
 
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_INIT;
-	at.port_num = 1;
-	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	attr_init(&at);
+	if (ibv_modify_qp(qp, &at, INIT_MASK))
 		DIE("modify INIT");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTR;
-	at.path_mtu = IBV_MTU_1024;
-	at.dest_qp_num = remote;
-	at.rq_psn = 9;
-	at.max_dest_rd_atomic = 1;
-	at.min_rnr_timer = 12;
-	at.ah_attr.is_global = 1;
-	at.ah_attr.grh.dgid = gid;
-	at.ah_attr.grh.sgid_index = gid_index;
-	at.ah_attr.grh.hop_limit = 1;
-	at.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	attr_rtr(&at, remote, 9, &gid, gid_index);
+	if (ibv_modify_qp(qp, &at, RTR_MASK))
 		DIE("modify RTR");
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTS;
-	at.timeout = 14;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.sq_psn = 9;
-	at.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+	attr_rts(&at, 9);
+	if (ibv_modify_qp(qp, &at, RTS_MASK))
 		DIE("modify RTS");
 }
 

@@ -1,0 +1,394 @@
+//! mlx5 through the provider seam ([`crate::providers::seam`]): its match
+//! rule (driver id, or the ConnectX PCI ids of libmlx5's `hca_table` when
+//! discovery found the device in sysfs only), its capabilities, and the
+//! hooks that allocate each object's memory, send its create command with
+//! the driver data, and keep its state in the context's slot table
+//! ([`super::registry`]) where posts and polls meet.
+
+use core::mem::MaybeUninit;
+
+use rustix::fd::{AsFd, BorrowedFd};
+use zerocopy::{FromZeros, IntoBytes};
+
+use super::abi::Mlx5CreateQpResp;
+use super::ctx::{self, CtxInfo, Doorbell, Uars};
+use super::ops;
+use super::registry::{Entry, RegRef};
+use super::res::{CqMem, QpMem, SrqMem};
+use super::abi::Mlx5CreateAhResp;
+use super::av::{build_av, roce_v2_sport, Link};
+use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ResizeCq};
+use crate::ah::AhAttr;
+use crate::cmd::device::query_gid_entry;
+use crate::query::{GidEntry, GID_TYPE_ROCE_V2};
+use crate::abi::RdmaDriverId;
+use crate::cmd::device::{get_context, query_device_ex, ContextReply};
+use crate::cmd::Channel;
+use crate::error::{Error, ErrorKind, Result};
+use crate::providers::claim::Claim;
+use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
+use crate::qp::{QpCap, QpType};
+use crate::wc::{Wc, WcOut};
+use crate::wr::{PostError, RecvWr, SendWr};
+
+/// The mlx5 provider (ConnectX-4 and later, `mlx5_ib`).
+#[derive(Clone, Copy, Debug)]
+pub struct Mlx5;
+
+/// The PCI ids libmlx5 claims (`mlx5_hca_table`, rdma-core v44).
+pub const PCI_IDS: &[(u16, u16)] = &[
+    (0x15b3, 0x1011), (0x15b3, 0x1012), (0x15b3, 0x1013), (0x15b3, 0x1014), (0x15b3, 0x1015),
+    (0x15b3, 0x1016), (0x15b3, 0x1017), (0x15b3, 0x1018), (0x15b3, 0x1019), (0x15b3, 0x101a),
+    (0x15b3, 0x101b), (0x15b3, 0x101c), (0x15b3, 0x101d), (0x15b3, 0x101e), (0x15b3, 0x101f),
+    (0x15b3, 0x1021), (0x15b3, 0x1023), (0x15b3, 0xa2d2), (0x15b3, 0xa2d3), (0x15b3, 0xa2d6),
+    (0x15b3, 0xa2dc), (0x15b3, 0xa2df),
+];
+
+impl Provider for Mlx5 {
+    const NAME: &'static str = "mlx5";
+    const DRIVER_ID: RdmaDriverId = RdmaDriverId::MLX5;
+    const NAME_PREFIX: Option<&'static str> = None;
+    const PCI_IDS: &'static [(u16, u16)] = PCI_IDS;
+    const MIN_ABI: u32 = super::abi::MLX5_IB_UVERBS_ABI_VERSION;
+    const MAX_ABI: u32 = super::abi::MLX5_IB_UVERBS_ABI_VERSION;
+    const CAPS: Caps = Caps {
+        iwarp: false,
+        // The simulated ConnectX is RoCE; an InfiniBand port is not handled
+        // yet (its AVs need no GRH and no MAC).
+        roce: true,
+        addresses_regions_by_iova: true,
+        // Not implemented yet: the CQE copy from the old buffer
+        // (`mlx5_cq_resize_copy_cqes`).
+        cq_resize: false,
+        memory_windows: true,
+        address_handles: true,
+        query_srq: true,
+        send_ops: !0,
+        doorbell_names_qp: false,
+        notify_names_cq: false,
+        refuses_posts_in_error: false,
+    };
+    type Context = Mlx5Context;
+    type Cq = Mlx5Cq;
+    type Qp = Mlx5Qp;
+    type Srq = Mlx5Srq;
+}
+
+/// An mlx5 context: the slot table, which owns the UAR pages.
+#[derive(Debug)]
+pub struct Mlx5Context {
+    reg: RegRef,
+    /// The device does atomics (`atomic_cap != IBV_ATOMIC_NONE`).
+    atomics: bool,
+}
+
+impl Mlx5Context {
+    fn info(&self) -> &CtxInfo {
+        self.reg.uars().info()
+    }
+
+    /// A free slot for a new object, or the error saying the table is full.
+    fn reserve(&self, verb: &'static str) -> Result<Slot<'_>> {
+        match self.reg.insert(Entry::Reserved) {
+            Some(i) => Ok(Slot { reg: &self.reg, i, keep: false }),
+            None => Err(Error::new(verb, ErrorKind::OutOfResources).with_detail("mlx5: more CQs, QPs and SRQs than the context's table holds")),
+        }
+    }
+}
+
+/// A reserved slot, freed again unless the create got through.
+struct Slot<'r> {
+    reg: &'r RegRef,
+    i: u32,
+    keep: bool,
+}
+
+impl Slot<'_> {
+    fn fill(mut self, e: Entry) -> (RegRef, u32) {
+        if let Some(mut g) = self.reg.lock(self.i) {
+            *g = e;
+        }
+        self.keep = true;
+        (self.reg.share(), self.i)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.reg.remove(self.i);
+        }
+    }
+}
+
+impl ProviderContext for Mlx5Context {
+    fn open(chan: &Channel) -> Result<(ContextReply, Self)> {
+        const VERB: &str = "ibv_open_device";
+        let mut out = [0u8; 72];
+        let reply = get_context(chan, ctx::request().as_bytes(), &mut out)?;
+        let info = CtxInfo::from_response(&out)?;
+        if info.cqe_version != 1 {
+            return Err(Error::new(VERB, ErrorKind::Unsupported).with_detail("mlx5: CQE version 0 (CQEs naming QPs by number) is not implemented"));
+        }
+        let uars = Uars::map(chan.as_fd(), info)?;
+        let reg = RegRef::new(VERB, uars)?;
+        // libmlx5 enables atomics on a QP only if the device does them.
+        let atomics = query_device_ex(chan).is_ok_and(|d| d.base.atomic_cap != 0);
+        Ok((reply, Self { reg, atomics }))
+    }
+
+    /// `mlx5_create_ah`: the kernel resolves the destination MAC (RoCE,
+    /// `MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`); the vector is built here and
+    /// kept in a slot, whose index is the AH's number.
+    fn create_ah(&self, dc: &mut DriverCmd<'_, CreateAh>) -> Result<(CreateAhResp, u32)> {
+        let verb = dc.verb();
+        let attr = AhAttr::from_abi(&dc.core().attr);
+        let Some(g) = attr.grh else {
+            return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: a RoCE address must be global (it needs a GRH)"));
+        };
+        let v2 = query_gid_entry(dc.channel(), attr.port_num, u32::from(g.sgid_index))
+            .is_ok_and(|e| GidEntry::from_kernel(e).gid_type == GID_TYPE_ROCE_V2);
+        let slot = self.reserve(verb)?;
+        let mut out = Mlx5CreateAhResp::new_zeroed();
+        let resp = dc.send(&[], out.as_mut_bytes())?;
+        // libmlx5 draws a random port when the flow label is 0; any value
+        // in range does, this one varies per AH.
+        let random = resp.ah_handle.wrapping_mul(0x9e37_79b9) >> 8;
+        let link = Link::Roce { dmac: out.dmac, udp_sport: v2.then(|| roce_v2_sport(g.flow_label, random)) };
+        let av = build_av(&attr, link).map_err(|why| Error::new(verb, ErrorKind::InvalidArgument).with_detail(why))?;
+        let (_, i) = slot.fill(Entry::Ah { av });
+        Ok((resp, i))
+    }
+
+    fn destroy_ah(&self, ah_num: u32) {
+        if matches!(self.reg.lock(ah_num).as_deref(), Some(Entry::Ah { .. })) {
+            self.reg.remove(ah_num);
+        }
+    }
+}
+
+/// An mlx5 CQ: its slot (ring state and buffer).
+#[derive(Debug)]
+pub struct Mlx5Cq {
+    reg: RegRef,
+    slot: u32,
+    ncqe: u32,
+}
+
+impl Drop for Mlx5Cq {
+    fn drop(&mut self) {
+        self.reg.remove(self.slot);
+    }
+}
+
+/// Completions copied per lock of the CQ.
+const CHUNK: usize = 16;
+
+impl Mlx5Cq {
+    /// Polls up to `max` completions and hands each to `f` (outside the
+    /// CQ's lock).
+    #[inline]
+    fn drain(&self, max: usize, mut f: impl FnMut(&Wc)) -> usize {
+        let mut done = 0;
+        while done < max {
+            let want = (max - done).min(CHUNK);
+            let mut tmp = [Wc::default(); CHUNK];
+            // A CQE this provider cannot complete is consumed and skipped.
+            let n = ops::poll(&self.reg, self.slot, &mut tmp[..want]).unwrap_or_else(|n| n);
+            tmp[..n].iter().for_each(&mut f);
+            done += n;
+            if n < want {
+                break;
+            }
+        }
+        done
+    }
+}
+
+impl ProviderCq for Mlx5Cq {
+    type Ctx = Mlx5Context;
+
+    fn create(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, CreateCq>) -> Result<Self> {
+        let verb = dc.verb();
+        let info = *ctx.info();
+        let mem = CqMem::new(verb, dc.core().cqe, info.cache_line_size)?;
+        // libmlx5 asks the kernel for the entries it allocated, minus one.
+        dc.core_mut().cqe = mem.kernel_cqe();
+        let slot = ctx.reserve(verb)?;
+        let mut out = [0u8; 8];
+        let resp = dc.send(mem.request().as_bytes(), &mut out)?;
+        let cqn = u32::from_ne_bytes([out[0], out[1], out[2], out[3]]);
+        let ring = mem.ring(verb, resp.cqe, cqn, info.cqe_version)?;
+        let ncqe = mem.ncqe;
+        let (reg, slot) = slot.fill(Entry::Cq { ring, buf: mem.buf });
+        Ok(Self { reg, slot, ncqe })
+    }
+
+    fn resize(&mut self, _: &Mlx5Context, dc: &mut DriverCmd<'_, ResizeCq>) -> core::result::Result<(), ResizeFailed> {
+        Err(ResizeFailed::Unchanged(Error::new(dc.verb(), ErrorKind::Unsupported).with_detail("mlx5: CQ resize is not implemented")))
+    }
+
+    fn req_notify(&self, _: &Mlx5Context, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
+        if ops::arm(&self.reg, self.slot, solicited_only) {
+            Ok(())
+        } else {
+            Err(Error::new("ibv_req_notify_cq", ErrorKind::InvalidArgument).with_detail("mlx5: the CQ's slot holds no CQ"))
+        }
+    }
+
+    fn event(&self) {
+        ops::cq_event(&self.reg, self.slot);
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        ops::is_empty(&self.reg, self.slot)
+    }
+
+    #[inline]
+    fn poll<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        let mut it = out.iter_mut();
+        Ok(self.drain(it.len(), |w| {
+            if let Some(o) = it.next() {
+                o.set(*w);
+            }
+        }))
+    }
+
+    #[inline]
+    fn poll_nonempty(&self, out: &mut [MaybeUninit<Wc>]) -> core::result::Result<usize, Claim> {
+        self.poll(out)
+    }
+
+    fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
+        Ok(self.drain(max, f))
+    }
+
+    fn ring_slots(&self) -> u32 {
+        self.ncqe
+    }
+}
+
+/// An mlx5 QP: its slot (queues and buffer) and its doorbell.
+#[derive(Debug)]
+pub struct Mlx5Qp {
+    reg: RegRef,
+    slot: u32,
+    db: Doorbell,
+    slots: (u32, Option<u32>),
+}
+
+impl Drop for Mlx5Qp {
+    fn drop(&mut self) {
+        self.reg.remove(self.slot);
+    }
+}
+
+impl ProviderQp for Mlx5Qp {
+    type Ctx = Mlx5Context;
+
+    fn create(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+        let verb = dc.verb();
+        let core = *dc.core();
+        let qp_type = match core.qp_type {
+            2 => QpType::Rc,
+            3 => QpType::Uc,
+            4 => QpType::Ud,
+            _ => return Err(Error::new(verb, ErrorKind::Unsupported).with_detail("mlx5: only RC, UC and UD QPs are implemented")),
+        };
+        let cap = QpCap {
+            max_send_wr: core.max_send_wr,
+            max_recv_wr: core.max_recv_wr,
+            max_send_sge: core.max_send_sge,
+            max_recv_sge: core.max_recv_sge,
+            max_inline_data: core.max_inline_data,
+        };
+        let uses_srq = core.is_srq != 0;
+        let srq_uidx = match uses_srq {
+            true => Some(ctx.reg.find_srq(core.srq_handle).ok_or_else(|| Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: the QP's SRQ is not this context's"))?),
+            false => None,
+        };
+        let info = *ctx.info();
+        let mem = QpMem::new(verb, &info.limits, qp_type, &cap, uses_srq, info.cache_line_size)?;
+        let slot = ctx.reserve(verb)?;
+        let mut out = Mlx5CreateQpResp::new_zeroed();
+        let resp = dc.send(mem.request(slot.i).as_bytes(), out.as_mut_bytes())?;
+        let db = ctx.reg.uars().doorbell(out.bfreg_index).ok_or_else(|| {
+            Error::new(verb, ErrorKind::Malformed).with_detail("mlx5: the kernel gave the QP a BlueFlame register the context does not have")
+        })?;
+        let (sq, rq) = mem.queues(verb, resp.qpn, qp_type, core.sq_sig_all != 0, ctx.atomics, db.blueflame())?;
+        let slots = (sq.as_ref().map_or(0, |s| s.config().size.max_post), rq.as_ref().map(|_| mem.granted().max_recv_wr));
+        let (reg, slot) = slot.fill(Entry::Qp { sq, rq, buf: mem.buf, srq_uidx });
+        Ok(Self { reg, slot, db, slots })
+    }
+
+    #[inline]
+    fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        ops::post_send(&self.reg, self.slot, self.db, wrs)
+    }
+
+    #[inline]
+    fn post_recv(&mut self, _: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        if self.slots.1.is_none() {
+            return Err(no_recv_queue());
+        }
+        ops::post_recv(&self.reg, self.slot, wrs)
+    }
+
+    fn queue_slots(&self) -> (u32, Option<u32>) {
+        self.slots
+    }
+}
+
+/// An mlx5 SRQ: its slot (free list and buffer).
+#[derive(Debug)]
+pub struct Mlx5Srq {
+    reg: RegRef,
+    slot: u32,
+    wqe_cnt: u32,
+}
+
+impl Drop for Mlx5Srq {
+    fn drop(&mut self) {
+        self.reg.remove(self.slot);
+    }
+}
+
+impl ProviderSrq for Mlx5Srq {
+    type Ctx = Mlx5Context;
+
+    fn create<C: SrqCreateCmd>(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
+        let verb = dc.verb();
+        let (max_wr, max_sge) = dc.core().srq_caps();
+        let info = *ctx.info();
+        let mut mem = SrqMem::new(verb, &info.limits, max_wr, max_sge, info.cache_line_size)?;
+        let (kernel_max_wr, kernel_max_sge) = mem.kernel_attr();
+        dc.core_mut().set_srq_caps(kernel_max_wr, kernel_max_sge);
+        let slot = ctx.reserve(verb)?;
+        let resp = dc.send(mem.request(slot.i).as_bytes(), &mut [0u8; 8])?;
+        let srq = mem.srq(verb)?;
+        let wqe_cnt = mem.size.wqe_cnt;
+        let (reg, slot) = slot.fill(Entry::Srq { srq, buf: mem.buf, handle: resp.srq_handle });
+        Ok(Self { reg, slot, wqe_cnt })
+    }
+
+    fn modify(&mut self, _: &Mlx5Context, dc: &mut DriverCmd<'_, ModifySrq>, resize: bool) -> core::result::Result<(), ResizeFailed> {
+        if resize {
+            return Err(ResizeFailed::Unchanged(Error::new(dc.verb(), ErrorKind::Unsupported).with_detail("mlx5 SRQs cannot be resized (as in libmlx5)")));
+        }
+        dc.send(&[], &mut []).map(|_| ()).map_err(ResizeFailed::Unchanged)
+    }
+
+    fn set_limit(&self, _: &Mlx5Context, dc: &mut DriverCmd<'_, ModifySrq>) -> Result<()> {
+        dc.send(&[], &mut []).map(|_| ())
+    }
+
+    #[inline]
+    fn post_recv(&self, _: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        ops::post_srq_recv(&self.reg, self.slot, wrs)
+    }
+
+    fn ring_slots(&self) -> u32 {
+        self.wqe_cnt
+    }
+}

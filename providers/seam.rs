@@ -50,7 +50,7 @@ use crate::cmd::channel::RingFailed;
 use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
-use crate::qp::{QpStateKind, QpType};
+use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 

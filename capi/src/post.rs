@@ -339,7 +339,12 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         if let Some(any) = g.as_mut() {
-            match any.send_straight().and_then(|r| r.post(s)) {
+            // No closure here: the straight path is inlined whole.
+            let posted = match any.send_straight() {
+                Some(r) => r.post(s),
+                None => None,
+            };
+            match posted {
                 Some(Ok(())) => return 0,
                 Some(Err(failed)) => {
                     drop(g);
@@ -588,8 +593,11 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     if let Some(sge) = sge {
         if let Some(mut g) = c.try_lock() {
             if let Some(any) = g.as_mut() {
-                if any.recv_straight().is_some_and(|r| r.post(w.wr_id, sge)) {
-                    return 0;
+                // No closure here: the straight path is inlined whole.
+                if let Some(r) = any.recv_straight() {
+                    if r.post(w.wr_id, sge) {
+                        return 0;
+                    }
                 }
             }
         }

@@ -26,7 +26,7 @@ use crate::providers::seam::{SrqCreateCmd,
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
     StraightWr,
 };
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 

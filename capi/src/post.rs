@@ -339,12 +339,7 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         if let Some(any) = g.as_mut() {
-            // No closure here: the straight path is inlined whole.
-            let posted = match any.send_straight() {
-                Some(r) => r.post(s),
-                None => None,
-            };
-            match posted {
+            match any.send_straight().and_then(|r| r.post(s)) {
                 Some(Ok(())) => return 0,
                 Some(Err(failed)) => {
                     drop(g);

@@ -78,6 +78,8 @@ pub struct Caps {
     pub address_handles: bool,
     /// `ibv_query_srq` exists.
     pub query_srq: bool,
+    /// `ibv_attach_mcast` / `ibv_detach_mcast` exist.
+    pub multicast: bool,
     /// Send operations the device executes, one bit per `ibv_wr_opcode`
     /// (`1 << IBV_WR_*`): what `ibv_create_qp_ex` may ask for (`!0`: no
     /// limit beyond the library's own).

@@ -50,6 +50,7 @@ impl Provider for Rxe {
         memory_windows: true,
         address_handles: true,
         query_srq: true,
+        multicast: true,
         send_ops: !0,
         doorbell_names_qp: true,
         notify_names_cq: true,

@@ -45,6 +45,7 @@ impl Provider for Siw {
         memory_windows: false,
         address_handles: false,
         query_srq: false,
+        multicast: false,
         // RDMA WRITE, SEND, RDMA READ, SEND with invalidate: no immediate
         // data, atomics, local invalidate or memory windows.
         send_ops: 1 << 0 | 1 << 2 | 1 << 4 | 1 << 9,

@@ -11,7 +11,7 @@
 //! hold its per-context, per-CQ, per-QP and per-SRQ state, with the hooks
 //! that add its driver data to the create commands), behind a cargo
 //! feature of its name. It is registered with one line in the
-//! [`dispatch::registry!`] list below, which generates [`ProviderKind`],
+//! `dispatch::registry!` list below, which generates [`ProviderKind`],
 //! the match table and the dispatch enums the object layer uses.
 
 pub mod claim;
@@ -37,7 +37,7 @@ use crate::cmd::channel::RingFailed;
 use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{ErrorKind, Result};
-use crate::qp::{QpStateKind, QpType};
+use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 use seam::{SrqCreateCmd, 

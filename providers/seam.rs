@@ -50,7 +50,7 @@ use crate::cmd::channel::RingFailed;
 use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
-use crate::qp::{QpStateKind, QpType};
+use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
@@ -78,6 +78,8 @@ pub struct Caps {
     pub address_handles: bool,
     /// `ibv_query_srq` exists.
     pub query_srq: bool,
+    /// `ibv_attach_mcast` / `ibv_detach_mcast` exist.
+    pub multicast: bool,
     /// Send operations the device executes, one bit per `ibv_wr_opcode`
     /// (`1 << IBV_WR_*`): what `ibv_create_qp_ex` may ask for (`!0`: no
     /// limit beyond the library's own).

@@ -15,6 +15,9 @@
 #      expected to fail; any other failure fails the run, and so does a listed test that passes
 #      (the list must stay true).
 #
+# CI runs the passing set (sim/tests/device-on-sim.txt) through `scripts/sim.sh --device`; this
+# script is the full account: every RoCE test, each failure explained or an error.
+#
 # usage: scripts/sim-device.sh [--no-build] [--keep] [FILTER...]
 #   FILTER   libtest name filters (default: rxe_, the RoCE device's tests)
 set -uo pipefail

@@ -17,7 +17,7 @@
 #   4. prints a table (program, variant, result, seconds) and exits non-zero if anything failed.
 # Every program runs under a timeout (SIM_TIMEOUT seconds, default 60), so nothing hangs.
 #
-# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--only REGEX] [--trace FILE] [--keep]
+# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--device] [--only REGEX] [--trace FILE] [--keep]
 #   --no-build    use the existing target/release binaries
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
@@ -27,6 +27,9 @@
 #                 lists the device, verbs-devinfo -v prints what ibv_devinfo -v does, and
 #                 verbs-{rc,ud,srq}-pingpong run against themselves and against
 #                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways
+#   --device      also build the device test binary (tests/device.rs) with the rustix libc
+#                 backend and feature mlx5 (target/sim-libc, a slow build: ~7 min) and run the
+#                 tests listed in sim/tests/device-on-sim.txt on mlx5_0 with our provider
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -35,13 +38,14 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-BUILD=1 UNIT=1 PYVERBS=1 OURS=0 ONLY="" TRACE="" KEEP=0
+BUILD=1 UNIT=1 PYVERBS=1 OURS=0 DEVICE=0 ONLY="" TRACE="" KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0; shift ;;
         --no-unit) UNIT=0; shift ;;
         --no-pyverbs) PYVERBS=0; shift ;;
         --ours) OURS=1; shift ;;
+        --device) DEVICE=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
         --trace) TRACE=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
@@ -224,6 +228,20 @@ for v in "-n 1000" "-l 4 -n 1000" "-q 2 -n 500"; do
     # shellcheck disable=SC2086
     run_pair ib_atomic_bw "$v" ib_atomic_bw $D $v
 done
+
+# the device tests that apply to the simulated RoCE device, on our mlx5 provider
+if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
+    list=$ROOT/sim/tests/device-on-sim.txt
+    mapfile -t names < <(grep -v '^#' "$list" | grep .)
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --test device \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc" --message-format=json > "$WORK/devbuild.json"; then
+        DT=$(grep -o '"executable":"[^"]*device-[^"]*"' "$WORK/devbuild.json" | tail -1 | cut -d'"' -f4)
+        TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
+            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
+    else
+        row device-tests "ours on mlx5_0" "FAIL(build)" "-"
+    fi
+fi
 
 # rdma-core's pyverbs suite: every test in a child process that is replaced when it crashes or
 # makes no progress for 60 s (scripts/pyverbs_run.py), so no test can hang the run.

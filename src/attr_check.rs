@@ -10,11 +10,11 @@
 //! [detail](Error::detail) names the field.
 //!
 //! The port number, P_Key index and sgid index are checked against the
-//! port (one `ibv_query_port`, which also refuses a port the device does
-//! not have); the rest are checked by their width alone.
+//! port (one `ibv_query_port` by the caller, which also refuses a port
+//! the device does not have); the rest are checked by their width alone.
+//! Every check works on plain data: the context is above this file.
 
-use crate::ah::AhAttr;
-use crate::context::Context;
+use crate::ah::attr::AhAttr;
 use crate::error::{Errno, Error, ErrorKind, Result};
 use crate::query::PortAttr;
 
@@ -29,22 +29,6 @@ pub(crate) fn bits(verb: &'static str, v: u32, width: u32, detail: &'static str)
         return Err(Error::invalid(verb, detail));
     }
     Ok(())
-}
-
-/// The attributes of port `port_num`, or an error naming the port if the
-/// device has no such port (ports count from 1).
-pub(crate) fn port(verb: &'static str, ctx: &Context, port_num: u8) -> Result<PortAttr> {
-    const NO_PORT: &str = "port_num is not a port of the device (ports count from 1)";
-    if port_num == 0 {
-        return Err(Error::invalid(verb, NO_PORT));
-    }
-    ctx.query_port(port_num).map_err(|e| match e.errno() {
-        // The kernel's `rdma_is_port_valid` failed.
-        Some(errno @ Errno::INVAL) => {
-            Error::with_errno(verb, ErrorKind::InvalidArgument, errno).with_detail(NO_PORT)
-        }
-        _ => e,
-    })
 }
 
 /// `pkey_index` against the port's P_Key table. A port without one
@@ -76,18 +60,16 @@ pub(crate) fn ah_fields(verb: &'static str, ah: &AhAttr) -> Result<()> {
     Ok(())
 }
 
-/// Every check of an address vector: [`ah_fields`], then against its port
-/// (which must exist): the sgid index inside the GID table, and a GRH on
-/// a RoCE port (whose packets always carry one; an iWARP port, also
-/// Ethernet, needs none).
-pub(crate) fn ah(verb: &'static str, ctx: &Context, ah: &AhAttr) -> Result<()> {
-    ah_fields(verb, ah)?;
-    let port = port(verb, ctx, ah.port_num)?;
+/// The checks of an address vector against its port (`port`, queried by
+/// the caller: [`Context::check_ah`](crate::Context)): the sgid index
+/// inside the GID table, and a GRH on a RoCE port (whose packets always
+/// carry one; an iWARP port, also Ethernet, needs none: `iwarp`).
+pub(crate) fn ah_on_port(verb: &'static str, port: &PortAttr, iwarp: bool, ah: &AhAttr) -> Result<()> {
     match &ah.grh {
         Some(g) if u32::from(g.sgid_index) >= port.gid_tbl_len => {
             Err(Error::invalid(verb, "ah_attr.grh.sgid_index is past the port's GID table (gid_tbl_len)"))
         }
-        None if port.link_layer == LINK_LAYER_ETHERNET && !is_iwarp(ctx) => Err(Error::invalid(
+        None if port.link_layer == LINK_LAYER_ETHERNET && !iwarp => Err(Error::invalid(
             verb,
             "a RoCE port needs a global route: set ah_attr.grh (the peer's GID and the local sgid_index)",
         )),
@@ -95,11 +77,25 @@ pub(crate) fn ah(verb: &'static str, ctx: &Context, ah: &AhAttr) -> Result<()> {
     }
 }
 
-/// Whether the device is an iWARP device (Ethernet link layer too, but
-/// connected through TCP: its addresses have no GRH).
-fn is_iwarp(ctx: &Context) -> bool {
-    ctx.provider_caps().iwarp
+/// `Err` naming the port if `port_num` cannot be a port (ports count
+/// from 1).
+pub(crate) fn port_num(verb: &'static str, port_num: u8) -> Result<()> {
+    if port_num == 0 {
+        return Err(Error::invalid(verb, NO_PORT));
+    }
+    Ok(())
 }
+
+/// A port query's error for a port the device does not have (the kernel's
+/// `rdma_is_port_valid` failed: `EINVAL`), named as such.
+pub(crate) fn no_such_port(verb: &'static str, e: Error) -> Error {
+    match e.errno() {
+        Some(errno @ Errno::INVAL) => Error::with_errno(verb, ErrorKind::InvalidArgument, errno).with_detail(NO_PORT),
+        _ => e,
+    }
+}
+
+const NO_PORT: &str = "port_num is not a port of the device (ports count from 1)";
 
 /// What the kernel's `ENODATA` means for a verb given an address: its
 /// sgid index names an empty entry of the GID table. Other errors pass
@@ -126,7 +122,7 @@ pub(crate) mod width {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ah::GlobalRoute;
+    use crate::ah::attr::GlobalRoute;
 
     #[test]
     fn widths() {

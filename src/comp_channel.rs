@@ -22,7 +22,8 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use crate::abi::uverbs::{CompEventDesc, CreateCompChannel};
 use crate::context::Context;
-use crate::error::{Error, ErrorKind, Result};
+use crate::event_fd::{read_record, set_nonblocking};
+use crate::error::Result;
 
 /// A completion event channel (`struct ibv_comp_channel`).
 #[doc(alias = "ibv_comp_channel")]
@@ -65,7 +66,7 @@ impl<'ctx> CompChannel<'ctx> {
     /// Reads one completion event: the `user_handle` of the CQ that had a
     /// completion (the value its creator gave the kernel). Blocks unless
     /// the channel is non-blocking, in which case an empty channel gives
-    /// [`ErrorKind::WouldBlock`].
+    /// [`ErrorKind::WouldBlock`](crate::ErrorKind::WouldBlock).
     ///
     /// This is the read half of `ibv_get_cq_event`; the CQ layer maps the
     /// handle back to its CQ and counts events for `ibv_ack_cq_events`.
@@ -147,24 +148,4 @@ impl Drop for PendingSlot<'_> {
     }
 }
 
-/// Reads exactly one fixed-size event record from an event file. `EAGAIN`
-/// (non-blocking, nothing queued) becomes [`ErrorKind::WouldBlock`]; a
-/// short read is [`ErrorKind::Malformed`]; `EINTR` is retried.
-pub(crate) fn read_record(verb: &'static str, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<()> {
-    loop {
-        match rustix::io::read(fd, &mut *buf) {
-            Ok(n) if n == buf.len() => return Ok(()),
-            Ok(_) => return Err(Error::new(verb, ErrorKind::Malformed)),
-            Err(e) if e == rustix::io::Errno::INTR => continue,
-            Err(e) if e == rustix::io::Errno::AGAIN => {
-                return Err(Error::with_errno(verb, ErrorKind::WouldBlock, e))
-            }
-            Err(e) => return Err(Error::from_errno(verb, e)),
-        }
-    }
-}
 
-/// Sets or clears `O_NONBLOCK` on an event file.
-pub(crate) fn set_nonblocking(verb: &'static str, fd: BorrowedFd<'_>, on: bool) -> Result<()> {
-    rustix::io::ioctl_fionbio(fd, on).map_err(|e| Error::from_errno(verb, e))
-}

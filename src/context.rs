@@ -133,6 +133,21 @@ impl Context {
         self.state.caps()
     }
 
+    /// The attributes of port `port_num`, or an error naming the port if
+    /// the device has no such port (ports count from 1).
+    pub(crate) fn port_checked(&self, verb: &'static str, port_num: u8) -> Result<PortAttr> {
+        crate::attr_check::port_num(verb, port_num)?;
+        self.query_port(port_num).map_err(|e| crate::attr_check::no_such_port(verb, e))
+    }
+
+    /// Every check of an address vector: its fields, then against its
+    /// port (which must exist).
+    pub(crate) fn check_ah(&self, verb: &'static str, ah: &crate::ah::attr::AhAttr) -> Result<()> {
+        crate::attr_check::ah_fields(verb, ah)?;
+        let port = self.port_checked(verb, ah.port_num)?;
+        crate::attr_check::ah_on_port(verb, &port, self.provider_caps().iwarp, ah)
+    }
+
     /// The provider's per-context state, for the objects it creates.
     pub(crate) fn provider_state(&self) -> &AnyCtx {
         &self.state
@@ -269,7 +284,7 @@ impl Context {
             crate::Error::with_errno(VERB, crate::ErrorKind::InvalidArgument, rustix::io::Errno::NOENT)
                 .with_detail(detail)
         };
-        let port = crate::attr_check::port(VERB, self, port_num).map_err(|e| match e.detail() {
+        let port = self.port_checked(VERB, port_num).map_err(|e| match e.detail() {
             Some(d) if e.kind() == crate::ErrorKind::InvalidArgument => no_entry(d),
             _ => e,
         })?;

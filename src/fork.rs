@@ -37,7 +37,7 @@
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mr::AccessFlags;
+use crate::access::AccessFlags;
 
 /// How many registered ranges the fork-safety table can track.
 pub const MAX_RANGES: usize = 1024;

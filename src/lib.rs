@@ -157,6 +157,9 @@ pub mod providers;
 #[path = "../providers/mod.rs"]
 mod providers;
 
+mod access;
+mod event_fd;
+mod event_type;
 pub mod ah;
 #[cfg(feature = "tokio")]
 pub mod async_io;

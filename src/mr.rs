@@ -69,44 +69,11 @@ use crate::abi::uverbs::{DeregMr, RegMr, ReregMr};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
 
+pub use crate::access::{check_access, AccessFlags};
+// Old path of the check (the mlx5 provider uses it).
+#[allow(unused_imports)]
+pub(crate) use crate::access::unknown_access;
 pub use crate::mr_buf::{MrBuffer, PageBuf, RawMem};
-
-bitflags::bitflags! {
-    /// `enum ibv_access_flags` (same bits as the kernel's
-    /// `IB_UVERBS_ACCESS_*`): what the device may do with a region, window
-    /// or queue pair.
-    #[doc(alias = "ibv_access_flags")]
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct AccessFlags: u32 {
-        /// `IBV_ACCESS_LOCAL_WRITE`: the device may write (receives, RDMA
-        /// read responses, atomics results). Required by the remote write
-        /// and atomic bits.
-        const LOCAL_WRITE = 1 << 0;
-        /// `IBV_ACCESS_REMOTE_WRITE`: peers may RDMA-write into the region.
-        const REMOTE_WRITE = 1 << 1;
-        /// `IBV_ACCESS_REMOTE_READ`: peers may RDMA-read from the region.
-        const REMOTE_READ = 1 << 2;
-        /// `IBV_ACCESS_REMOTE_ATOMIC`: peers may run atomics on the region.
-        const REMOTE_ATOMIC = 1 << 3;
-        /// `IBV_ACCESS_MW_BIND`: memory windows may be bound to the region.
-        const MW_BIND = 1 << 4;
-        /// `IBV_ACCESS_ZERO_BASED`: remote addresses count from 0, not from
-        /// the virtual address.
-        const ZERO_BASED = 1 << 5;
-        /// `IBV_ACCESS_ON_DEMAND`: on-demand paging (no pinning); needs
-        /// device support.
-        const ON_DEMAND = 1 << 6;
-        /// `IBV_ACCESS_HUGETLB`: the memory is backed by huge pages.
-        const HUGETLB = 1 << 7;
-        /// `IBV_ACCESS_FLUSH_GLOBAL`: RDMA FLUSH to global visibility.
-        const FLUSH_GLOBAL = 1 << 8;
-        /// `IBV_ACCESS_FLUSH_PERSISTENT`: RDMA FLUSH to persistence.
-        const FLUSH_PERSISTENT = 1 << 9;
-        /// `IBV_ACCESS_RELAXED_ORDERING`: the device may reorder writes
-        /// (optional bit: kernels that do not know it ignore it).
-        const RELAXED_ORDERING = 1 << 20;
-    }
-}
 
 bitflags::bitflags! {
     /// `enum ibv_rereg_mr_flags`: what [`Mr::rereg`] changes.
@@ -120,29 +87,6 @@ bitflags::bitflags! {
         /// `IBV_REREG_MR_CHANGE_ACCESS`: new access flags.
         const CHANGE_ACCESS = 1 << 2;
     }
-}
-
-/// Whether `access` has a bit this crate does not know (made with
-/// `AccessFlags::from_bits_retain`); such flags are refused before they
-/// reach the kernel or a ring.
-#[inline]
-pub(crate) const fn unknown_access(access: AccessFlags) -> bool {
-    access.bits() & !AccessFlags::all().bits() != 0
-}
-
-/// The kernel's `ib_check_mr_access` rule, checked before any syscall:
-/// remote write or remote atomic access needs local write access; and no
-/// bits this crate does not know.
-pub fn check_access(verb: &'static str, access: AccessFlags) -> Result<()> {
-    if unknown_access(access) {
-        return Err(Error::invalid(verb, "access has bits this library does not know"));
-    }
-    if access.intersects(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)
-        && !access.contains(AccessFlags::LOCAL_WRITE)
-    {
-        return Err(Error::invalid(verb, "REMOTE_WRITE and REMOTE_ATOMIC access need LOCAL_WRITE"));
-    }
-    Ok(())
 }
 
 /// Page-offset rule of `ib_uverbs_reg_mr`: the start address and the I/O
@@ -620,6 +564,24 @@ pub struct Rereg<'a, B = PageBuf> {
 impl<B> Default for Rereg<'_, B> {
     fn default() -> Self {
         Self { pd: None, buf: None, iova: None, access: None }
+    }
+}
+
+
+impl crate::wr::Sge {
+    /// `len` bytes at `offset` into `mr`, addressed as the device
+    /// addresses the region ([`Mr::iova`]: the buffer's address, or the
+    /// I/O virtual address of a region made with
+    /// [`Mr::reg_iova`](crate::Mr::reg_iova) where the driver honours it).
+    /// No bounds check here: the device checks the range against the
+    /// region and fails the request with `IBV_WC_LOC_PROT_ERR` if it is
+    /// outside.
+    pub fn from_mr<B: MrBuffer>(mr: &Mr<'_, B>, offset: usize, len: u32) -> Self {
+        Self {
+            addr: mr.iova().wrapping_add(offset as u64),
+            length: len,
+            lkey: mr.lkey(),
+        }
     }
 }
 

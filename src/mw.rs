@@ -39,8 +39,7 @@ impl TryFrom<u32> for MwType {
     }
 }
 
-/// The index part of a window's key (the tag is the low 8 bits).
-pub(crate) const KEY_INDEX: u32 = 0xffff_ff00;
+use crate::access::KEY_INDEX;
 
 /// A memory window (`struct ibv_mw`).
 ///
@@ -158,6 +157,20 @@ impl Drop for Mw<'_> {
             crate::error::report_drop_failure(e);
         }
     }
+}
+
+impl<'w> crate::wr::MwBind<'w> {
+    /// Binds `mw` over `length` bytes at `addr` of `mr`, granting
+    /// `access` (`IBV_ACCESS_REMOTE_*`); the window's new rkey is
+    /// [`Mw::next_rkey`] (change it with [`MwBind::with_rkey`](crate::wr::MwBind::with_rkey)).
+    ///
+    /// `'m` is the window's own lifetime parameter, which is invariant: the
+    /// region stays borrowed until the window is dropped.
+    pub fn new<'m, B: crate::mr::MrBuffer>(mw: &'w Mw<'m>, mr: &'m crate::mr::Mr<'_, B>, addr: u64, length: u64, access: crate::access::AccessFlags) -> Self {
+        let (mw_index, mw_rkey) = mw.rkey_parts();
+        Self::from_parts(mw_index, mw_rkey, mw.next_rkey(), mr.lkey(), addr, length, access)
+    }
+
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use crate::abi::ioctl_verbs::{GidEntry as AbiGidEntry, QueryPortRespEx};
 use crate::abi::uverbs::{ExQueryDeviceResp, QueryDeviceResp};
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
-use crate::qp::Mtu;
 
 /// `struct ibv_device_attr_ex`: the kernel's reply to the extended device
 /// query, plus the firmware version string the provider formats from it.
@@ -213,6 +212,61 @@ pub fn parse_pkey(bytes: &[u8]) -> Option<u16> {
     let s = core::str::from_utf8(bytes).ok()?.trim();
     let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
     u16::from_str_radix(hex, 16).ok()
+}
+
+
+/// `enum ibv_mtu`: a path MTU.
+#[doc(alias = "ibv_mtu")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mtu {
+    /// `IBV_MTU_256`.
+    Mtu256 = 1,
+    /// `IBV_MTU_512`.
+    Mtu512 = 2,
+    /// `IBV_MTU_1024`.
+    Mtu1024 = 3,
+    /// `IBV_MTU_2048`.
+    Mtu2048 = 4,
+    /// `IBV_MTU_4096`.
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// Converts the kernel's value (`None` for anything else, e.g. 0).
+    pub fn from_raw(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::Mtu256,
+            2 => Self::Mtu512,
+            3 => Self::Mtu1024,
+            4 => Self::Mtu2048,
+            5 => Self::Mtu4096,
+            _ => return None,
+        })
+    }
+
+    /// The MTU in bytes (256 … 4096).
+    pub const fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The largest MTU of at most `bytes` bytes (`None` below 256).
+    pub const fn from_bytes(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            4096.. => Self::Mtu4096,
+            2048.. => Self::Mtu2048,
+            1024.. => Self::Mtu1024,
+            512.. => Self::Mtu512,
+            256.. => Self::Mtu256,
+            _ => return None,
+        })
+    }
+}
+
+impl Default for Mtu {
+    /// 1024, the path MTU rdma-core's `ibv_rc_pingpong` uses by default.
+    fn default() -> Self {
+        Self::Mtu1024
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! `libibverbs/enum_strs.c` exactly; `tests/strings_vs_libibverbs.rs`
 //! compares every value with the C library.
 
-use crate::async_event::EventType;
+use crate::event_type::EventType;
 
 /// `enum ibv_rate`: a static rate (for `ah_attr.static_rate`).
 #[doc(alias = "ibv_rate")]

@@ -11,7 +11,6 @@ use bitflags::bitflags;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::abi::uverbs::Wc as AbiWc;
-use crate::ah::WcInfo;
 
 /// A work completion (`struct ibv_wc`).
 #[doc(alias = "ibv_wc")]
@@ -338,6 +337,37 @@ impl fmt::Debug for Wc {
             .field("src_qp", &self.src_qp())
             .field("wc_flags", &self.wc_flags())
             .finish()
+    }
+}
+
+
+/// The fields of a work completion (`struct ibv_wc`) that addressing needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WcInfo {
+    /// Remote QP number.
+    pub src_qp: u32,
+    /// Remote LID.
+    pub slid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Destination LID path bits.
+    pub dlid_path_bits: u8,
+    /// `IBV_WC_*` flags; [`WC_GRH`](crate::ah::from_wc::WC_GRH) says a GRH precedes the payload.
+    pub wc_flags: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+}
+
+impl From<&crate::abi::uverbs::Wc> for WcInfo {
+    fn from(wc: &crate::abi::uverbs::Wc) -> Self {
+        Self {
+            src_qp: wc.src_qp,
+            slid: wc.slid,
+            sl: wc.sl,
+            dlid_path_bits: wc.dlid_path_bits,
+            wc_flags: wc.wc_flags,
+            pkey_index: wc.pkey_index,
+        }
     }
 }
 

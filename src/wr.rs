@@ -19,9 +19,8 @@ use bitflags::bitflags;
 use crate::abi::uverbs as op;
 use crate::ah::Ah;
 use crate::error::{Error, ErrorKind};
-use crate::mr::{AccessFlags, Mr, MrBuffer};
-use crate::mw::Mw;
-use crate::qp::QpType;
+use crate::access::AccessFlags;
+use crate::qp::kind::QpType;
 
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr`
 /// inside a region registered with local key `lkey`.
@@ -43,22 +42,6 @@ static_assertions::const_assert_eq!(core::mem::size_of::<Sge>(), 16);
 static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, length), 8);
 static_assertions::const_assert_eq!(core::mem::offset_of!(Sge, lkey), 12);
 
-impl Sge {
-    /// `len` bytes at `offset` into `mr`, addressed as the device
-    /// addresses the region ([`Mr::iova`]: the buffer's address, or the
-    /// I/O virtual address of a region made with
-    /// [`Mr::reg_iova`](crate::Mr::reg_iova) where the driver honours it).
-    /// No bounds check here: the device checks the range against the
-    /// region and fails the request with `IBV_WC_LOC_PROT_ERR` if it is
-    /// outside.
-    pub fn from_mr<B: MrBuffer>(mr: &Mr<'_, B>, offset: usize, len: u32) -> Self {
-        Self {
-            addr: mr.iova().wrapping_add(offset as u64),
-            length: len,
-            lkey: mr.lkey(),
-        }
-    }
-}
 
 bitflags! {
     /// `enum ibv_send_flags` (`IBV_SEND_INLINE` is implied by
@@ -141,15 +124,11 @@ pub struct MwBind<'w> {
 }
 
 impl<'w> MwBind<'w> {
-    /// Binds `mw` over `length` bytes at `addr` of `mr`, granting
-    /// `access` (`IBV_ACCESS_REMOTE_*`); the window's new rkey is
-    /// [`Mw::next_rkey`] (change it with [`MwBind::with_rkey`]).
-    ///
-    /// `'m` is the window's own lifetime parameter, which is invariant: the
-    /// region stays borrowed until the window is dropped.
-    pub fn new<'m, B: MrBuffer>(mw: &'w Mw<'m>, mr: &'m Mr<'_, B>, addr: u64, length: u64, access: AccessFlags) -> Self {
-        let (mw_index, mw_rkey) = mw.rkey_parts();
-        Self { mw_index, mw_rkey, rkey: mw.next_rkey(), mr_lkey: mr.lkey(), addr, length, access }
+    /// The bind of window `mw_index` (rkey cell `mw_rkey`) to new key
+    /// `rkey` over a region of lkey `mr_lkey` ([`MwBind::new`], in
+    /// `mw.rs`, takes the handles).
+    pub(crate) fn from_parts(mw_index: u32, mw_rkey: &'w AtomicU32, rkey: u32, mr_lkey: u32, addr: u64, length: u64, access: AccessFlags) -> Self {
+        Self { mw_index, mw_rkey, rkey, mr_lkey, addr, length, access }
     }
 
     /// Uses `rkey` as the window's new key instead of
@@ -165,7 +144,7 @@ impl<'w> MwBind<'w> {
     /// Whether the new key keeps the window's index (what `post_send`
     /// checks before writing the bind).
     pub(crate) fn keeps_index(&self) -> bool {
-        self.rkey & crate::mw::KEY_INDEX == self.mw_index
+        self.rkey & crate::access::KEY_INDEX == self.mw_index
     }
 
     /// The window's key after the bind.
@@ -177,7 +156,7 @@ impl<'w> MwBind<'w> {
     /// window to the kernel: the index of the window this bind was made
     /// for, with the tag its rkey cell holds now.
     pub fn mw_rkey(&self) -> u32 {
-        self.mw_index | (self.mw_rkey.load(Ordering::Relaxed) & !crate::mw::KEY_INDEX)
+        self.mw_index | (self.mw_rkey.load(Ordering::Relaxed) & !crate::access::KEY_INDEX)
     }
 
     /// Records the new key in the window (after the bind was posted).
@@ -629,7 +608,7 @@ pub(crate) fn check_send(
             Err(Refusal(Inval, "a bind or local invalidate carries no data"))
         }
         // Written into the WQE as they are: no unknown bits.
-        SendOp::BindMw(b) if crate::mr::unknown_access(b.access) => {
+        SendOp::BindMw(b) if crate::access::unknown_access(b.access) => {
             Err(Refusal(Inval, "the bind's access has bits this library does not know"))
         }
         SendOp::BindMw(b) if !b.keeps_index() => Err(Refusal(
@@ -738,7 +717,7 @@ mod tests {
         assert_eq!((e.verb(), e.kind()), ("ibv_reg_mr", ErrorKind::InvalidArgument));
         assert!(e.detail().is_some_and(|d| d.contains("does not know")), "{e}");
         check_access("ibv_reg_mr", AccessFlags::all()).unwrap();
-        assert!(crate::mr::unknown_access(AccessFlags::from_bits_retain(1 << 31)));
+        assert!(crate::access::unknown_access(AccessFlags::from_bits_retain(1 << 31)));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::abi::uverbs::{CloseXrcd, DestroyQp, OpenQp, OpenXrcd};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::pd::DestroyError;
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 
 bitflags::bitflags! {
     /// `ibv_xrcd_init_attr.oflags`: how to open a domain shared through a file.

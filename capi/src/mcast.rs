@@ -21,7 +21,7 @@ use crate::qp::{self, Any};
 
 fn mcast(qp: *mut IbvQp, gid: *const [u8; 16], lid: u16, attach: bool) -> c_int {
     let Some(c) = qp::from_c(qp) else { return fail_errno(libc::EINVAL) };
-    if c.provider() == verbs::ProviderKind::Siw {
+    if !c.provider().caps().multicast {
         // libsiw has no attach_mcast/detach_mcast: rdma-core answers
         // before the kernel, whatever the QP and its fields
         // (`tests/device/c/capi_fields.c`).

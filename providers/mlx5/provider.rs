@@ -63,6 +63,7 @@ impl Provider for Mlx5 {
         memory_windows: true,
         address_handles: true,
         query_srq: true,
+        multicast: true,
         send_ops: !0,
         doorbell_names_qp: false,
         notify_names_cq: false,

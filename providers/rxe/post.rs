@@ -31,7 +31,7 @@ const CQ_MIN: usize = size_of::<AbiWc>();
 use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wc::Wc;
 use crate::wr::{
     check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,

@@ -26,7 +26,7 @@ use crate::providers::seam::{SrqCreateCmd,
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
     StraightWr,
 };
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
@@ -50,6 +50,7 @@ impl Provider for Rxe {
         memory_windows: true,
         address_handles: true,
         query_srq: true,
+        multicast: true,
         send_ops: !0,
         doorbell_names_qp: true,
         notify_names_cq: true,

@@ -12,7 +12,7 @@ use super::queue::{Mminfo, Queue, RecvQueue, SendQueue};
 use crate::abi::abi_struct;
 use crate::cmd::channel::{Doorbell, RingFailed};
 use crate::error::{Error, ErrorKind, Result};
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wr::{PostError, SendWr};
 
 abi_struct! {

@@ -33,7 +33,7 @@ use super::abi::{
 };
 use super::ring::{Producer, SendRing, SlotMut};
 use crate::error::ErrorKind;
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr};
 
 const SQE: usize = core::mem::size_of::<SiwSqe>();

@@ -22,7 +22,7 @@ use crate::providers::claim::Claim;
 use crate::providers::seam::{SrqCreateCmd, 
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
 };
-use crate::qp::QpType;
+use crate::qp::kind::QpType;
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr};
 
@@ -45,6 +45,7 @@ impl Provider for Siw {
         memory_windows: false,
         address_handles: false,
         query_srq: false,
+        multicast: false,
         // RDMA WRITE, SEND, RDMA READ, SEND with invalidate: no immediate
         // data, atomics, local invalidate or memory windows.
         send_ops: 1 << 0 | 1 << 2 | 1 << 4 | 1 << 9,

@@ -13,7 +13,6 @@
 //! parsing is testable without a device; [`Context::init_ah_from_wc`]
 //! searches the real table.
 
-use crate::abi::uverbs::Wc;
 use crate::ah::{AhAttr, GlobalRoute};
 use crate::context::Context;
 use crate::error::{Errno, Error, ErrorKind, Result};
@@ -30,35 +29,8 @@ const IB_NEXT_HDR: u8 = 0x1b;
 /// `IPPROTO_UDP`: RoCE v2.
 const IPPROTO_UDP: u8 = 17;
 
-/// The fields of a work completion (`struct ibv_wc`) that addressing needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WcInfo {
-    /// Remote QP number.
-    pub src_qp: u32,
-    /// Remote LID.
-    pub slid: u16,
-    /// Service level.
-    pub sl: u8,
-    /// Destination LID path bits.
-    pub dlid_path_bits: u8,
-    /// `IBV_WC_*` flags; [`WC_GRH`] says a GRH precedes the payload.
-    pub wc_flags: u32,
-    /// P_Key index.
-    pub pkey_index: u16,
-}
+pub use crate::wc::WcInfo;
 
-impl From<&Wc> for WcInfo {
-    fn from(wc: &Wc) -> Self {
-        Self {
-            src_qp: wc.src_qp,
-            slid: wc.slid,
-            sl: wc.sl,
-            dlid_path_bits: wc.dlid_path_bits,
-            wc_flags: wc.wc_flags,
-            pkey_index: wc.pkey_index,
-        }
-    }
-}
 
 /// The GID type a source GID must have to answer a packet
 /// (libibverbs' `enum ibv_gid_type_sysfs`).

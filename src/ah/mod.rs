@@ -7,104 +7,17 @@
 //! limit and traffic class. siw (iWARP) has no AHs: the kernel refuses the
 //! command and the error is [`ErrorKind::Unsupported`](crate::ErrorKind).
 
+pub(crate) mod attr;
 pub mod from_wc;
 
 use zerocopy::FromZeros;
 
-use crate::abi::uverbs::{self, CreateAh, DestroyAh};
+use crate::abi::uverbs::{CreateAh, DestroyAh};
 use crate::error::Result;
 use crate::pd::{DestroyError, Pd};
 
+pub use attr::{AhAttr, GlobalRoute};
 pub use from_wc::{init_ah_from_wc, GidKind, WcInfo, GRH_LEN};
-
-/// `struct ibv_global_route`: the GRH part of an address.
-///
-/// `Default` is all zero (what a non-global address carries); for a real
-/// route use [`GlobalRoute::to`].
-#[doc(alias = "ibv_global_route")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct GlobalRoute {
-    /// Destination GID (network byte order, as on the wire).
-    pub dgid: [u8; 16],
-    /// IPv6 flow label (20 bits).
-    pub flow_label: u32,
-    /// Index of the local source GID in the port's GID table.
-    pub sgid_index: u8,
-    /// Hop limit (IPv4 TTL for RoCE v2 over IPv4).
-    pub hop_limit: u8,
-    /// Traffic class (IPv4 TOS for RoCE v2 over IPv4).
-    pub traffic_class: u8,
-}
-
-impl GlobalRoute {
-    /// A route to `dgid` from the local GID at `sgid_index`, with the hop
-    /// limit rdma-core's pingpong examples use (1), flow label and traffic
-    /// class 0.
-    pub const fn to(dgid: [u8; 16], sgid_index: u8) -> Self {
-        Self { dgid, flow_label: 0, sgid_index, hop_limit: 1, traffic_class: 0 }
-    }
-}
-
-/// `struct ibv_ah_attr`: an address vector.
-#[doc(alias = "ibv_ah_attr")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct AhAttr {
-    /// The global route; `Some` means `is_global = 1` (required on RoCE).
-    pub grh: Option<GlobalRoute>,
-    /// Destination LID (InfiniBand; 0 on RoCE).
-    pub dlid: u16,
-    /// Service level.
-    pub sl: u8,
-    /// Source path bits.
-    pub src_path_bits: u8,
-    /// `enum ibv_rate` value (0 = port's rate), see [`crate::strings`].
-    pub static_rate: u8,
-    /// Local port number (from 1).
-    pub port_num: u8,
-}
-
-impl AhAttr {
-    /// The kernel's `struct ib_uverbs_ah_attr` for this address.
-    pub fn to_abi(&self) -> uverbs::AhAttr {
-        let g = self.grh.unwrap_or_default();
-        uverbs::AhAttr {
-            grh: uverbs::GlobalRoute {
-                dgid: g.dgid,
-                flow_label: g.flow_label,
-                sgid_index: g.sgid_index,
-                hop_limit: g.hop_limit,
-                traffic_class: g.traffic_class,
-                reserved: 0,
-            },
-            dlid: self.dlid,
-            sl: self.sl,
-            src_path_bits: self.src_path_bits,
-            static_rate: self.static_rate,
-            is_global: u8::from(self.grh.is_some()),
-            port_num: self.port_num,
-            reserved: 0,
-        }
-    }
-
-    /// From the kernel's `struct ib_uverbs_ah_attr` (e.g. a QP query).
-    pub fn from_abi(a: &uverbs::AhAttr) -> Self {
-        let grh = (a.is_global != 0).then_some(GlobalRoute {
-            dgid: a.grh.dgid,
-            flow_label: a.grh.flow_label,
-            sgid_index: a.grh.sgid_index,
-            hop_limit: a.grh.hop_limit,
-            traffic_class: a.grh.traffic_class,
-        });
-        Self {
-            grh,
-            dlid: a.dlid,
-            sl: a.sl,
-            src_path_bits: a.src_path_bits,
-            static_rate: a.static_rate,
-            port_num: a.port_num,
-        }
-    }
-}
 
 /// An address handle (`struct ibv_ah`).
 #[doc(alias = "ibv_ah")]
@@ -129,7 +42,7 @@ impl<'a> Ah<'a> {
     #[doc(alias = "ibv_create_ah")]
     pub fn create(pd: &'a Pd<'a>, attr: &AhAttr) -> Result<Self> {
         const VERB: &str = "ibv_create_ah";
-        crate::attr_check::ah(VERB, pd.context(), attr)?;
+        pd.context().check_ah(VERB, attr)?;
         let mut cmd = CreateAh::new_zeroed();
         cmd.pd_handle = pd.handle();
         cmd.attr = attr.to_abi();
@@ -227,7 +140,7 @@ mod tests {
         assert_eq!(AhAttr::from_abi(&k), a);
         let local = AhAttr { grh: None, dlid: 5, port_num: 1, ..Default::default() };
         let k = local.to_abi();
-        assert_eq!((k.is_global, k.dlid, k.grh), (0, 5, uverbs::GlobalRoute::default()));
+        assert_eq!((k.is_global, k.dlid, k.grh), (0, 5, crate::abi::uverbs::GlobalRoute::default()));
         assert_eq!(AhAttr::from_abi(&k), local);
     }
 }

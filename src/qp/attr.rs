@@ -6,7 +6,7 @@
 //! `ibv_rc_pingpong` / `ibv_uc_pingpong` / `ibv_ud_pingpong` use.
 
 use crate::abi::uverbs::{ModifyQp, QpDest, QueryQpResp};
-use crate::ah::{AhAttr, GlobalRoute};
+use crate::ah::attr::{AhAttr, GlobalRoute};
 use crate::attr_check::{self as check, width};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -48,63 +48,12 @@ c_consts_local! {
 /// Every `ibv_qp_attr_mask` bit `ibv_query_qp` can ask for.
 pub const IBV_QP_ALL: u32 = (1 << 21) - 1;
 
-/// `enum ibv_mtu`: a path MTU.
-#[doc(alias = "ibv_mtu")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mtu {
-    /// `IBV_MTU_256`.
-    Mtu256 = 1,
-    /// `IBV_MTU_512`.
-    Mtu512 = 2,
-    /// `IBV_MTU_1024`.
-    Mtu1024 = 3,
-    /// `IBV_MTU_2048`.
-    Mtu2048 = 4,
-    /// `IBV_MTU_4096`.
-    Mtu4096 = 5,
-}
+pub use crate::query::Mtu;
 
-impl Mtu {
-    /// Converts the kernel's value (`None` for anything else, e.g. 0).
-    pub fn from_raw(v: u8) -> Option<Self> {
-        Some(match v {
-            1 => Self::Mtu256,
-            2 => Self::Mtu512,
-            3 => Self::Mtu1024,
-            4 => Self::Mtu2048,
-            5 => Self::Mtu4096,
-            _ => return None,
-        })
-    }
-
-    /// The MTU in bytes (256 … 4096).
-    pub const fn bytes(self) -> u32 {
-        128 << (self as u32)
-    }
-
-    /// The largest MTU of at most `bytes` bytes (`None` below 256).
-    pub const fn from_bytes(bytes: u32) -> Option<Self> {
-        Some(match bytes {
-            4096.. => Self::Mtu4096,
-            2048.. => Self::Mtu2048,
-            1024.. => Self::Mtu1024,
-            512.. => Self::Mtu512,
-            256.. => Self::Mtu256,
-            _ => return None,
-        })
-    }
-}
-
-impl Default for Mtu {
-    /// 1024, the path MTU rdma-core's `ibv_rc_pingpong` uses by default.
-    fn default() -> Self {
-        Self::Mtu1024
-    }
-}
 
 /// `qp_access_flags`: what the remote side may do — the same
 /// `enum ibv_access_flags` as memory regions use (the remote bits matter).
-pub type QpAccess = crate::mr::AccessFlags;
+pub type QpAccess = crate::access::AccessFlags;
 
 /// The modify/query form of an address (`struct ib_uverbs_qp_dest`).
 pub(crate) fn ah_to_dest(ah: &AhAttr) -> QpDest {
@@ -184,7 +133,7 @@ pub trait TransitionAttr {
 
 /// The port and P_Key index of a RESET → INIT transition.
 fn check_port_pkey(ctx: &Context, port_num: u8, pkey_index: u16) -> Result<()> {
-    let port = check::port(MODIFY, ctx, port_num)?;
+    let port = ctx.port_checked(MODIFY, port_num)?;
     check::pkey_index(MODIFY, &port, pkey_index)
 }
 
@@ -217,7 +166,7 @@ impl TransitionAttr for ConnInitAttr {
     }
 
     fn check(&self, ctx: &Context) -> Result<()> {
-        if crate::mr::unknown_access(self.access) {
+        if crate::access::unknown_access(self.access) {
             return Err(Error::invalid(MODIFY, "qp_access_flags has bits this library does not know"));
         }
         check_port_pkey(ctx, self.port_num, self.pkey_index)
@@ -322,7 +271,7 @@ impl TransitionAttr for RcRtrAttr {
 fn check_rtr(ctx: &Context, dest_qp_num: u32, rq_psn: u32, ah: &AhAttr) -> Result<()> {
     check::bits(MODIFY, dest_qp_num, width::PSN, "dest_qp_num is wider than 24 bits")?;
     check::bits(MODIFY, rq_psn, width::PSN, "rq_psn is wider than 24 bits")?;
-    check::ah(MODIFY, ctx, ah)
+    ctx.check_ah(MODIFY, ah)
 }
 
 /// INIT → RTR for UC (mask: state, AV, path MTU, dest QPN, RQ PSN).

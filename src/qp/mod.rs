@@ -30,6 +30,7 @@
 pub mod attr;
 pub mod connect;
 mod dynamic;
+pub(crate) mod kind;
 pub mod state;
 mod transition;
 mod kernel_attr;

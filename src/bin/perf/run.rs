@@ -327,7 +327,7 @@ pub(crate) fn run(o: &Opts) -> Result<(), String> {
 /// tests send inline by default): Chelsio T4-T6, Intel, and the vendor
 /// part ids of its table (Mellanox ConnectX-3 to -8, Connect-IB and
 /// BlueField here). rxe (vendor 0xffffff) and siw are not in it: perftest
-/// sends nothing inline on them ("Max inline data : 0[B]").
+/// sends nothing inline on them (`Max inline data : 0[B]`).
 fn perftest_knows(vendor_id: u32, part: u32) -> bool {
     match vendor_id {
         5157 => matches!(part >> 12, 4 | 5 | 6 | 10 | 11),

@@ -3,7 +3,6 @@
 //! a measurement, not a test. Run with `cargo bench --features internals --bench cmd_frames`.
 
 use core::hint::black_box;
-use std::time::Instant;
 
 use verbs::abi::ioctl_cmds::{device, OBJECT_DEVICE};
 use verbs::abi::ioctl_verbs::{GidEntry, QueryPortRespEx};
@@ -11,24 +10,11 @@ use verbs::abi::RdmaDriverId;
 use verbs::cmd::IoctlBuf;
 use zerocopy::{FromBytes, FromZeros};
 
-fn bench(name: &str, iters: u64, mut f: impl FnMut()) {
-    // `cargo test --all-targets` runs this binary without `--bench`: then
-    // only smoke-test each case instead of measuring it.
-    let iters = if std::env::args().any(|a| a == "--bench") { iters } else { 10 };
-    for _ in 0..iters / 10 {
-        f();
-    }
-    let mut samples = Vec::with_capacity(15);
-    for _ in 0..15 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
-    }
-    samples.sort_by(f64::total_cmp);
-    println!("{name:<44} median {:>8.2} ns/op  (min {:.2}, max {:.2})", samples[7], samples[0], samples[14]);
-}
+// The timing loop shared with the ring benches (its memfd and poll tally
+// are not used here).
+#[allow(dead_code)]
+mod common;
+use common::bench;
 
 fn main() {
     println!("verbs host benchmarks: command frames (median of 15 runs)");

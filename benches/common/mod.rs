@@ -1,4 +1,5 @@
-//! The harness `benches/rings.rs` (rxe) and `benches/siw_rings.rs` (siw)
+//! The harness `benches/rings.rs` (rxe), `benches/siw_rings.rs` (siw) and
+//! `benches/cmd_frames.rs` (the timing loop only)
 //! share: the timing loop, the memfd that stands in for the device file,
 //! and what the in-place poll does with each completion.
 

@@ -57,14 +57,14 @@ impl Stamps {
         self.ticks.push(ticks());
     }
 
-    /// The times between successive stamps, in nanoseconds: ticks times
-    /// the rate of the counter over the loop (`Instant` against ticks from
-    /// [`Stamps::with_capacity`] to now).
-    pub(crate) fn deltas_ns(&self) -> Vec<u64> {
+    /// The times between successive stamps in ticks, and the nanoseconds
+    /// per tick: the rate of the counter over the loop (`Instant` against
+    /// ticks from [`Stamps::with_capacity`] to now).
+    pub(crate) fn deltas(&self) -> (Vec<u64>, f64) {
         let (t0, c0) = self.start;
         let (ns, cycles) = (t0.elapsed().as_nanos() as f64, ticks().wrapping_sub(c0));
         let ns_per_tick = if cycles == 0 { 1.0 } else { ns / cycles as f64 };
-        self.ticks.windows(2).map(|w| (w[1].saturating_sub(w[0]) as f64 * ns_per_tick) as u64).collect()
+        (self.ticks.windows(2).map(|w| w[1].saturating_sub(w[0])).collect(), ns_per_tick)
     }
 }
 
@@ -111,7 +111,9 @@ mod tests {
             st.stamp();
         }
         assert!(st.ticks.windows(2).all(|w| w[1] >= w[0]), "{:?}", st.ticks);
-        assert_eq!(st.deltas_ns().len(), 3);
+        let (d, ns_per_tick) = st.deltas();
+        assert_eq!(d.len(), 3);
+        assert!(ns_per_tick > 0.0);
     }
 
     #[test]

@@ -21,9 +21,10 @@ pub(crate) struct LatStats {
     pub(crate) p999: f64,
 }
 
-/// Statistics of per-iteration round trips in nanoseconds (as perftest:
-/// the differences between successive post timestamps), divided by `factor`.
-/// The order statistics (median, 99 % and 99.9 %) are selected, not sorted
+/// Statistics of per-iteration round trips (as perftest: the differences
+/// between successive post timestamps) in nanoseconds, divided by `factor`;
+/// in other units `factor` carries the conversion too (ticks: perftest's
+/// factor over the nanoseconds per tick). The order statistics (median, 99 % and 99.9 %) are selected, not sorted
 /// for (`select_nth_unstable`: linear, where a sort is n log n); `rtt_ns`
 /// is left reordered.
 pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
@@ -31,7 +32,7 @@ pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
     let (&min, &max) = (rtt_ns.iter().min()?, rtt_ns.iter().max()?);
     let us = |ns: f64| ns / 1000.0 / factor;
     let avg = rtt_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
-    let var = rtt_ns.iter().map(|&x| (us(x as f64) - us(avg)).powi(2)).sum::<f64>() / n as f64;
+    let var = rtt_ns.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n as f64;
     // the k-th smallest, 0-based, for k rising: each selection leaves
     // everything above its element to its right, where the next one looks
     let mut done = 0;
@@ -54,7 +55,7 @@ pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
         max: us(max as f64),
         typical: us(median),
         avg: us(avg),
-        stdev: var.sqrt(),
+        stdev: us(var.sqrt()),
         p99: us(p99 as f64),
         p999: us(p999 as f64),
     })

@@ -69,7 +69,7 @@ CLIENT_WRAP=()  # a prefix for the client's command only (valgrind, for the loop
 run_pair() {
     local out=$1 spid rc; shift
     PORT=$((PORT + 1))
-    timeout 120 "$@" -p "$PORT" > "$out.server" 2>&1 & spid=$!
+    timeout "${SERVER_TIMEOUT:-120}" "$@" -p "$PORT" > "$out.server" 2>&1 & spid=$!
     if ! wait_listen "$PORT"; then
         echo "bench-guest: server did not listen: $*" >> "$out"; kill "$spid" 2>/dev/null; wait "$spid"; return 1
     fi
@@ -124,7 +124,8 @@ loop_rows() {
             for n in "$LOOP_N1" "$LOOP_N2"; do
                 perf_cmd "$side" "$test"
                 CLIENT_WRAP=(valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$dir/$test.n$n.$side.callgrind")
-                CLIENT_TIMEOUT=600 run_pair "$dir/$test.n$n.$side.txt" "${CMD[@]}" "$@" -s "$LOOP_SIZE" -n "$n" -F \
+                # the server waits while valgrind starts the client (minutes on a loaded host)
+                SERVER_TIMEOUT=660 CLIENT_TIMEOUT=600 run_pair "$dir/$test.n$n.$side.txt" "${CMD[@]}" "$@" -s "$LOOP_SIZE" -n "$n" -F \
                     || echo "bench-guest: FAILED loop $test n$n $side" >&2
                 CLIENT_WRAP=()
             done

@@ -77,6 +77,8 @@ elif cargo build --release --bin verbs-perf $([ "$LOOP" = 1 ] || echo --bench op
     exe() { grep '"reason":"compiler-artifact"' "$BENCH/cargo.json" | grep "\"name\":\"$1\"" \
             | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1 || true; }
     OURS_PERF=$(exe verbs-perf); OURS_OPS=$(exe ops_bench)
+    # a copy: a build meanwhile (other features) must not swap the binary between runs
+    if [ -n "$OURS_PERF" ]; then cp "$OURS_PERF" "$BENCH/verbs-perf"; OURS_PERF=$BENCH/verbs-perf; fi
 else
     echo "bench: cargo build failed (see $BENCH/cargo.log); measuring the C side only" >&2
     tail -n 20 "$BENCH/cargo.log" >&2

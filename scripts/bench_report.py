@@ -171,6 +171,7 @@ def collect(raw):
         if total is not None and os.path.exists(cg):
             res["loop_split"].setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = cg
     # the spinning, split off each client's runs together (cg_waits.py)
+    res["loop_paths"] = {t: {side: dict(runs) for side, runs in sides.items()} for t, sides in res["loop_split"].items()}
     for sides in res["loop_split"].values():
         for side, runs in sides.items():
             ns = sorted(runs)
@@ -212,6 +213,33 @@ def loop_where(keys):
     if fn.startswith("0x"):
         return f"{ob} {fn.lstrip('0x').lstrip('0') and '0x' + fn[2:].lstrip('0')}"
     return fn.split("@")[0].split("'")[0].rsplit("::", 1)[-1] if "::" in fn else fn.split("@")[0]
+
+
+def short_fn(ob, fn):
+    """A function's name for the report: the last path segment (the object and address
+    where there are no symbols)."""
+    if fn.startswith("0x"):
+        return f"{ob} 0x{fn[2:].lstrip('0')}"
+    fn = fn.split("'")[0].split("@")[0]
+    if fn.startswith("<") and ">::" in fn:
+        return fn.rsplit(">::", 1)[-1]
+    if "::" in fn and not fn.startswith("<"):
+        return "::".join(fn.split("::")[-2:])
+    return fn
+
+
+def loop_where_by_function(res):
+    """{(test, side): cg_waits.loop_by_function rows} for the runs of `res` (top 10)."""
+    out = {}
+    for test, sides in res.get("loop_paths", {}).items():
+        for side, runs in sides.items():
+            ns = sorted(runs)
+            if len(ns) >= 2:
+                try:
+                    out[(test, side)] = cg_waits_mod().loop_by_function([(runs[n], n) for n in ns], 10)
+                except (OSError, ValueError):
+                    pass
+    return out
 
 
 def main_loops(spins, share=0.05):
@@ -297,6 +325,24 @@ def render_loop(res, w, summary, label):
             w(f"| {test} | {side} | {fmt(raw, 1)} | {fmt(sp.get('waiting'), 1)} | {loops} | "
               f"{fmt(ratio(o, c)) if side == 'ours' else ''} |")
     w("")
+    where = loop_where_by_function(res)
+    if where:
+        w("Where the loop without the waiting goes, per iteration, by function (the same difference of the two "
+          "runs; perftest's binaries and providers have no symbols, so its functions show as addresses; a "
+          "negative entry is a count that fell between the runs: a wait of the setup or teardown that the rule "
+          "does not see, see below):\n")
+        w("| test | side | functions (instructions per iteration) |\n| --- | --- | --- |")
+        for (test, side), rows in sorted(where.items()):
+            txt = "; ".join(f"`{short_fn(ob, fn)}` {v:.0f}" for ob, fn, v in rows)
+            w(f"| {test} | {'perftest' if side == 'c' else 'ours'} | {txt} |")
+        w("")
+    if label.startswith("siw"):
+        w("On siw0 (-R) both programs also wait on their rdma_cm exchange at start and end (perftest polls the "
+          "exchange QP's CQ; verbs-perf's `CmLink::one` polls it with a yield and a clock read per poll) for as "
+          "long as the peer takes. Those few hundred spins are far below the rule's 16 per iteration, so they "
+          "stay in the loop work of whichever run had them and move a siw row by up to ~150 instructions per "
+          "iteration, either way, from one measurement to the next (the negative `CmLink::one`, "
+          "`Instant::elapsed`, `clock_gettime` entries above). The rxe rows use the TCP exchange, which blocks.\n")
 
 
 def cg_listing_mod():

@@ -111,6 +111,27 @@ def split(runs):
     return split_dicts([dict(counts_of(p)) for p, _ in runs], [n for _, n in runs])
 
 
+def loop_by_function(runs, top=12):
+    """[(object, function, instructions per iteration)]: where the loop work (the total less
+    the waiting) of two runs [(profile, iterations)] goes, the difference of the runs over
+    the difference of their counts, biggest first."""
+    counts = [dict(counts_of(p)) for p, _ in runs]
+    splits = split_dicts(counts, [n for _, n in runs])
+    per_fn = []
+    for c, (_, _, loops) in zip(counts, splits):
+        f = {}
+        for k, v in c.items():
+            f[k[:2]] = f.get(k[:2], 0) + v
+        for spins, _, keys in loops:
+            for k in keys:
+                f[k[:2]] -= spins
+        per_fn.append(f)
+    dn = runs[-1][1] - runs[0][1]
+    rows = [(ob.rsplit("/", 1)[-1], fn, (per_fn[-1].get((ob, fn), 0) - per_fn[0].get((ob, fn), 0)) / dn)
+            for ob, fn in set(per_fn[0]) | set(per_fn[-1])]
+    return sorted((r for r in rows if abs(r[2]) >= 0.5), key=lambda r: -abs(r[2]))[:top]
+
+
 def split_dicts(counts, iters):
     """split() of [{key: times run}] per run, with the runs' iteration counts."""
     runs = [(None, n) for n in iters]

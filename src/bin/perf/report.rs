@@ -29,9 +29,15 @@ pub(crate) struct LatStats {
 /// is left reordered.
 pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
     let n = rtt_ns.len();
-    let (&min, &max) = (rtt_ns.iter().min()?, rtt_ns.iter().max()?);
+    if n == 0 {
+        return None;
+    }
+    let (mut min, mut max, mut sum) = (u64::MAX, 0, 0u128);
+    for &x in rtt_ns.iter() {
+        (min, max, sum) = (min.min(x), max.max(x), sum + u128::from(x));
+    }
     let us = |ns: f64| ns / 1000.0 / factor;
-    let avg = rtt_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
+    let avg = sum as f64 / n as f64;
     let var = rtt_ns.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n as f64;
     // the k-th smallest, 0-based, for k rising: each selection leaves
     // everything above its element to its right, where the next one looks

@@ -334,8 +334,8 @@ fi
 # rdma-core's pyverbs suite: every test in a child process that is replaced when it crashes or
 # makes no progress for 60 s (scripts/pyverbs_run.py), so no test can hang the run.
 run_pyverbs() {
-    selected pyverbs "rdma-core tests" || return 0
-    local src=/usr/share/doc/rdma-core/tests suite=$WORK/pyverbs/tests out=$WORK/pyverbs.tsv t
+    selected pyverbs "rdma-core tests" || selected pyverbs "on ours" || return 0
+    local src=/usr/share/doc/rdma-core/tests suite=$WORK/pyverbs/tests out=$WORK/pyverbs/rdma-core-mlx5_0.tsv t
     local known=$ROOT/sim/tests/pyverbs-known-gap.txt
     t=$(date +%s)
     if [ ! -f "$src/run_tests.py" ]; then
@@ -363,6 +363,27 @@ run_pyverbs() {
     else
         row pyverbs "rdma-core tests ($counts)" PASS "$(( $(date +%s) - t ))s"
     fi
+    [ "$CAPI" = 1 ] && selected pyverbs "on ours" && run_pyverbs_ours
+}
+# the same suite on OUR libibverbs.so.1 (--capi), judged against the rdma-core run above by
+# scripts/pyverbs_report.py: fails on a test that passes on rdma-core's library and not on ours,
+# or that rdma-core skips and ours fails or errors, unless listed with its reason in
+# sim/tests/pyverbs-ours-known-gap.txt / pyverbs-ours-skip-gap.txt ("mlx5_0 TEST_ID REASON")
+run_pyverbs_ours() {
+    local t out=$WORK/pyverbs/ours-mlx5_0.tsv res=PASS summary
+    t=$(date +%s)
+    if [ "$LIBC_BUILD" != ok ]; then row pyverbs "on ours" "FAIL(build)" -; return; fi
+    # tests already passing on rdma-core's library that fail on ours are rerun (--baseline)
+    LD_PRELOAD=$SHIM timeout 900 "$ONOURS" /usr/bin/python3 "$ROOT/scripts/pyverbs_run.py" \
+        --suite "$WORK/pyverbs/tests" --dev mlx5_0 --gid 3 --out "$out" --stall 60 --budget 800 \
+        --baseline "$WORK/pyverbs/rdma-core-mlx5_0.tsv" --retries 1 > "$WORK/pyverbs-ours.log" 2>&1
+    python3 "$ROOT/scripts/pyverbs_report.py" "$WORK/pyverbs" - mlx5_0 \
+        --known "$ROOT/sim/tests/pyverbs-ours-known-gap.txt" \
+        --skip-known "$ROOT/sim/tests/pyverbs-ours-skip-gap.txt" > "$WORK/pyverbs-report.txt" 2>&1 || res=FAIL
+    cat "$WORK/pyverbs-report.txt"
+    summary=$(tail -n 1 "$WORK/pyverbs-report.txt" | sed -n 's/.*passed on ours\/rdma-core: mlx5_0 \([0-9]*\/[0-9]*\).*/\1/p')
+    [ "$res" = PASS ] || tail -n 20 "$WORK/pyverbs-ours.log"
+    row pyverbs "on ours (passed ours/rdma-core ${summary:-?})" "$res" "$(( $(date +%s) - t ))s"
 }
 # issue 26 item 3: libmlx5's WQE bytes and polled CQEs, recorded again on a daemon of its own
 # (scripts/mlx5diff-record.sh, ~5 s), must equal tests/fixtures/mlx5diff/libmlx5.txt, which the

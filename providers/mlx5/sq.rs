@@ -367,6 +367,7 @@ impl SendQueue {
 
     /// Basic block `i` (modulo the ring) as eight 64-bit words, for the
     /// BlueFlame copy (`mlx5_bf_copy` reads the ring the same way).
+    #[inline]
     pub fn block(&self, buf: &WqBuf, i: u32) -> [u64; 8] {
         let at = self.cfg.sq_offset + ((i & (self.cfg.size.wqe_cnt - 1)) * BB) as usize;
         buf.get(at).unwrap_or_default()

@@ -89,7 +89,8 @@ for _ in $(seq 50); do [ -S "$WORK/sock" ] && break; sleep 0.1; done
 [ -S "$WORK/sock" ] || { echo "sim-bench: verbs-simd did not start:"; cat "$WORK/daemon.log"; exit 1; }
 export SYSFS_PATH=$WORK/sys VERBS_SIM_SOCKET=$WORK/sock
 
-rm -rf "$RAW"; mkdir -p "$RAW/cg"
+mkdir -p "$RAW/cg"
+for side in $SIDES; do rm -f "$RAW/cg/"*."$side".*; done
 FAILED=0
 for side in $SIDES; do
     toggles=() env=() instr=() exe=$BENCH/ops_bench_c

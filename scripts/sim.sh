@@ -26,7 +26,8 @@
 #                 provider (feature mlx5), and run them through the same shim: verbs-devices
 #                 lists the device, verbs-devinfo -v prints what ibv_devinfo -v does, and
 #                 verbs-{rc,ud,srq}-pingpong run against themselves and against
-#                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways
+#                 ibv_{rc,ud,srq}_pingpong on libmlx5 both ways, and verbs-perf against itself
+#                 and against perftest's ib_<test> on libmlx5 both ways
 #   --device      also build the device test binary (tests/device.rs) with the rustix libc
 #                 backend and feature mlx5 (target/sim-libc, a slow build: ~7 min) and run the
 #                 tests listed in sim/tests/device-on-sim.txt on mlx5_0 with our provider
@@ -156,7 +157,7 @@ if [ "$OURS" = 1 ]; then
     # Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
     OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
     if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices \
-        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong \
+        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong --bin verbs-perf \
         --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
         run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OB/verbs-devices"
         # our provider opens the device (GET_CONTEXT with mlx5 driver data, UAR pages): the whole
@@ -186,6 +187,21 @@ if [ "$OURS" = 1 ]; then
             CLIENT_BIN=ibv_srq_pingpong run_pair verbs-srq-pingpong "ours server, libmlx5 client $v" "$OB/verbs-srq-pingpong" $G $v
             # shellcheck disable=SC2086
             CLIENT_BIN=$OB/verbs-srq-pingpong run_pair verbs-srq-pingpong "libmlx5 server, ours client $v" ibv_srq_pingpong $G $v
+        done
+        # verbs-perf (perftest's exchange and wire protocol) against itself and against perftest on
+        # libmlx5, both ways: latency (inline by default, as perftest), bandwidth, READ, atomics.
+        # $WORK/verbs-perf-TEST runs `verbs-perf TEST ARGS`, so that both sides take ib_TEST's
+        # arguments and either can be the client (CLIENT_BIN)
+        for t in "send_lat -n 500" "write_lat -n 500" "read_lat -n 200" "atomic_lat -n 500" \
+            "send_bw -n 500" "write_bw -n 500 -q 2" "read_bw -n 500" "write_bw -s 65536 -n 100"; do
+            p=${t%% *} v=${t#* } w=$WORK/verbs-perf-${t%% *}
+            printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$OB/verbs-perf" "$p" > "$w"; chmod +x "$w"
+            # shellcheck disable=SC2086
+            run_pair verbs-perf "$p ours/ours $v" "$w" -d mlx5_0 $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=ib_$p run_pair verbs-perf "$p ours server, perftest client $v" "$w" -d mlx5_0 $v
+            # shellcheck disable=SC2086
+            CLIENT_BIN=$w run_pair verbs-perf "$p perftest server, ours client $v" "ib_$p" -d mlx5_0 $v
         done
     else
         row "ours (mlx5)" "(rustix libc backend)" "FAIL(build)" "-"

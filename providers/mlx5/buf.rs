@@ -158,12 +158,15 @@ impl WqBuf {
             let mut v = core::mem::MaybeUninit::<T>::uninit();
             let dst = v.as_mut_ptr().cast::<u64>();
             for i in 0..size_of::<T>() / 8 {
+                let src = p.cast::<u64>().wrapping_add(i);
                 // SAFETY: word `i` lies inside the `size_of::<T>()` bytes
                 // checked in bounds (B2), 8-aligned (page-aligned base,
                 // `off % 8 == 0`), in a live mapping (B1), no reference
-                // to it exists (B3); the store goes to word `i` of `v`
-                // (unaligned-tolerant).
-                unsafe { dst.add(i).write_unaligned(p.cast::<u64>().add(i).read_volatile()) };
+                // to it exists (B3).
+                let w = unsafe { src.read_volatile() };
+                // SAFETY: word `i` of `v`, `i < size_of::<T>() / 8`
+                // (unaligned-tolerant store into our own local).
+                unsafe { dst.wrapping_add(i).write_unaligned(w) };
             }
             // SAFETY: every byte of `v` was written above, and any bytes
             // are a valid `T` (`FromBytes`).

@@ -197,9 +197,6 @@ impl Drop for Mlx5Cq {
     }
 }
 
-/// Completions copied per lock of the CQ.
-const CHUNK: usize = 16;
-
 impl Mlx5Cq {
     /// `Err(Claim::Lent)` while a `poll_with` closure runs.
     #[inline(always)]
@@ -208,25 +205,6 @@ impl Mlx5Cq {
             return Err(Claim::Lent);
         }
         Ok(())
-    }
-
-    /// Polls up to `max` completions and hands each to `f` (outside the
-    /// CQ's lock).
-    #[inline]
-    fn drain(&self, max: usize, mut f: impl FnMut(&Wc)) -> usize {
-        let mut done = 0;
-        while done < max {
-            let want = (max - done).min(CHUNK);
-            let mut tmp = [Wc::default(); CHUNK];
-            // A CQE this provider cannot complete is consumed and skipped.
-            let n = ops::poll(&self.reg, self.slot, &mut tmp[..want]).unwrap_or_else(|n| n);
-            tmp[..n].iter().for_each(&mut f);
-            done += n;
-            if n < want {
-                break;
-            }
-        }
-        done
     }
 }
 

@@ -117,7 +117,7 @@ impl Uar {
                 // `c < n`, `w < 8`, so it ends at most `64 * n` bytes
                 // after `off`, inside the mapping (checked above, U1); a
                 // volatile store, no reference formed.
-                unsafe { first.add(c * 8 + w).write_volatile(v) };
+                unsafe { first.wrapping_add(c * 8 + w).write_volatile(v) };
             }
         }
         true

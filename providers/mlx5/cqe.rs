@@ -204,3 +204,6 @@ mod tests;
 #[path = "cq_ring.rs"]
 mod ring;
 pub use ring::Queues;
+
+#[path = "cq_clean.rs"]
+mod clean;

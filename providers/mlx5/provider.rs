@@ -14,6 +14,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::abi::Mlx5CreateQpResp;
 use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
+use super::reset;
 use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem};
 use super::abi::Mlx5CreateAhResp;
@@ -28,7 +29,7 @@ use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
 use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
-use crate::qp::{QpCap, QpType};
+use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr};
 
@@ -243,6 +244,10 @@ impl ProviderCq for Mlx5Cq {
         ops::cq_event(&self.reg, self.slot);
     }
 
+    fn discard_qp(&self, qp_num: u32) {
+        reset::clean_cq(&self.reg, self.slot, qp_num);
+    }
+
     #[inline]
     fn is_empty(&self) -> bool {
         ops::is_empty(&self.reg, self.slot)
@@ -364,6 +369,12 @@ impl ProviderQp for Mlx5Qp {
 
     fn queue_slots(&self) -> (u32, Option<u32>) {
         self.slots
+    }
+
+    fn state_changed(&mut self, to: QpStateKind) {
+        if to == QpStateKind::Reset {
+            reset::reset_qp(&self.reg, self.slot);
+        }
     }
 }
 

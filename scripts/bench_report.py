@@ -215,6 +215,10 @@ def loop_where(keys):
     return fn.split("@")[0].split("'")[0].rsplit("::", 1)[-1] if "::" in fn else fn.split("@")[0]
 
 
+# our library's calls in the latency loops, as short_fn names them
+LIB_CALLS = ("Cq::poll_with", "lat::post", "run::{{closure}}", "write")
+
+
 def short_fn(ob, fn):
     """A function's name for the report: the last path segment (the object and address
     where there are no symbols)."""
@@ -336,6 +340,24 @@ def render_loop(res, w, summary, label):
             txt = "; ".join(f"`{short_fn(ob, fn)}` {v:.0f}" for ob, fn, v in rows)
             w(f"| {test} | {'perftest' if side == 'c' else 'ours'} | {txt} |")
         w("")
+    ours_lib = {t: sum(v for ob, fn, v in rows if short_fn(ob, fn) in LIB_CALLS)
+                for (t, side), rows in where.items() if side == "ours"}
+    if ours_lib:
+        w("What bounds the loop without the waiting: one iteration must post the message (`lat::post`: the "
+          "library's post_send with rxe's or siw's doorbell `write()`), poll its completion and, in send_lat, the "
+          "peer's message (`Cq::poll_with`, one call each, out of line in the library) and post a receive back "
+          "(`run::{{closure}}`: the receives perftest's and ours post for the first iterations, then one per "
+          "iteration); those library calls alone are " +
+          ", ".join(f"{fmt(v, 0)} ({t})" for t, v in sorted(ours_lib.items())) +
+          " instructions per iteration of ours, which the per-call rows above bound (their floors). The program's "
+          "own share is the rest: the cycle-counter timestamp (`rdtsc`, as perftest's `get_cycles`), the loop's "
+          "steps and the statistics (a selection of the median and percentiles and one pass for min, max and "
+          "mean, where perftest sorts the samples: its `msort`): " +
+          ", ".join(f"{fmt(split[(t, 'ours')]['loop'] - v, 0)} ({t})" for t, v in sorted(ours_lib.items())
+                    if (t, "ours") in split) +
+          f"; at {INS_TARGET}x perftest with these library calls it would have to be at most " +
+          ", ".join(f"{fmt(INS_TARGET * split[(t, 'c')]['loop'] - v, 0)} ({t})" for t, v in sorted(ours_lib.items())
+                    if (t, "c") in split) + ".\n")
     if label.startswith("siw"):
         w("On siw0 (-R) both programs also wait on their rdma_cm exchange at start and end (perftest polls the "
           "exchange QP's CQ; verbs-perf's `CmLink::one` polls it with a yield and a clock read per poll) for as "

@@ -359,7 +359,15 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     pub fn previous_pending(&self) -> bool {
         core::sync::atomic::fence(Ordering::SeqCst);
-        self.flags(self.q.n - 1).load(Ordering::SeqCst) & SIW_WQE_VALID != 0
+        // The element before the position: `head - 1`, or the last one
+        // (`head < n`, so either is in `0..n`).
+        let prev = if self.head == 0 { self.q.n - 1 } else { self.head - 1 };
+        // SAFETY: element `prev < n` is inside the live mapping (S1) and
+        // its byte 8 is 2-aligned; `&self` borrows the ring, which keeps
+        // the mapping alive. The flags word is only ever accessed as an
+        // atomic (S2).
+        let flags = unsafe { &*self.q.base.as_ptr().wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
+        flags.load(Ordering::SeqCst) & SIW_WQE_VALID != 0
     }
 
     /// Elements in the array.

@@ -122,6 +122,11 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
+    fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        poll::copy_run(self.ring(), out)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         poll::poll_with(self.ring(), max, f)
     }

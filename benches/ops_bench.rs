@@ -10,6 +10,8 @@
 //! `ops_bench::bench_post_send` etc.):
 //! * `bench_post_send`: post_send of one 8-byte RDMA WRITE (list of 1) on A;
 //!   every 16th signaled and waited for (outside the wrapper);
+//! * `bench_post_send_inline` (with `-i N`, N >= 8: the QPs' `max_inline_data`):
+//!   the same with the 8 bytes inline (`IBV_SEND_INLINE`);
 //! * `bench_post_recv`: post_recv of one WR on B, consumed by SENDs from A;
 //! * `bench_poll_cq`: poll for a batch of N completions already in the CQ;
 //! * `bench_poll_with`: the same with `Cq::poll_with` (in place: reads each
@@ -20,7 +22,7 @@
 //! Output lines: `ops_bench impl=ours op=<name> calls=<n> items=<n> ns_per_call=<wall>`.
 //! Needs an RDMA device: scripts/bench.sh runs it in the VM. Run without
 //! arguments (as `cargo test --all-targets` does) it only says so.
-//! usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]
+//! usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-i max_inline] [-n post_iters] [-b batch] [-r poll_rounds]
 //! (`-c ip`: A and B connected by the connection manager on that address,
 //! as siw0 needs; the device is the address's)
 
@@ -45,6 +47,14 @@ const MSG: u32 = 8;
 
 #[inline(never)]
 fn bench_post_send(qp: &mut RcQp<'_, Rts>, wr: &[SendWr<'_>]) -> Result<(), PostError> {
+    qp.post_send(wr)
+}
+
+/// The same call as `bench_post_send` with an inline payload; its
+/// parameters are in the other order only so that LLVM's function merging
+/// cannot fold the two wrappers into one symbol.
+#[inline(never)]
+fn bench_post_send_inline(wr: &[SendWr<'_>], qp: &mut RcQp<'_, Rts>) -> Result<(), PostError> {
     qp.post_send(wr)
 }
 
@@ -91,6 +101,8 @@ struct Opts {
     /// address (iWARP/siw0 needs it); the device is the address's.
     cm_ip: Option<String>,
     gid_index: u32,
+    /// `-i N`: the QPs' `max_inline_data`; N >= 8 also measures inline posts.
+    inline: u32,
     iters: u64,
     batch: usize,
     rounds: u64,
@@ -101,6 +113,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         dev: std::env::var("VERBS_TEST_RXE").unwrap_or_else(|_| "rxe0".into()),
         cm_ip: None,
         gid_index: std::env::var("VM_RXE_GID_INDEX").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
+        inline: 0,
         iters: 2000,
         batch: 16,
         rounds: 50,
@@ -116,6 +129,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "-d" => o.dev = v.clone(),
             "-x" => o.gid_index = v.parse().map_err(bad)?,
             "-c" => o.cm_ip = Some(v.clone()),
+            "-i" => o.inline = v.parse().map_err(bad)?,
             "-n" => o.iters = v.parse().map_err(bad)?,
             "-b" => o.batch = v.parse().map_err(bad)?,
             "-r" => o.rounds = v.parse().map_err(bad)?,
@@ -237,8 +251,16 @@ fn connect_by_hand<'a>(o: &Opts, ctx: &Context, a: RcQp<'a, Reset>, b: RcQp<'a, 
 }
 
 fn run(o: &Opts) -> Result<(), String> {
-    let ch = [EventChannel::create().map_err(e("rdma_create_event_channel"))?, EventChannel::create().map_err(e("rdma_create_event_channel"))?];
-    let cm = o.cm_ip.as_deref().map(|ip| cm_start(&ch, ip)).transpose()?;
+    // (the event channels only with -c: a device without rdma_cm, like the
+    // simulated ConnectX, has none)
+    let ch = match &o.cm_ip {
+        Some(_) => Some([EventChannel::create().map_err(e("rdma_create_event_channel"))?, EventChannel::create().map_err(e("rdma_create_event_channel"))?]),
+        None => None,
+    };
+    let cm = match (&o.cm_ip, &ch) {
+        (Some(ip), Some(ch)) => Some(cm_start(ch, ip)?),
+        _ => None,
+    };
     let ctx = match &cm {
         Some([_, client]) => client.open_device().map_err(e("rdma_cm_id.verbs"))?,
         None => {
@@ -253,14 +275,15 @@ fn run(o: &Opts) -> Result<(), String> {
     let scq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // A's send CQ
     let rcq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // B's recv CQ
     let ocq = Cq::create(&ctx, 512, None, 0).map_err(e("ibv_create_cq"))?; // the other two
-    let cap = QpCap { max_send_wr: SQ_DEPTH, max_recv_wr: RQ_DEPTH, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let cap = QpCap { max_send_wr: SQ_DEPTH, max_recv_wr: RQ_DEPTH, max_send_sge: 1, max_recv_sge: 1, max_inline_data: o.inline };
     let create = |send_cq, recv_cq| {
         RcQp::create(&pd, QpInitAttr { send_cq, recv_cq, srq: None, cap, sq_sig_all: false }).map_err(e("ibv_create_qp"))
     };
     // (-c: the accepted id keeps B's connection for the run)
     let (mut a, mut b, _accepted) = match &cm {
         Some([_, client]) => {
-            let (a, b, id) = cm_connect(&ch, client, create(&scq, &ocq)?, || create(&ocq, &rcq))?;
+            let ch = ch.as_ref().ok_or("no event channels")?;
+            let (a, b, id) = cm_connect(ch, client, create(&scq, &ocq)?, || create(&ocq, &rcq))?;
             (a, b, Some(id))
         }
         None => {
@@ -292,6 +315,28 @@ fn run(o: &Opts) -> Result<(), String> {
     a.post_send(&wr).map_err(pe("ibv_post_send"))?;
     drain(&scq, 1)?;
     report("post_send", o.iters, o.iters, ns);
+
+    // post_send_inline: the same WRITEs with the 8 bytes copied into the WQE.
+    if o.inline >= MSG {
+        let data = [0x5au8; MSG as usize];
+        let mut iwr = [SendWr { wr_id: 0, payload: Payload::Inline(&data), op: write, flags: SendFlags::empty(), ud: None }];
+        let mut ns = 0u128;
+        for i in 0..o.iters {
+            iwr[0].wr_id = i;
+            let signaled = i % SIGNAL_EVERY == SIGNAL_EVERY - 1;
+            iwr[0].flags = if signaled { SendFlags::SIGNALED } else { SendFlags::empty() };
+            let t = Instant::now();
+            bench_post_send_inline(&iwr, &mut a).map_err(pe("ibv_post_send inline"))?;
+            ns += t.elapsed().as_nanos();
+            if signaled {
+                drain(&scq, 1)?;
+            }
+        }
+        iwr[0].flags = SendFlags::SIGNALED;
+        a.post_send(&iwr).map_err(pe("ibv_post_send inline"))?;
+        drain(&scq, 1)?;
+        report("post_send_inline", o.iters, o.iters, ns);
+    }
 
     // post_recv: fill B's RQ one WR at a time, then consume with SENDs from A.
     let rsge = [Sge { addr: base + 8192, length: MSG, lkey }];

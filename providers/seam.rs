@@ -155,6 +155,14 @@ where
         self.sent
     }
 
+    /// The core response, for a provider whose library reports what it
+    /// granted rather than what the kernel echoed (libmlx5 answers a QP's
+    /// `max_inline_data`, `max_send_wr`, `max_recv_wr` and `max_recv_sge`
+    /// from the queues it sized); `None` before a successful send.
+    pub fn sent_mut(&mut self) -> Option<&mut C::Resp> {
+        self.sent.as_mut()
+    }
+
     /// The outcome of a create hook that was given this command: the
     /// object and the core response; or the hook's error, after `undo`
     /// (the object's destroy command) destroyed the kernel object if the

@@ -121,7 +121,10 @@ impl Cq<'_> {
         }
         let Some(channel) = channel else { return Err(timed_out()) };
 
-        // Sleep on the channel.
+        // Sleep on the channel. After an event the CQ is polled before it
+        // is armed again: arming a CQ that holds a completion past the
+        // consumer index makes a ConnectX send another event at once (the
+        // arm doorbell carries the index), one per wait that nobody reads.
         loop {
             self.req_notify(false)?;
             let n = self.poll(wc)?;
@@ -132,6 +135,10 @@ impl Cq<'_> {
                 // Another caller of get_cq_event kept this CQ's event.
                 get_cq_event(channel, &[self])?;
                 self.ack_events(1)?;
+                let n = self.poll(wc)?;
+                if n > 0 {
+                    return Ok(n);
+                }
                 continue;
             }
             let rest = left(now());
@@ -147,7 +154,13 @@ impl Cq<'_> {
                     return if n > 0 { Ok(n) } else { Err(timed_out()) };
                 }
                 Ok(_) => match get_cq_event(channel, &[self]) {
-                    Ok(_) => self.ack_events(1)?,
+                    Ok(_) => {
+                        self.ack_events(1)?;
+                        let n = self.poll(wc)?;
+                        if n > 0 {
+                            return Ok(n);
+                        }
+                    }
                     // Another reader took it, or it was another CQ's
                     // (kept for that CQ): poll and sleep again.
                     Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::CqNotListed) => {}

@@ -25,22 +25,19 @@
 //! # Safety
 //!
 //! * **H1 — the buffer owns its mapping**, as [`PageBuf`](crate::PageBuf)
-//!   does (mr_buf.rs B3): `mmap` with a NULL hint and no `MAP_FIXED`
-//!   creates it, only `Drop` unmaps it (exactly `len` bytes, the length
-//!   given to `mmap`), and its bytes are zero-filled anonymous
-//!   memory, valid for `u8`. `madvise(MADV_DONTFORK)` changes only what a
-//!   child inherits, never this process's memory.
+//!   does (mr_buf.rs B3): it is a [`Mapping`] (`mapping.rs`, M1–M3) made
+//!   with `MAP_HUGETLB | MAP_HUGE_2MB` over whole huge pages;
+//!   `madvise(MADV_DONTFORK)` changes only what a child inherits, never
+//!   this process's memory.
 //! * **H2 — [`MrBuffer`]**: `into_raw` forgets the value (its `Drop` does
 //!   not run), so the mapping stays until `from_raw` rebuilds its owner
 //!   from the same parts.
 #![allow(unsafe_code)]
 
-use core::ffi::c_void;
-use core::ptr::NonNull;
-
-use rustix::mm::{MapFlags, ProtFlags};
+use rustix::mm::MapFlags;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::mapping::Mapping;
 use crate::mr_buf::MrBuffer;
 
 /// The huge page size this buffer uses.
@@ -62,16 +59,9 @@ const VERB: &str = "mmap(MAP_HUGETLB)";
 /// ```
 #[derive(Debug)]
 pub struct HugePageBuf {
-    ptr: NonNull<u8>,
     /// Whole huge pages: what was mapped.
-    len: usize,
+    map: Mapping,
 }
-
-// SAFETY: the buffer owns its mapping (H1); moving it moves the pointer
-// only, and munmap may run on any thread.
-unsafe impl Send for HugePageBuf {}
-// SAFETY: `&HugePageBuf` gives only `&[u8]`; writes need `&mut`.
-unsafe impl Sync for HugePageBuf {}
 
 impl HugePageBuf {
     /// Maps `len` bytes rounded up to whole 2 MiB huge pages (the
@@ -90,77 +80,52 @@ impl HugePageBuf {
         let len = len
             .checked_next_multiple_of(HUGE_PAGE_SIZE)
             .ok_or(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("length too large"))?;
-        let flags = MapFlags::PRIVATE | MapFlags::HUGETLB | MapFlags::HUGE_2MB;
-        // SAFETY: a fresh private anonymous mapping at an address the
-        // kernel chooses (NULL hint, no MAP_FIXED): no existing memory is
-        // replaced. `Self` owns it from here (H1).
-        let p = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags) }
-            .map_err(|e| match e {
-                rustix::io::Errno::NOMEM => Error::with_errno(VERB, ErrorKind::OutOfResources, e).with_detail(
-                    "no free 2 MiB huge pages: reserve them with `sysctl vm.nr_hugepages=N` (HugePages_Free in /proc/meminfo)",
-                ),
-                e => Error::from_errno(VERB, e).with_detail("2 MiB huge pages unavailable (kernel without hugetlbfs?)"),
-            })?;
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(VERB, ErrorKind::OutOfResources))?;
-        let this = Self { ptr, len };
-        // SAFETY: MADV_DONTFORK on our own mapping, whole: it changes only
-        // whether a child inherits it (H1).
-        unsafe { rustix::mm::madvise(p, len, rustix::mm::Advice::LinuxDontFork) }
-            .map_err(|e| Error::from_errno("madvise(MADV_DONTFORK)", e))?;
-        Ok(this)
+        let map = Mapping::anonymous(len, MapFlags::HUGETLB | MapFlags::HUGE_2MB).map_err(|e| match e {
+            rustix::io::Errno::NOMEM => Error::with_errno(VERB, ErrorKind::OutOfResources, e).with_detail(
+                "no free 2 MiB huge pages: reserve them with `sysctl vm.nr_hugepages=N` (HugePages_Free in /proc/meminfo)",
+            ),
+            e => Error::from_errno(VERB, e).with_detail("2 MiB huge pages unavailable (kernel without hugetlbfs?)"),
+        })?;
+        map.dont_fork().map_err(|e| Error::from_errno("madvise(MADV_DONTFORK)", e))?;
+        Ok(Self { map })
     }
 
     /// Length in bytes: whole huge pages.
     pub fn len(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     /// Always `false`: zero-length buffers are refused.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.map.len() == 0
     }
 }
 
 impl core::ops::Deref for HugePageBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: `len` zero-initialised bytes owned by `self`
-        // (H1); the shared borrow keeps `&mut` access away.
-        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        self.map.bytes()
     }
 }
 
 impl core::ops::DerefMut for HugePageBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
-        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        self.map.bytes_mut()
     }
 }
 
-impl Drop for HugePageBuf {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping `new` made (H1); `self` is going
-        // away, so no slice borrowed from it outlives the unmap.
-        let r = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
-        if let Err(e) = r {
-            crate::error::report_drop_failure(Error::from_errno("munmap", e));
-        }
-    }
-}
-
-// SAFETY: `into_raw` forgets the buffer, so the mapping stays until
-// `from_raw` rebuilds its owner from the same parts (H2).
+// SAFETY: `into_raw` gives the mapping up without unmapping it and
+// `from_raw` owns it again (H2; M3 in `mapping.rs`).
 unsafe impl MrBuffer for HugePageBuf {
     type Raw = ();
     fn into_raw(self) -> (*mut u8, usize, ()) {
-        let this = core::mem::ManuallyDrop::new(self);
-        (this.ptr.as_ptr(), this.len, ())
+        let (p, n) = self.map.into_raw();
+        (p, n, ())
     }
     unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
-        // SAFETY: `ptr` is the start of a `HugePageBuf`, a `NonNull`
-        // (caller contract: the parts `into_raw` gave).
-        let ptr = unsafe { NonNull::new_unchecked(ptr) };
-        Self { ptr, len }
+        // SAFETY: the parts a `HugePageBuf`'s `into_raw` gave, once
+        // (caller contract), are those of its `Mapping`.
+        Self { map: unsafe { Mapping::from_raw(ptr, len) } }
     }
 }
 

@@ -35,9 +35,10 @@
 //!   keeps the parts in a `ManuallyDrop` and calls `from_raw` at most once,
 //!   after a successful `DEREG_MR` (or on the failure path of a
 //!   registration the kernel never accepted).
-//! * **B3 — [`PageBuf`] owns its mapping**: `mmap` with a NULL hint and no
-//!   `MAP_FIXED` creates it, only its `Drop` unmaps it, and its bytes are
-//!   zero-filled anonymous memory, valid for `u8`.
+//! * **B3 — [`PageBuf`] owns its mapping**: it is a [`Mapping`]
+//!   (`mapping.rs`, M1–M3: `mmap` with a NULL hint and no `MAP_FIXED`
+//!   creates it, only its `Drop` unmaps it, its bytes are zero-filled
+//!   anonymous memory, valid for `u8`).
 //! * **B4 — [`RawMem`] is made only by an `unsafe` constructor** whose
 //!   caller promises B1 for the range.
 #![allow(unsafe_code)]
@@ -45,12 +46,10 @@
 #[cfg(feature = "std")]
 extern crate alloc;
 
-use core::ffi::c_void;
-use core::ptr::NonNull;
-
-use rustix::mm::{MapFlags, ProtFlags};
+use rustix::mm::MapFlags;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::mapping::Mapping;
 
 /// Memory a [`Mr`](crate::Mr) can own while it is registered.
 ///
@@ -142,15 +141,8 @@ unsafe impl MrBuffer for alloc::vec::Vec<u8> {
 /// [`Mr::alloc`](crate::Mr::alloc) registers one.
 #[derive(Debug)]
 pub struct PageBuf {
-    ptr: NonNull<u8>,
-    len: usize,
+    map: Mapping,
 }
-
-// SAFETY: a `PageBuf` owns its mapping (B3); moving it to another thread
-// moves only the pointer, and munmap may run on any thread.
-unsafe impl Send for PageBuf {}
-// SAFETY: `&PageBuf` gives only `&[u8]` (reads); writes need `&mut`.
-unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
     /// Maps `len` bytes (rounded up to whole pages by the kernel; [`len`]
@@ -162,68 +154,46 @@ impl PageBuf {
         if len == 0 {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument));
         }
-        // SAFETY: a fresh private anonymous mapping at an address the
-        // kernel chooses (NULL hint, no MAP_FIXED): no existing memory is
-        // replaced. `Self` owns it from here (B3).
-        let p = unsafe {
-            rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE)
-        }
-        .map_err(|e| Error::from_errno(VERB, e))?;
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(VERB, ErrorKind::OutOfResources))?;
-        Ok(Self { ptr, len })
+        let map = Mapping::anonymous(len, MapFlags::empty()).map_err(|e| Error::from_errno(VERB, e))?;
+        Ok(Self { map })
     }
 
     /// Length in bytes (as requested).
     pub fn len(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     /// Always `false`: zero-length buffers are refused.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.map.len() == 0
     }
 }
 
 impl core::ops::Deref for PageBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: `len` mapped, zero-initialised bytes owned by `self`
-        // (B3); the shared borrow of `self` keeps `&mut` access away.
-        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        self.map.bytes()
     }
 }
 
 impl core::ops::DerefMut for PageBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
-        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        self.map.bytes_mut()
     }
 }
 
-impl Drop for PageBuf {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping `new` made (B3); `self` is going
-        // away, so no slice borrowed from it outlives the unmap.
-        let r = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
-        if let Err(e) = r {
-            crate::error::report_drop_failure(Error::from_errno("munmap", e));
-        }
-    }
-}
-
-// SAFETY: `into_raw` forgets the `PageBuf` (its `Drop` does not run), so
-// the mapping stays until `from_raw` rebuilds the owner (B1, B3).
+// SAFETY: `into_raw` gives the mapping up without unmapping it and
+// `from_raw` owns it again (B3; M3 in `mapping.rs`).
 unsafe impl MrBuffer for PageBuf {
     type Raw = ();
     fn into_raw(self) -> (*mut u8, usize, ()) {
-        let this = core::mem::ManuallyDrop::new(self);
-        (this.ptr.as_ptr(), this.len, ())
+        let (p, n) = self.map.into_raw();
+        (p, n, ())
     }
     unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
-        // SAFETY: `ptr` is the start of a `PageBuf`, a `NonNull` (caller
-        // contract: the parts `into_raw` gave).
-        let ptr = unsafe { NonNull::new_unchecked(ptr) };
-        Self { ptr, len }
+        // SAFETY: the parts a `PageBuf`'s `into_raw` gave, once (caller
+        // contract), are those of its `Mapping`.
+        Self { map: unsafe { Mapping::from_raw(ptr, len) } }
     }
 }
 

@@ -6,6 +6,8 @@
  *   valgrind --tool=callgrind --toggle-collect='bench_*' ops_bench ...
  * collects only the userspace instructions spent inside the verb:
  *   bench_post_send      ibv_post_send of one 8-byte RDMA WRITE (list of 1) on A
+ *   bench_post_send_inline  the same with the 8 bytes inline (IBV_SEND_INLINE; with -i N,
+ *                        N >= 8, the QPs' max_inline_data)
  *   bench_post_recv      ibv_post_recv of one WR (one 8-byte SGE) on B
  *   bench_poll_cq        ibv_poll_cq for a batch of N completions already in the CQ
  *   bench_poll_cq_empty  ibv_poll_cq on an empty CQ
@@ -17,7 +19,7 @@
  * (items = completions returned, for poll_cq). Exit status 0 only if every
  * operation succeeded (short poll batches are counted and only warned about).
  *
- * usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]
+ * usage: ops_bench [-d dev] [-x gid_index] [-c ip] [-i max_inline] [-n post_iters] [-b batch] [-r poll_rounds]
  * build: gcc -O2 -g -o ops_bench ops_bench.c -libverbs -lrdmacm
  */
 #define _GNU_SOURCE
@@ -58,6 +60,12 @@ __attribute__((noinline)) int bench_post_send(struct ibv_qp *qp, struct ibv_send
 	return ibv_post_send(qp, wr, &bad);
 }
 
+__attribute__((noinline)) int bench_post_send_inline(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	return ibv_post_send(qp, wr, &bad);
+}
+
 __attribute__((noinline)) int bench_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
 {
 	struct ibv_recv_wr *bad;
@@ -86,6 +94,7 @@ struct env {
 	struct ibv_qp *a, *b;
 	union ibv_gid gid;
 	int gid_index;
+	uint32_t max_inline; /* -i: the QPs' max_inline_data */
 };
 
 static void to_init(struct ibv_qp *qp)
@@ -155,7 +164,8 @@ static struct ibv_qp *make_qp(struct env *e, struct ibv_cq *scq, struct ibv_cq *
 	struct ibv_qp_init_attr ia = {
 		.send_cq = scq,
 		.recv_cq = rcq,
-		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = e->max_inline },
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
 	};
@@ -210,7 +220,8 @@ static void setup_cm(struct env *e, const char *ip)
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct ibv_qp_init_attr ia = {
-		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = e->max_inline },
 		.qp_type = IBV_QPT_RC,
 	};
 	if (!chs || !chc || inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
@@ -290,16 +301,17 @@ int main(int argc, char **argv)
 	long iters = 2000, rounds = 50;
 	int batch = 16, opt;
 	e.gid_index = getenv("VM_RXE_GID_INDEX") ? atoi(getenv("VM_RXE_GID_INDEX")) : 1;
-	while ((opt = getopt(argc, argv, "d:x:c:n:b:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:x:c:i:n:b:r:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'x': e.gid_index = atoi(optarg); break;
 		case 'c': cm_ip = optarg; break;
+		case 'i': e.max_inline = (uint32_t)atoi(optarg); break;
 		case 'n': iters = atol(optarg); break;
 		case 'b': batch = atoi(optarg); break;
 		case 'r': rounds = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s [-d dev] [-x gid_index] [-c ip] [-n post_iters] [-b batch] [-r poll_rounds]\n",
+			fprintf(stderr, "usage: %s [-d dev] [-x gid_index] [-c ip] [-i max_inline] [-n post_iters] [-b batch] [-r poll_rounds]\n",
 				argv[0]);
 			return 2;
 		}
@@ -343,6 +355,34 @@ int main(int argc, char **argv)
 	}
 	drain(e.scq, 1);
 	report("post_send", iters, iters, ns);
+
+	/* post_send_inline: the same WRITEs with the 8 bytes copied into the WQE. */
+	if (e.max_inline >= MSG) {
+		uint64_t data = 0x5a5a5a5a5a5a5a5aull;
+		struct ibv_sge isge = { .addr = (uintptr_t)&data, .length = MSG };
+		struct ibv_send_wr iwr = wr;
+		iwr.sg_list = &isge;
+		ns = 0;
+		for (long i = 0; i < iters; i++) {
+			iwr.wr_id = (uint64_t)i;
+			iwr.send_flags = IBV_SEND_INLINE |
+					 ((i % SIGNAL_EVERY == SIGNAL_EVERY - 1) ? IBV_SEND_SIGNALED : 0);
+			t = now_ns();
+			if (bench_post_send_inline(e.a, &iwr))
+				die("ibv_post_send inline");
+			ns += now_ns() - t;
+			if (iwr.send_flags & IBV_SEND_SIGNALED)
+				drain(e.scq, 1);
+		}
+		iwr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+		{
+			struct ibv_send_wr *bad;
+			if (ibv_post_send(e.a, &iwr, &bad))
+				die("ibv_post_send inline");
+		}
+		drain(e.scq, 1);
+		report("post_send_inline", iters, iters, ns);
+	}
 
 	/* post_recv: fill B's RQ one WR at a time, then consume with SENDs from A. */
 	struct ibv_sge rsge = { .addr = (uintptr_t)(e.buf + 8192), .length = MSG, .lkey = e.mr->lkey };

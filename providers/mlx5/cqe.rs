@@ -203,3 +203,6 @@ mod tests;
 #[path = "cq_ring.rs"]
 mod ring;
 pub use ring::Queues;
+
+#[path = "cq_clean.rs"]
+mod clean;

@@ -7,8 +7,8 @@
 //! doorbell records; posts ring the UAR (BlueFlame as libmlx5 decides);
 //! polls reach the queues through the context's slot table. Proven on the
 //! simulated ConnectX against libmlx5 (`scripts/sim.sh --ours`). Not yet:
-//! CQ resize, dynamic UARs, CQE version 0, InfiniBand ports, resetting a
-//! QP's indices on RESET, the C library over it. The pieces: the ABI of the driver
+//! CQ resize, dynamic UARs, CQE version 0, InfiniBand ports, the C
+//! library over it. The pieces: the ABI of the driver
 //! data ([`abi`]), the ring layouts ([`wqe`]), queue sizing as libmlx5
 //! computes it ([`sizing`]), the work queue memory ([`buf`]), the send
 //! queue writer with its doorbell decision ([`sq`], memory-window binds and
@@ -71,8 +71,8 @@
 //! alternating halves ([`uar`]); each object's buffer, doorbell record and
 //! `CREATE_CQ`/`CREATE_QP`/`CREATE_SRQ` driver data ([`res`]); the
 //! context's table of CQ, QP and SRQ state by user index, through which a
-//! poll reaches the queues its CQEs name ([`registry`]), and the data-path
-//! verbs on it ([`ops`]).
+//! poll reaches the queues its CQEs name ([`registry`]), the data-path
+//! verbs on it ([`ops`]) and a QP's move to RESET ([`reset`]).
 //!
 //! The barriers the device needs (and that the simulator cannot prove)
 //! are listed in SAFETY.md with the reason for each.
@@ -91,5 +91,6 @@ pub mod res;
 pub mod uar;
 pub mod registry;
 pub mod ops;
+pub mod reset;
 pub mod provider;
 pub use provider::Mlx5;

@@ -6,6 +6,7 @@
 //! ([`super::registry`]) where posts and polls meet.
 
 use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicU8, Ordering};
 
 use rustix::fd::{AsFd, BorrowedFd};
 use zerocopy::{FromZeros, IntoBytes};
@@ -13,6 +14,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::abi::Mlx5CreateQpResp;
 use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
+use super::reset;
 use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem};
 use super::abi::Mlx5CreateAhResp;
@@ -27,7 +29,7 @@ use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
 use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
-use crate::qp::{QpCap, QpType};
+use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr};
 
@@ -174,6 +176,20 @@ pub struct Mlx5Cq {
     reg: RegRef,
     slot: u32,
     ncqe: u32,
+    /// [`Claim::Lent`] while a `poll_with` closure runs (caller code, which
+    /// may poll this CQ again): every other poll is refused meanwhile, as
+    /// on rxe and siw. The slot lock itself is never held across caller
+    /// code.
+    lent: AtomicU8,
+}
+
+/// Gives a lent CQ back when `poll_with` returns or its closure unwinds.
+struct Unlend<'a>(&'a AtomicU8);
+
+impl Drop for Unlend<'_> {
+    fn drop(&mut self) {
+        self.0.store(Claim::Free as u8, Ordering::Release);
+    }
 }
 
 impl Drop for Mlx5Cq {
@@ -186,6 +202,15 @@ impl Drop for Mlx5Cq {
 const CHUNK: usize = 16;
 
 impl Mlx5Cq {
+    /// `Err(Claim::Lent)` while a `poll_with` closure runs.
+    #[inline(always)]
+    fn not_lent(&self) -> core::result::Result<(), Claim> {
+        if self.lent.load(Ordering::Acquire) == Claim::Lent as u8 {
+            return Err(Claim::Lent);
+        }
+        Ok(())
+    }
+
     /// Polls up to `max` completions and hands each to `f` (outside the
     /// CQ's lock).
     #[inline]
@@ -222,7 +247,7 @@ impl ProviderCq for Mlx5Cq {
         let ring = mem.ring(verb, resp.cqe, cqn, info.cqe_version)?;
         let ncqe = mem.ncqe;
         let (reg, slot) = slot.fill(Entry::Cq { ring, buf: mem.buf });
-        Ok(Self { reg, slot, ncqe })
+        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8) })
     }
 
     fn resize(&mut self, _: &Mlx5Context, dc: &mut DriverCmd<'_, ResizeCq>) -> core::result::Result<(), ResizeFailed> {
@@ -241,6 +266,10 @@ impl ProviderCq for Mlx5Cq {
         ops::cq_event(&self.reg, self.slot);
     }
 
+    fn discard_qp(&self, qp_num: u32) {
+        reset::clean_cq(&self.reg, self.slot, qp_num);
+    }
+
     #[inline]
     fn is_empty(&self) -> bool {
         ops::is_empty(&self.reg, self.slot)
@@ -248,6 +277,7 @@ impl ProviderCq for Mlx5Cq {
 
     #[inline]
     fn poll<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        self.not_lent()?;
         let mut it = out.iter_mut();
         Ok(self.drain(it.len(), |w| {
             if let Some(o) = it.next() {
@@ -261,8 +291,24 @@ impl ProviderCq for Mlx5Cq {
         self.poll(out)
     }
 
-    fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
-        Ok(self.drain(max, f))
+    /// Each completion is consumed (its CQE freed, its WQE retired)
+    /// before `f` sees it, one at a time, so a panic in `f` loses none
+    /// but the one handed out; the CQ is lent to `f` meanwhile.
+    fn poll_with(&self, max: usize, mut f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
+        if self.lent.compare_exchange(Claim::Free as u8, Claim::Lent as u8, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return Err(Claim::Lent);
+        }
+        let _back = Unlend(&self.lent);
+        let mut done = 0;
+        while done < max {
+            let mut one = [Wc::default()];
+            if ops::poll(&self.reg, self.slot, &mut one).unwrap_or_else(|n| n) == 0 {
+                break;
+            }
+            done += 1;
+            f(&one[0]);
+        }
+        Ok(done)
     }
 
     fn ring_slots(&self) -> u32 {
@@ -318,7 +364,17 @@ impl ProviderQp for Mlx5Qp {
             Error::new(verb, ErrorKind::Malformed).with_detail("mlx5: the kernel gave the QP a BlueFlame register the context does not have")
         })?;
         let (sq, rq) = mem.queues(verb, resp.qpn, qp_type, core.sq_sig_all != 0, ctx.atomics, db.blueflame())?;
-        let slots = (sq.as_ref().map_or(0, |s| s.config().size.max_post), rq.as_ref().map(|_| mem.granted().max_recv_wr));
+        let granted = mem.granted();
+        let slots = (sq.as_ref().map_or(0, |s| s.config().size.max_post), rq.as_ref().map(|_| granted.max_recv_wr));
+        // mlx5_ib echoes the requested capacities for a user QP; libmlx5
+        // reports what its queues hold (`create_qp`, `mlx5_calc_sq_size`),
+        // and so does this provider: the posts check against these.
+        if let Some(r) = dc.sent_mut() {
+            r.max_send_wr = granted.max_send_wr;
+            r.max_recv_wr = granted.max_recv_wr;
+            r.max_recv_sge = granted.max_recv_sge;
+            r.max_inline_data = granted.max_inline_data;
+        }
         let (reg, slot) = slot.fill(Entry::Qp { sq, rq, buf: mem.buf, srq_uidx });
         Ok(Self { reg, slot, db, slots })
     }
@@ -338,6 +394,12 @@ impl ProviderQp for Mlx5Qp {
 
     fn queue_slots(&self) -> (u32, Option<u32>) {
         self.slots
+    }
+
+    fn state_changed(&mut self, to: QpStateKind) {
+        if to == QpStateKind::Reset {
+            reset::reset_qp(&self.reg, self.slot);
+        }
     }
 }
 

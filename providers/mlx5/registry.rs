@@ -155,11 +155,14 @@ impl RegRef {
         // exists.
         unsafe { field::<AtomicUsize>(r, offset_of!(Region, refs)).write(AtomicUsize::new(1)) };
         // SAFETY: as above.
-        unsafe { field::<AtomicU32>(r, offset_of!(Region, hint)).write(AtomicU32::new(0)) };
+        unsafe { field::<AtomicU32>(r, offset_of!(Region, hint)).write(AtomicU32::new(1)) };
         // SAFETY: as above.
         unsafe { field::<Uars>(r, offset_of!(Region, uars)).write(uars) };
         for i in 0..SLOTS {
-            let slot = Slot { lock: AtomicU32::new(0), entry: UnsafeCell::new(Entry::Free) };
+            // Slot 0 is never handed out: an AH's number is its slot, and
+            // 0 is the "no number" of `Ah::ah_num` on every provider.
+            let entry = if i == 0 { Entry::Reserved } else { Entry::Free };
+            let slot = Slot { lock: AtomicU32::new(0), entry: UnsafeCell::new(entry) };
             // SAFETY: as above; slot `i < SLOTS` of the array.
             unsafe { field::<Slot>(r, offset_of!(Region, slots) + i * size_of::<Slot>()).write(slot) };
         }
@@ -313,8 +316,9 @@ mod tests {
     #[test]
     fn full_table_gives_the_entry_back() {
         let a = table();
-        for _ in 0..SLOTS {
-            a.insert(Entry::Reserved).unwrap();
+        // Slot 0 is kept back: SLOTS - 1 entries fit, none in slot 0.
+        for _ in 1..SLOTS {
+            assert_ne!(a.insert(Entry::Reserved).unwrap(), 0);
         }
         assert_eq!(a.insert(Entry::Reserved), None);
         a.remove(7);

@@ -105,6 +105,12 @@ impl RecvQueue {
         Ok(())
     }
 
+    /// The QP went to RESET (`mlx5_init_qp_indices`): the queue starts
+    /// over at WQE 0; nothing posted is kept.
+    pub fn reset(&mut self) {
+        (self.head, self.tail) = (0, 0);
+    }
+
     /// A responder completion: receives complete in order, so it is the
     /// oldest outstanding one (`rq.tail++`); its `wr_id`.
     pub fn complete(&mut self) -> u64 {

@@ -372,6 +372,12 @@ impl SendQueue {
         buf.get(at).unwrap_or_default()
     }
 
+    /// The QP went to RESET (`mlx5_init_qp_indices`): the queue starts
+    /// over at WQE 0, as the device's does; nothing posted is kept.
+    pub fn reset(&mut self) {
+        (self.cur_post, self.head, self.tail, self.fm_cache) = (0, 0, 0, 0);
+    }
+
     /// A requester completion for the WQE at `wqe_counter`: retires it and
     /// every unsignaled WQE before it (`sq.tail = wqe_head + 1`) and
     /// returns its entry.

@@ -274,6 +274,11 @@ _GUARD_SIW = (
     " siw cannot resize a CQ (libsiw has no resize; ours refuses it before the ring is touched), so on siw the "
     "guard is not required: it is not in the floor (the CQ type is shared with rxe, which needs it: 3 "
     "instructions this library spends above the floor).")
+def _each(per, text):
+    """A floor item done once per completion of the bench's batches of 16."""
+    return (16 * per, f"{text} ({per} x 16 =")
+
+
 _CLAIM = (5, "the claim against other pollers (the C contract lets several threads poll one CQ): the "
              "compare-exchange with its two operands, its test, the release store")
 FLOORS = {
@@ -297,12 +302,12 @@ FLOORS = {
         (3, "publish the producer index"),
         (2, "return `Ok` and `ret`")], ""),
     ("rxe", "poll_cq"): ("`ibv_poll_cq` of a batch of 16 on rxe", [
-        (16 * 6, "per completion (16): copy the 48-byte `ib_uverbs_wc` the kernel wrote into the caller's "
-                 "`ibv_wc`, three 16-byte loads and three stores (6)"),
-        (16 * 1, "per completion: test the flag word rxe reports two bits of swapped (one `or` into an "
-                 "accumulator, 1)"),
-        (16 * 1, "per completion: step the source and the destination (pointer adds and the loop branch, "
-                 "shared by the records the compiler unrolls together: ~1)"),
+        _each(6, "per completion: copy the 48-byte `ib_uverbs_wc` the kernel wrote into the caller's "
+                 "`ibv_wc`, three 16-byte loads and three stores"),
+        _each(1, "per completion: test the flag word rxe reports two bits of swapped (one `or` into an "
+                 "accumulator)"),
+        _each(1, "per completion: step the source and the destination (pointer adds and the loop branch, "
+                 "shared by the records the compiler unrolls together)"),
         (1, "the call's `ret`"),
         _GUARD,
         (2, "the provider: compare the CQ's driver tag, branch"),
@@ -343,17 +348,17 @@ FLOORS = {
         (4, "move the position (increment, wrap, store)"),
         _RET], ""),
     ("siw", "poll_cq"): ("`ibv_poll_cq` of a batch of 16 on siw", [
-        (16 * 3, "per completion (16): load the CQE's flags, test `VALID`, branch (3)"),
-        (16 * 2, "per completion: `wr_id`, loaded and stored (2)"),
-        (16 * 7, "per completion: siw's status and opcode translated into `ibv_wc`'s: the two fields extracted "
-                 "from the CQE's word (3), two table loads, combined, stored (4)"),
-        (16 * 6, "per completion: the byte count and the QP number, each loaded, shifted into its `ibv_wc` "
-                 "word (vendor_err and imm_data are 0) and stored (6)"),
-        (16 * 1, "per completion: the rest of the 48-byte `ibv_wc`, 16 zero bytes (one store, 1)"),
-        (16 * 1, "per completion: the rare-case test (an invalidated rkey, a status siw does not define: one "
-                 "`or` of the CQE's word into an accumulator, 1)"),
-        (16 * 1, "per completion: hand the element back to the kernel (a release store of its flags, 1)"),
-        (16 * 1, "per completion: step the source and the destination (~1 with unrolling)"),
+        _each(3, "per completion: load the CQE's flags, test `VALID`, branch"),
+        _each(2, "per completion: `wr_id`, loaded and stored"),
+        _each(7, "per completion: siw's status and opcode translated into `ibv_wc`'s: the two fields extracted "
+                 "from the CQE's word, two table loads, combined, stored"),
+        _each(6, "per completion: the byte count and the QP number, each loaded, shifted into its `ibv_wc` "
+                 "word (vendor_err and imm_data are 0) and stored"),
+        _each(1, "per completion: the rest of the 48-byte `ibv_wc`, 16 zero bytes (one store)"),
+        _each(1, "per completion: the rare-case test (an invalidated rkey, a status siw does not define: one "
+                 "`or` of the CQE's word into an accumulator)"),
+        _each(1, "per completion: hand the element back to the kernel (a release store of its flags)"),
+        _each(1, "per completion: step the source and the destination (shared by the records the compiler unrolls together)"),
         (1, "the call's `ret`"),
         (2, "the provider: compare the CQ's driver tag, branch"),
         _CLAIM,
@@ -364,12 +369,12 @@ FLOORS = {
         (2, "return the count in the `Result` (two stores)")], _GUARD_SIW),
     ("siw", "poll_with"): ("`Cq::poll_with` of 16 completions on siw, the closure summing `wr_id` and counting "
                            "failures", [
-        (16 * 3, "per completion (16): load the CQE's flags, test `VALID`, branch (3)"),
-        (16 * 4, "per completion: load `wr_id` and the status, translate the status (a table load) and test "
-                 "it (4)"),
-        (16 * 2, "per completion: the closure's sum and count (2)"),
-        (16 * 1, "per completion: hand the element back (a release store, 1)"),
-        (16 * 3, "per completion: step the position and the count, branch (3)"),
+        _each(3, "per completion: load the CQE's flags, test `VALID`, branch"),
+        _each(4, "per completion: load `wr_id` and the status, translate the status (a table load) and test "
+                 "it"),
+        _each(2, "per completion: the closure's sum and count"),
+        _each(1, "per completion: hand the element back (a release store)"),
+        _each(3, "per completion: step the position and the count, branch"),
         (1, "the call's `ret`"),
         (2, "the provider: compare the CQ's driver tag, branch"),
         (6, "the claim, lent to the closure: the compare-exchange with its operands, its test, the store that "
@@ -389,7 +394,8 @@ def floor_text(fl):
     """(floor, the sentence that itemises it) of a FLOORS entry."""
     what, items, why = fl
     floor = sum(n for n, _ in items)
-    text = (f"By contract {what} must execute, at the least: " + "; ".join(f"{t} ({n})" for n, t in items)
+    text = (f"By contract {what} must execute, at the least: "
+            + "; ".join(f"{t} {n})" if t.endswith("=") else f"{t} ({n})" for n, t in items)
             + f". Sum: {floor}." + why)
     return floor, text
 

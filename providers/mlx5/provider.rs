@@ -66,7 +66,10 @@ impl Provider for Mlx5 {
         address_handles: true,
         query_srq: true,
         multicast: true,
-        send_ops: !0,
+        // everything but IBV_QP_EX_WITH_ATOMIC_WRITE (1 << 12): libmlx5 v44
+        // refuses it at ibv_create_qp_ex (EOPNOTSUPP), and so does our
+        // send queue (sq_check.rs)
+        send_ops: !(1 << 12),
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: false,

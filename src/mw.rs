@@ -169,6 +169,7 @@ impl<'w> crate::wr::MwBind<'w> {
     pub fn new<'m, B: crate::mr::MrBuffer>(mw: &'w Mw<'m>, mr: &'m crate::mr::Mr<'_, B>, addr: u64, length: u64, access: crate::access::AccessFlags) -> Self {
         let (mw_index, mw_rkey) = mw.rkey_parts();
         Self::from_parts(mw_index, mw_rkey, mw.next_rkey(), mr.lkey(), addr, length, access)
+            .with_type1(mw.mw_type == MwType::Type1)
     }
 
 }

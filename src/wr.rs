@@ -121,6 +121,8 @@ pub struct MwBind<'w> {
     addr: u64,
     length: u64,
     access: AccessFlags,
+    /// The window is type 1 (bound by `ibv_bind_mw`, to no QP).
+    type1: bool,
 }
 
 impl<'w> MwBind<'w> {
@@ -128,7 +130,20 @@ impl<'w> MwBind<'w> {
     /// `rkey` over a region of lkey `mr_lkey` ([`MwBind::new`], in
     /// `mw.rs`, takes the handles).
     pub(crate) fn from_parts(mw_index: u32, mw_rkey: &'w AtomicU32, rkey: u32, mr_lkey: u32, addr: u64, length: u64, access: AccessFlags) -> Self {
-        Self { mw_index, mw_rkey, rkey, mr_lkey, addr, length, access }
+        Self { mw_index, mw_rkey, rkey, mr_lkey, addr, length, access, type1: false }
+    }
+
+    /// Marks the window as type 1 (or not).
+    pub(crate) fn with_type1(mut self, type1: bool) -> Self {
+        self.type1 = type1;
+        self
+    }
+
+    /// Whether the window is type 1 (`IBV_MW_TYPE_1`: bound by
+    /// `ibv_bind_mw`, to no QP); mlx5 writes its bind and unbind
+    /// differently from a type 2 window's.
+    pub fn is_type1(&self) -> bool {
+        self.type1
     }
 
     /// Uses `rkey` as the window's new key instead of

@@ -327,7 +327,7 @@ impl SendQueue {
                 (OPCODE_ATOMIC_FA, 0)
             }
             SendOp::BindMw(b) => {
-                let p = umr::BindParams { rkey: b.rkey(), mr_lkey: b.mr_lkey(), addr: b.addr(), length: b.length(), access: b.access() };
+                let p = umr::BindParams { rkey: b.rkey(), mr_lkey: b.mr_lkey(), addr: b.addr(), length: b.length(), access: b.access(), type1: b.is_type1() };
                 pos = self.write_umr(buf, pos, Some(p));
                 (*next_fence, wr_data) = (WQE_CTRL_INITIATOR_SMALL_FENCE, umr::WC_BIND_MW);
                 (OPCODE_UMR, b.mw_rkey())

@@ -329,7 +329,7 @@ fn local_invalidate_is_a_umr_wqe_and_fences_the_next() {
 fn bind_segments() {
     use super::umr::BindParams;
     let (sq, mut buf) = rc();
-    let p = BindParams { rkey: 0xabcd_ef12, mr_lkey: 0x55, addr: 0x1000, length: 0x2000, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ };
+    let p = BindParams { rkey: 0xabcd_ef12, mr_lkey: 0x55, addr: 0x1000, length: 0x2000, access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ, type1: false };
     assert_eq!(sq.write_umr(&mut buf, 16, Some(p)), 192);
     let b = bb(&buf, 0);
     // CHECK_FREE added; 4 octowords of KLM; LEN | START_ADDR | the four access bits too.
@@ -346,4 +346,29 @@ fn bind_segments() {
     sq.write_umr(&mut buf, 16, Some(zb));
     let m = bb(&buf, 1);
     assert_eq!((m[2], &m[16..24]), (0x48, &[0u8; 8][..]), "LOCAL_WRITE 0x08 | ATOMIC 0x40; zero-based start");
+}
+
+#[test]
+fn type1_bind_and_unbind_segments() {
+    use super::umr::BindParams;
+    let (sq, mut buf) = rc();
+    let p = BindParams { rkey: 0xabcd_ef12, mr_lkey: 0x55, addr: 0x1000, length: 0x2000, access: AccessFlags::REMOTE_READ, type1: true };
+    assert_eq!(sq.write_umr(&mut buf, 16, Some(p)), 192);
+    let b = bb(&buf, 0);
+    // no CHECK_FREE (0x90 = INLINE | TRANSLATION_OFFSET); mask without QPN (1 << 14): 0x20 0x3c 0x20 0x41
+    assert_eq!(&b[16..32], &[0x90, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0x20, 0x3c, 0x20, 0x41]);
+    let m = bb(&buf, 1);
+    // owner all ones (bound to no QP), tag 0x12
+    assert_eq!(&m[4..8], &[0xff, 0xff, 0xff, 0x12]);
+    // the unbind (length 0): no CHECK_QPN either (libmlx5 sets it for type 2 only), FREE | MKEY
+    let (sq, mut buf) = rc();
+    let u = BindParams { length: 0, access: AccessFlags::empty(), ..p };
+    sq.write_umr(&mut buf, 16, Some(u));
+    let b = bb(&buf, 0);
+    assert_eq!(&b[16..32], &[0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0x20, 0]);
+    // the type 2 unbind (a local invalidate) keeps CHECK_QPN (0x08) and the QPN mask bit
+    let (sq, mut buf) = rc();
+    sq.write_umr(&mut buf, 16, None);
+    let b = bb(&buf, 0);
+    assert_eq!(&b[16..32], &[0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0x60, 0]);
 }

@@ -8,8 +8,9 @@
 //! padded with zeros to 64 bytes. The WQE after a UMR WQE gets the small
 //! initiator fence.
 //!
-//! Type 1 windows (`ibv_bind_mw`) are not written here yet: a bind posted
-//! through the send queue is type 2, as `IBV_WR_BIND_MW` is.
+//! A type 1 window (`ibv_bind_mw`, bound to no QP) differs as libmlx5's
+//! `set_umr_control_seg`/`set_umr_mkey_seg` make it: no QPN in the mkey
+//! mask, no CHECK_FREE / CHECK_QPN flag, and an owner of all ones.
 
 use core::mem::offset_of;
 
@@ -38,6 +39,8 @@ pub struct BindParams {
     pub length: u64,
     /// `IBV_ACCESS_*` granted.
     pub access: AccessFlags,
+    /// A type 1 window (`ibv_bind_mw`).
+    pub type1: bool,
 }
 
 impl SendQueue {
@@ -45,10 +48,17 @@ impl SendQueue {
     /// segment); returns the position after them.
     pub(super) fn write_umr(&self, buf: &mut WqBuf, mut pos: u32, bind: Option<BindParams>) -> u32 {
         let len = bind.map_or(0, |b| b.length);
+        // a local invalidate is written as a type 2 unbind, as libmlx5 does
+        let type2 = !bind.is_some_and(|b| b.type1);
         let mut flags = WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET | WQE_UMR_CTRL_FLAG_INLINE;
-        let mut mask = WQE_UMR_CTRL_MKEY_MASK_FREE | WQE_UMR_CTRL_MKEY_MASK_MKEY | WQE_UMR_CTRL_MKEY_MASK_QPN;
+        let mut mask = WQE_UMR_CTRL_MKEY_MASK_FREE | WQE_UMR_CTRL_MKEY_MASK_MKEY;
+        if type2 {
+            mask |= WQE_UMR_CTRL_MKEY_MASK_QPN;
+        }
         let klm = if len != 0 {
-            flags |= WQE_UMR_CTRL_FLAG_CHECK_FREE;
+            if type2 {
+                flags |= WQE_UMR_CTRL_FLAG_CHECK_FREE;
+            }
             mask |= WQE_UMR_CTRL_MKEY_MASK_LEN
                 | WQE_UMR_CTRL_MKEY_MASK_START_ADDR
                 | WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE
@@ -58,7 +68,9 @@ impl SendQueue {
             // libmlx5's get_klm_octo(1): ALIGN(1, 3) / 2.
             4
         } else {
-            flags |= WQE_UMR_CTRL_FLAG_CHECK_QPN;
+            if type2 {
+                flags |= WQE_UMR_CTRL_FLAG_CHECK_QPN;
+            }
             0
         };
         let ctrl = UmrCtrlSeg { flags, klm_octowords: U16::new(klm), mkey_mask: U64::new(mask), ..Default::default() };
@@ -66,7 +78,7 @@ impl SendQueue {
         pos += UMR_CTRL_SEG as u32;
         let m = pos;
         let tag = bind.map_or(0, |b| b.rkey & 0xff);
-        let owner = if len == 0 { 0xffff_ff00 } else { self.cfg.qpn << 8 };
+        let owner = if len == 0 || !type2 { 0xffff_ff00 } else { self.cfg.qpn << 8 };
         self.put(buf, m + offset_of!(MkeyContextSeg, qpn_mkey) as u32, U32::new(tag | owner));
         match bind {
             Some(b) if len != 0 => {

@@ -69,7 +69,7 @@ CLIENT_WRAP=()  # a prefix for the client's command only (valgrind, for the loop
 run_pair() {
     local out=$1 spid rc; shift
     PORT=$((PORT + 1))
-    timeout 120 "$@" -p "$PORT" > "$out.server" 2>&1 & spid=$!
+    timeout "${SERVER_TIMEOUT:-120}" "$@" -p "$PORT" > "$out.server" 2>&1 & spid=$!
     if ! wait_listen "$PORT"; then
         echo "bench-guest: server did not listen: $*" >> "$out"; kill "$spid" 2>/dev/null; wait "$spid"; return 1
     fi
@@ -111,7 +111,8 @@ if [ "$ONLY" = ops ]; then SIDES=(); fi
 # loop_rows DIR ARGS...: userspace instructions per iteration of the whole client loop of
 # send_lat and write_lat, perftest's and ours: the client under callgrind (the server native)
 # with -n LOOP_N1 and -n LOOP_N2 iterations; the report takes the difference over
-# LOOP_N2 - LOOP_N1 (setup and teardown cancel out). Writes DIR/<test>.n<N>.<side>.txt.
+# LOOP_N2 - LOOP_N1 (setup and teardown cancel out). Writes DIR/<test>.n<N>.<side>.txt and
+# .callgrind (per instruction, --dump-instr=yes: scripts/cg_waits.py splits off the spinning).
 LOOP_N1=${LOOP_N1:-100}
 LOOP_N2=${LOOP_N2:-600}
 LOOP_SIZE=${LOOP_SIZE:-2}
@@ -122,8 +123,9 @@ loop_rows() {
         for side in "${LOOP_SIDES[@]}"; do
             for n in "$LOOP_N1" "$LOOP_N2"; do
                 perf_cmd "$side" "$test"
-                CLIENT_WRAP=(valgrind --tool=callgrind --callgrind-out-file="$dir/$test.n$n.$side.callgrind")
-                CLIENT_TIMEOUT=600 run_pair "$dir/$test.n$n.$side.txt" "${CMD[@]}" "$@" -s "$LOOP_SIZE" -n "$n" -F \
+                CLIENT_WRAP=(valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$dir/$test.n$n.$side.callgrind")
+                # the server waits while valgrind starts the client (minutes on a loaded host)
+                SERVER_TIMEOUT=660 CLIENT_TIMEOUT=600 run_pair "$dir/$test.n$n.$side.txt" "${CMD[@]}" "$@" -s "$LOOP_SIZE" -n "$n" -F \
                     || echo "bench-guest: FAILED loop $test n$n $side" >&2
                 CLIENT_WRAP=()
             done

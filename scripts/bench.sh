@@ -13,7 +13,9 @@
 #                    capi = the C ops bench on our libibverbs.so.1)
 #                e.g. scripts/bench.sh --no-setup --ops --rows post_recv --devs siw (~2 min)
 #   --loop       only the per-iteration rows: the client of send_lat/write_lat under callgrind
-#                (perftest's and verbs-perf's, rxe0 and siw0, -n 100 and -n 600); prints them
+#                (perftest's and verbs-perf's, rxe0 and siw0, -n 100 and -n 600); prints them,
+#                with and without the spinning on empty polls (scripts/cg_waits.py), and
+#                renders them into the report's two per-iteration sections (the rest stays)
 #   --capi-ops   the C-ABI rows of rxe0: --ops --devs rxe --sides "c capi"
 #   --no-setup   skip scripts/setup.sh
 #   --reps N     runs per workload and side (default 5; results are medians over the runs)
@@ -70,11 +72,13 @@ gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -
 OURS_PERF="" OURS_OPS=""
 if [ "$OPS" = 1 ] && [ -n "$ONLY_SIDES" ] && [[ " $ONLY_SIDES " != *" ours "* ]]; then
     :  # only the C ops bench, on one library or both
-elif cargo build --release --bin verbs-perf --bench ops_bench --message-format=json-render-diagnostics \
-        > "$BENCH/cargo.json" 2> "$BENCH/cargo.log"; then
+elif cargo build --release --bin verbs-perf $([ "$LOOP" = 1 ] || echo --bench ops_bench) \
+        --message-format=json-render-diagnostics > "$BENCH/cargo.json" 2> "$BENCH/cargo.log"; then
     exe() { grep '"reason":"compiler-artifact"' "$BENCH/cargo.json" | grep "\"name\":\"$1\"" \
-            | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1; }
+            | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1 || true; }
     OURS_PERF=$(exe verbs-perf); OURS_OPS=$(exe ops_bench)
+    # a copy: a build meanwhile (other features) must not swap the binary between runs
+    if [ -n "$OURS_PERF" ]; then cp "$OURS_PERF" "$BENCH/verbs-perf"; OURS_PERF=$BENCH/verbs-perf; fi
 else
     echo "bench: cargo build failed (see $BENCH/cargo.log); measuring the C side only" >&2
     tail -n 20 "$BENCH/cargo.log" >&2
@@ -82,7 +86,9 @@ fi
 
 # Our libibverbs.so.1 (capi/): the same C programs (perftest, the C ops bench) on it.
 CAPI_LIB=""
-if cargo build --release -p verbs-capi > "$BENCH/capi-build.log" 2>&1 && [ -f "$CARGO_TARGET_DIR/release/libibverbs.so" ]; then
+if [ "$LOOP" = 1 ]; then
+    :  # the loop rows need verbs-perf only
+elif cargo build --release -p verbs-capi > "$BENCH/capi-build.log" 2>&1 && [ -f "$CARGO_TARGET_DIR/release/libibverbs.so" ]; then
     CAPI_LIB=$BENCH/capi-lib
     mkdir -p "$CAPI_LIB"
     ln -sf "$CARGO_TARGET_DIR/release/libibverbs.so" "$CAPI_LIB/libibverbs.so.1"
@@ -135,10 +141,24 @@ for dev, raw in (("rxe", sys.argv[1]), ("siw", os.path.join(sys.argv[1], "siw"))
                 print(f"ops: {dev} {op:14} {key:9} rdma-core {f(cv):>7}  {side:4} {f(ov):>7}  ratio {rt}")
         if set(d) == {"c"}:
             print(f"ops: {dev} {op:14} per_call  rdma-core {f(d['c'] and d['c']['per_call']):>7}")
-    for test, c, o, iters in r.per_iteration(r.collect(raw)):
+    res = r.collect(raw)
+    split = r.per_iteration_split(res)
+    for test, c, o, iters in r.per_iteration(res):
         rt = f"{o / c:.2f}" if c and o else "n/a"
-        print(f"loop: {dev} {test:9} per iteration (-n {iters}) perftest {f(c):>8}  ours {f(o):>8}  ratio {rt}")
+        print(f"loop: {dev} {test:9} per iteration (-n {iters}) perftest {f(c):>8}  ours {f(o):>8}  ratio {rt}"
+              "  (waiting included)")
+        sc, so = (split.get((test, side), {}) for side in ("c", "ours"))
+        lc, lo = sc.get("loop"), so.get("loop")
+        rt = f"{lo / lc:.2f}" if lc and lo else "n/a"
+        print(f"loop: {dev} {test:9} per iteration without waiting  perftest {f(lc):>8}  ours {f(lo):>8}  ratio {rt}")
+        for side, sp in (("perftest", sc), ("ours", so)):
+            loops = r.main_loops(sp.get("spins", []))
+            print(f"loop: {dev} {test:9}   {side:8} waiting {f(sp.get('waiting')):>8} per iteration; spin loops: {loops}")
 PY
+    if [ "$LOOP" = 1 ]; then
+        python3 "$ROOT/scripts/bench_report.py" --loop "$RAW" "$REPORT"
+        echo "bench: wrote the latency-loop rows into $REPORT" >&2
+    fi
     [ "$VMRC" = 0 ] || { echo "bench: the VM run failed (exit $VMRC)" >&2; exit 1; }
     exit 0
 fi

@@ -15,36 +15,37 @@
 //!   server's CPU does nothing. Reported whole.
 
 use core::time::Duration;
-use std::time::Instant;
 
 use verbs::qp::{RcQp, Rts};
 use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, Sge};
-use verbs::{Cq, Mr, Wc};
+use verbs::{Cq, Mr, Wc, WcStatus};
 
 use super::args::{Atomic, Opts, Test};
+use super::clock::{Spin, Stamps};
 use super::dest::Dest;
 use super::report;
 use super::run::s;
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Polls `cq` until `want` completions came, checking each.
-pub(crate) fn wait_cq(cq: &Cq<'_>, want: usize, wc: &mut [Wc]) -> Result<(), String> {
-    let (mut got, t0) = (0, Instant::now());
-    let mut spins = 0u32;
-    while got < want {
-        let room = (want - got).min(wc.len());
-        let n = cq.poll(&mut wc[..room]).map_err(s("ibv_poll_cq"))?;
-        for w in &wc[..n] {
-            check(w)?;
+/// Polls `cq` until one completion came, and checks it. In place
+/// (`poll_with`: only the status is read, nothing is copied out), inlined
+/// into the loop; the clock is read only if the wait lasts (`Spin`).
+#[inline(always)]
+pub(crate) fn wait_one(cq: &Cq<'_>) -> Result<(), String> {
+    let (mut spin, mut status) = (Spin::new(), 0);
+    loop {
+        match cq.poll_with(1, |w| status = w.status_raw()) {
+            Ok(0) => {}
+            // IBV_WC_SUCCESS
+            Ok(_) if status == 0 => return Ok(()),
+            Ok(_) => return Err(format!("completion error: {:?} (status {status})", WcStatus::from_raw(status))),
+            Err(e) => return Err(format!("ibv_poll_cq: {e}")),
         }
-        got += n;
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
-            return Err(format!("timed out waiting for {want} completions (got {got})"));
+        if spin.expired(TIMEOUT) {
+            return Err("timed out waiting for a completion".into());
         }
     }
-    Ok(())
 }
 
 pub(crate) fn check(w: &Wc) -> Result<(), String> {
@@ -59,10 +60,10 @@ fn post(qp: &mut RcQp<'_, Rts>, wr: &[SendWr<'_>]) -> Result<(), String> {
     qp.post_send(wr).map_err(|e| format!("ibv_post_send: {}", e.error))
 }
 
-fn result(o: &Opts, ts: &[Instant]) -> Result<String, String> {
-    let mut rtt: Vec<u64> = ts.windows(2).map(|w| (w[1] - w[0]).as_nanos() as u64).collect();
+fn result(o: &Opts, ts: &Stamps) -> Result<String, String> {
+    let (mut rtt, ns_per_tick) = ts.deltas();
     let factor = if o.test.is_read_or_atomic() { 1.0 } else { 2.0 };
-    let stats = report::lat_stats(&mut rtt, factor).ok_or("no samples")?;
+    let stats = report::lat_stats(&mut rtt, factor / ns_per_tick).ok_or("no samples")?;
     Ok(report::lat_table(o, &stats))
 }
 
@@ -75,7 +76,6 @@ pub(crate) fn send_lat(
     rsge: &[Sge; 1],
 ) -> Result<String, String> {
     let client = o.server.is_some();
-    let mut wc = [Wc::ZERO; 4];
     let inline = o.inline.unwrap_or(0);
     // perftest sends a message of at most the inline size inline (its
     // buffer's bytes, here zeros as perftest's).
@@ -83,26 +83,26 @@ pub(crate) fn send_lat(
     let payload = if o.size <= inline { Payload::Inline(&zeros) } else { Payload::Sges(ssge) };
     let wr = [SendWr { wr_id: 0, payload, op: SendOp::Send, flags: SendFlags::SIGNALED, ud: None }];
     let rwr = [RecvWr { wr_id: 0, sg_list: rsge }];
-    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    let mut ts = Stamps::with_capacity(o.iters as usize + 1);
     let mut posted = o.rx_depth.min(o.iters);
     for _ in 0..o.iters {
         if client {
-            ts.push(Instant::now());
+            ts.stamp();
             post(qp, &wr)?;
-            wait_cq(send_cq, 1, &mut wc)?;
+            wait_one(send_cq)?;
         }
-        wait_cq(recv_cq, 1, &mut wc)?;
+        wait_one(recv_cq)?;
         if posted < o.iters {
             qp.post_recv(&rwr).map_err(|e| format!("ibv_post_recv: {}", e.error))?;
             posted += 1;
         }
         if !client {
-            ts.push(Instant::now());
+            ts.stamp();
             post(qp, &wr)?;
-            wait_cq(send_cq, 1, &mut wc)?;
+            wait_one(send_cq)?;
         }
     }
-    ts.push(Instant::now());
+    ts.stamp();
     result(o, &ts)
 }
 
@@ -116,22 +116,22 @@ pub(crate) fn write_lat(
     (send_last, recv_last): (usize, usize),
 ) -> Result<String, String> {
     let client = o.server.is_some();
-    let mut wc = [Wc::ZERO; 4];
     let op = SendOp::RdmaWrite { remote_addr: raddr, rkey };
     let inline = o.inline.unwrap_or(0);
     // Inline (a message of at most the inline size): the bytes go in the
     // request, a copy of the send area whose last byte is the tag.
     let mut bytes = vec![0u8; if o.size <= inline { o.size as usize } else { 0 }];
-    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    // the request of a message sent from the MR, the same every iteration
+    let sge_wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
+    let mut ts = Stamps::with_capacity(o.iters as usize + 1);
     let wait_peer = |mr: &Mr<'_>, tag: u8, i: u32| -> Result<(), String> {
-        let (t0, mut spins, mut byte) = (Instant::now(), 0u32, [0u8; 1]);
+        let (mut spin, mut byte) = (Spin::new(), [0u8; 1]);
         loop {
             mr.read_at(recv_last, &mut byte).map_err(s("read"))?;
             if byte[0] == tag {
                 return Ok(());
             }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(4096) && t0.elapsed() > TIMEOUT {
+            if spin.expired(TIMEOUT) {
                 return Err(format!("timed out waiting for the peer's write #{}", i + 1));
             }
         }
@@ -141,24 +141,21 @@ pub(crate) fn write_lat(
         if client {
             wait_peer(mr, tag, i)?;
         }
-        ts.push(Instant::now());
-        let payload = match bytes.last_mut() {
-            Some(last) => {
-                *last = tag;
-                Payload::Inline(&bytes)
-            }
-            None => {
-                mr.write_at(send_last, &[tag]).map_err(s("write"))?;
-                Payload::Sges(ssge)
-            }
-        };
-        post(qp, &[SendWr { wr_id: 0, payload, op, flags: SendFlags::SIGNALED, ud: None }])?;
-        wait_cq(send_cq, 1, &mut wc)?;
+        ts.stamp();
+        if let Some(last) = bytes.last_mut() {
+            *last = tag;
+            let payload = Payload::Inline(&bytes);
+            post(qp, &[SendWr { wr_id: 0, payload, op, flags: SendFlags::SIGNALED, ud: None }])?;
+        } else {
+            mr.write_at(send_last, &[tag]).map_err(s("write"))?;
+            post(qp, &sge_wr)?;
+        }
+        wait_one(send_cq)?;
         if !client {
             wait_peer(mr, tag, i)?;
         }
     }
-    ts.push(Instant::now());
+    ts.stamp();
     result(o, &ts)
 }
 
@@ -177,13 +174,12 @@ pub(crate) fn one_sided_lat(
         _ => SendOp::RdmaRead { remote_addr, rkey },
     };
     let wr = [SendWr { wr_id: 0, payload: Payload::Sges(ssge), op, flags: SendFlags::SIGNALED, ud: None }];
-    let mut wc = [Wc::ZERO; 4];
-    let mut ts = Vec::with_capacity(o.iters as usize + 1);
+    let mut ts = Stamps::with_capacity(o.iters as usize + 1);
     for _ in 0..o.iters {
-        ts.push(Instant::now());
+        ts.stamp();
         post(qp, &wr)?;
-        wait_cq(send_cq, 1, &mut wc)?;
+        wait_one(send_cq)?;
     }
-    ts.push(Instant::now());
+    ts.stamp();
     result(o, &ts)
 }

@@ -12,6 +12,7 @@
 
 mod args;
 mod bw;
+mod clock;
 mod credit;
 mod cm_link;
 mod dest;

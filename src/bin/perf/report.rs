@@ -21,31 +21,49 @@ pub(crate) struct LatStats {
     pub(crate) p999: f64,
 }
 
-/// Statistics of per-iteration round trips in nanoseconds (as perftest:
-/// the differences between successive post timestamps), divided by `factor`.
+/// Statistics of per-iteration round trips (as perftest: the differences
+/// between successive post timestamps) in nanoseconds, divided by `factor`;
+/// in other units `factor` carries the conversion too (ticks: perftest's
+/// factor over the nanoseconds per tick). The order statistics (median, 99 % and 99.9 %) are selected, not sorted
+/// for (`select_nth_unstable`: linear, where a sort is n log n); `rtt_ns`
+/// is left reordered.
 pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
-    if rtt_ns.is_empty() {
+    let n = rtt_ns.len();
+    if n == 0 {
         return None;
     }
-    rtt_ns.sort_unstable();
-    let n = rtt_ns.len();
+    let (mut min, mut max, mut sum) = (u64::MAX, 0, 0u128);
+    for &x in rtt_ns.iter() {
+        (min, max, sum) = (min.min(x), max.max(x), sum + u128::from(x));
+    }
     let us = |ns: f64| ns / 1000.0 / factor;
-    let median = if n % 2 == 1 {
-        rtt_ns[n / 2] as f64
-    } else {
-        (rtt_ns[n / 2 - 1] as f64 + rtt_ns[n / 2] as f64) / 2.0
+    let avg = sum as f64 / n as f64;
+    let var = rtt_ns.iter().map(|&x| (x as f64 - avg).powi(2)).sum::<f64>() / n as f64;
+    // the k-th smallest, 0-based, for k rising: each selection leaves
+    // everything above its element to its right, where the next one looks
+    let mut done = 0;
+    let mut nth = |k: usize| -> u64 {
+        let k = k.max(done);
+        let (_, &mut x, _) = rtt_ns[done..].select_nth_unstable(k - done);
+        done = k;
+        x
     };
-    let avg = rtt_ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
-    let var = rtt_ns.iter().map(|&x| (us(x as f64) - us(avg)).powi(2)).sum::<f64>() / n as f64;
-    let pct = |p: f64| rtt_ns[((n as f64 * p).ceil() as usize).clamp(1, n) - 1] as f64;
+    let pct_index = |p: f64| ((n as f64 * p).ceil() as usize).clamp(1, n) - 1;
+    let median = if n % 2 == 1 {
+        nth(n / 2) as f64
+    } else {
+        let lo = nth(n / 2 - 1);
+        (lo as f64 + nth(n / 2) as f64) / 2.0
+    };
+    let (p99, p999) = (nth(pct_index(0.99)), nth(pct_index(0.999)));
     Some(LatStats {
-        min: us(rtt_ns[0] as f64),
-        max: us(rtt_ns[n - 1] as f64),
+        min: us(min as f64),
+        max: us(max as f64),
         typical: us(median),
         avg: us(avg),
-        stdev: var.sqrt(),
-        p99: us(pct(0.99)),
-        p999: us(pct(0.999)),
+        stdev: us(var.sqrt()),
+        p99: us(p99 as f64),
+        p999: us(p999 as f64),
     })
 }
 
@@ -129,6 +147,22 @@ mod tests {
         assert_eq!(lat_stats(&mut odd, 2.0).unwrap().typical, 10.0);
         assert_eq!(lat_stats(&mut odd, 1.0).unwrap().typical, 20.0);
         assert_eq!(lat_stats(&mut [], 2.0), None);
+    }
+
+    #[test]
+    fn selected_statistics_are_those_of_the_sorted_samples() {
+        // a scrambled sequence with repeats, odd and even lengths
+        for n in [1usize, 2, 5, 100, 601, 1000] {
+            let mut v: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 13) % 251 * 1000).collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let s = lat_stats(&mut v, 1.0).unwrap();
+            let at = |i: usize| sorted[i] as f64 / 1000.0;
+            let median = if n % 2 == 1 { at(n / 2) } else { (at(n / 2 - 1) + at(n / 2)) / 2.0 };
+            let pct = |p: f64| at(((n as f64 * p).ceil() as usize).clamp(1, n) - 1);
+            assert_eq!((s.min, s.max, s.typical), (at(0), at(n - 1), median), "n={n}");
+            assert_eq!((s.p99, s.p999), (pct(0.99), pct(0.999)), "n={n}");
+        }
     }
 
     #[test]

@@ -80,9 +80,10 @@ pub struct Caps {
     pub query_srq: bool,
     /// `ibv_attach_mcast` / `ibv_detach_mcast` exist.
     pub multicast: bool,
-    /// Send operations the device executes, one bit per `ibv_wr_opcode`
-    /// (`1 << IBV_WR_*`): what `ibv_create_qp_ex` may ask for (`!0`: no
-    /// limit beyond the library's own).
+    /// Send operations the device executes, as `ibv_create_qp_ex`'s
+    /// `send_ops_flags` name them (`IBV_QP_EX_WITH_*`: `1 << IBV_WR_*` for
+    /// the first ten, ATOMIC_WRITE is `1 << 12`): what it may ask for (`!0`:
+    /// no limit beyond the library's own).
     pub send_ops: u64,
     /// The send doorbell is a kernel command naming the QP by handle (an
     /// unknown handle is the kernel's `ENOENT`).

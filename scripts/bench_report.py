@@ -310,6 +310,42 @@ FLOORS = {
     ("siw", "poll_cq_empty"): (8, (
         "By contract `ibv_poll_cq` on an empty siw CQ must load the position and the element's flags and test them "
         "(~5) and return 0 (~3); the rest is the resize guard, the provider dispatch and the frame, as on rxe.")),
+    ("mlx5", "post_send"): (90, (
+        "By contract `ibv_post_send` of one 8-byte RDMA WRITE with one SGE on mlx5 (BlueFlame register, as "
+        "libmlx5 rings it for a one-WQE post) must: take the QP from concurrent posters (a compare-exchange and "
+        "its release store: ~4), judge the request (opcode allowed on RC, flag bits, SGE count against "
+        "`max_send_sge`, message size: ~8), find room (`head - tail` against `max_post`: ~4), address the slot "
+        "(`cur_post & (wqe_cnt - 1)`, shift, add: ~3), build and store the 16-byte control segment (opcode and "
+        "index, QP number and DS count, fence/CQ-update/solicited bits, each byte-swapped: ~10), the remote-address "
+        "segment (address and rkey swapped: ~6) and the data segment (length, lkey, address: ~7), record `wr_id` and "
+        "the WQE head for the completion (~4), advance `cur_post` and `head` (~3), store the doorbell record (swap, "
+        "release store: ~3), then ring: `sfence`, take the BlueFlame register (~4), copy the 64-byte basic block "
+        "(8 loads, 8 stores: 16), `sfence`, flip the register's half and release it (~3), plus the frame and "
+        + _RET + " (~16).")),
+    ("mlx5", "post_send_inline"): (92, (
+        "As the non-inline post, with the data segment replaced by the inline header (length | 0x80000000, "
+        "swapped) and the 8 bytes copied into the WQE (a load and a store): ~2 more instructions.")),
+    ("mlx5", "post_recv"): (32, (
+        "By contract `ibv_post_recv` of one WR with one SGE on mlx5 must: take the QP from concurrent posters "
+        "(~4), find room (`head - tail` against `wqe_cnt`: ~4), check the SGE count (~2), address the slot (~3), "
+        "store the data segment (length, lkey, address, swapped: ~7) and `wr_id` (~2), advance `head` (~1), store "
+        "the doorbell record (swap, release store: ~3), plus " + _RET + " (~6).")),
+    ("mlx5", "poll_cq"): (535, (
+        "By contract `ibv_poll_cq` of a batch of 16 on mlx5 must, per completion: address the CQE at the consumer "
+        "index and test it (load the owner byte, opcode not invalid, owner bit against the index's wrap bit: ~6), "
+        "load and swap what the completion needs (opcode, QP user index, WQE counter, byte count: ~8), find the "
+        "queue (the same QP as the previous CQE: one compare, ~2), take `wr_id` from the WQE's record and retire "
+        "the WQEs it covers (mask, load, store of the tail: ~5), store the `ibv_wc` fields (`wr_id`, status, "
+        "opcode, byte length, QP number, flags: ~7) and step (~3): ~31 per completion, 496 for 16; per call: take "
+        "the CQ from other pollers and release it (~4), hold and release the QP (~4), store the consumer index into "
+        "the doorbell record (swap, release store: ~3), plus the frame and " + _RET + " (~28).")),
+    ("mlx5", "poll_with"): (420, (
+        "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures: per completion the "
+        "ownership test (~6), the fields it needs (~6), the queue (~2), `wr_id` and retirement (~5), the closure "
+        "(~3) and the step (~3): ~25, 400 for 16; per call ~20 as for `poll_cq`.")),
+    ("mlx5", "poll_cq_empty"): (20, (
+        "By contract `ibv_poll_cq` on an empty mlx5 CQ must take the CQ from other pollers and release it (~4), "
+        "address the CQE at the consumer index and test its owner byte (~6), and return 0 with the frame (~10).")),
 }
 
 

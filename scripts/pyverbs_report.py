@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Totals and the ratchet for scripts/pyverbs.sh.
 
-  pyverbs_report.py OUTDIR RATCHET DEV... [--update] [--subset]
+  pyverbs_report.py OUTDIR RATCHET DEV... [--update] [--subset] [--known FILE] [--skip-known FILE]
 
 Reads OUTDIR/{rdma-core,ours}-DEV.tsv (scripts/pyverbs_run.py records) and prints, per device,
 passed/failed/errors/skipped on rdma-core's libibverbs and on ours side by side, then every test
@@ -19,7 +19,9 @@ tests it runs).  A test that fails and then passes on a rerun
 (scripts/pyverbs_run.py reruns each expected pass that failed, up to twice) counts as passing and
 is listed as flaky.  New passes are listed;
 --update rewrites RATCHET with the tests passing on ours now (regressions drop out of it only
-this way, on purpose).
+this way, on purpose).  RATCHET "-": no ratchet (scripts/sim.sh --capi, where the gate is the
+rdma-core run on the same simulated device).  --known / --skip-known name the two lists of
+reasons instead of the files next to the ratchet.
 """
 import os
 import sys
@@ -82,17 +84,27 @@ def main(argv):
     # --subset: a run of chosen tests (pyverbs.sh --tests), not the whole suite
     subset = "--subset" in argv
     argv = [a for a in argv if a not in ("--update", "--subset")]
+    paths = {}
+    for opt in ("--known", "--skip-known"):
+        if opt in argv:
+            i = argv.index(opt)
+            paths[opt] = argv[i + 1]
+            del argv[i:i + 2]
     outdir, ratchet_path, devs = argv[0], argv[1], argv[2:]
-    known_path = os.path.join(os.path.dirname(ratchet_path), "pyverbs-known-gap.txt")
+    use_ratchet = ratchet_path != "-"
+    if not use_ratchet:
+        ratchet_path = os.path.join(outdir, "no-ratchet")
+        update = False
+    known_path = paths.get("--known", os.path.join(os.path.dirname(ratchet_path), "pyverbs-known-gap.txt"))
     ratchet = set()
-    if os.path.exists(ratchet_path):
+    if use_ratchet and os.path.exists(ratchet_path):
         with open(ratchet_path) as f:
             ratchet = {tuple(line.split()[:2]) for line in f if line.strip() and not line.startswith("#")}
     # Tests that pass on rdma-core's library and are known not to on ours, each with the reason
     # ("DEV TEST_ID REASON..."); any other such test fails the run.
     known = read_reasons(known_path)
     # Tests rdma-core's library skips that are known to fail on ours, each with the reason.
-    skip_known_path = os.path.join(os.path.dirname(ratchet_path), "pyverbs-skip-gap.txt")
+    skip_known_path = paths.get("--skip-known", os.path.join(os.path.dirname(ratchet_path), "pyverbs-skip-gap.txt"))
     skip_known = read_reasons(skip_known_path)
     bad, runs, behind, known_gap, flaky = [], {}, [], [], []
     skip_fails, skip_known_hit = [], []
@@ -177,7 +189,7 @@ def main(argv):
         print(f"pyverbs: {len(flaky)} tests failed and then passed on a rerun (flaky under TCG):")
         for f in flaky:
             print(f"  {f}")
-    if new:
+    if new and use_ratchet:
         print(f"pyverbs: {len(new)} tests pass on ours that are not in the ratchet "
               f"({'added' if update else 'scripts/pyverbs.sh --update-ratchet adds them'}):")
         for d, t in new:
@@ -203,7 +215,7 @@ def main(argv):
         print(f"BEHIND RDMA-CORE: {r}")
     for b in bad:
         print(f"ERROR: {b}")
-    ratchet_line = f"{len(ratchet & now_pass)}/{len(ratchet)} ratchet tests pass"
+    ratchet_line = f"{len(ratchet & now_pass)}/{len(ratchet)} ratchet tests pass" if use_ratchet else "no ratchet"
     totals = ", ".join(
         f"{dev} {counts(runs[('ours', dev)][0])['passed']}/{counts(runs[('rdma-core', dev)][0])['passed']}"
         for dev in devs)

@@ -56,13 +56,15 @@ if [ "$BUILD" = 1 ]; then
     cargo build --release -p verbs-sim -p verbs-sim-shim >&2 || exit 1
     gcc -O2 -g -Wall -Wextra -o "$BENCH/ops_bench_c" "$ROOT/benches/c/ops_bench.c" -libverbs -lrdmacm || exit 1
     if has ours; then
-        RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bench ops_bench \
+        # (features mlx5 + internals: what verbs gets in scripts/sim.sh's one build of verbs and
+        # verbs-capi, so the two share the compiled library)
+        RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5,internals --bench ops_bench \
             --target-dir "$LIBC" --message-format=json-render-diagnostics > "$BENCH/mlx5-cargo.json" || exit 1
     fi
     if has capi; then
         if grep -q '^mlx5' capi/Cargo.toml; then
-            RUSTFLAGS="--cfg rustix_use_libc" cargo build --release -p verbs-capi --features mlx5 \
-                --target-dir "$LIBC" >&2 || exit 1
+            RUSTFLAGS="--cfg rustix_use_libc" cargo build --release -p verbs -p verbs-capi \
+                --features verbs/mlx5,verbs-capi/mlx5 --lib --target-dir "$LIBC" >&2 || exit 1
         else
             echo "sim-bench: capi/ has no feature mlx5 yet: no C-ABI rows" >&2
             SIDES=${SIDES/capi/}
@@ -89,7 +91,8 @@ for _ in $(seq 50); do [ -S "$WORK/sock" ] && break; sleep 0.1; done
 [ -S "$WORK/sock" ] || { echo "sim-bench: verbs-simd did not start:"; cat "$WORK/daemon.log"; exit 1; }
 export SYSFS_PATH=$WORK/sys VERBS_SIM_SOCKET=$WORK/sock
 
-rm -rf "$RAW"; mkdir -p "$RAW/cg"
+mkdir -p "$RAW/cg"
+for side in $SIDES; do rm -f "$RAW/cg/"*."$side".*; done
 FAILED=0
 for side in $SIDES; do
     toggles=() env=() instr=() exe=$BENCH/ops_bench_c

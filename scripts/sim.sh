@@ -17,7 +17,7 @@
 #   4. prints a table (program, variant, result, seconds) and exits non-zero if anything failed.
 # Every program runs under a timeout (SIM_TIMEOUT seconds, default 60), so nothing hangs.
 #
-# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--device] [--only REGEX] [--trace FILE] [--keep]
+# usage: scripts/sim.sh [--no-build] [--no-unit] [--no-pyverbs] [--ours] [--device] [--capi] [--only REGEX] [--trace FILE] [--keep]
 #   --no-build    use the existing target/release binaries
 #   --no-unit     skip the unit tests
 #   --no-pyverbs  skip rdma-core's pyverbs suite
@@ -31,6 +31,13 @@
 #   --device      also build the device test binary (tests/device.rs) with the rustix libc
 #                 backend and feature mlx5 (target/sim-libc, a slow build: ~7 min) and run the
 #                 tests listed in sim/tests/device-on-sim.txt on mlx5_0 with our provider
+#   --capi        also build OUR libibverbs.so.1 (capi/, feature mlx5; same libc-backend build
+#                 as --ours/--device) and run rdma-core's unmodified C programs on it
+#                 (LD_LIBRARY_PATH): ibv_devices, ibv_devinfo -v (equal to its output on
+#                 rdma-core's library), ibv_{rc,uc,ud,srq}_pingpong ours/ours and against
+#                 rdma-core's library both ways, perftest ib_{send,write,read}_lat and
+#                 ib_{send,write,atomic}_bw on ours (both sides)
+#                 (--ours, --device and --capi share one cargo build of target/sim-libc)
 #   --only REGEX  run only the rows whose "program variant" matches REGEX (grep -E)
 #   --trace FILE  the daemon's strace-like log of every command, ioctl, doorbell and event
 #   --keep        keep the work directory (sysfs tree, logs of each program) and say where
@@ -39,7 +46,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-BUILD=1 UNIT=1 PYVERBS=1 OURS=0 DEVICE=0 ONLY="" TRACE="" KEEP=0
+BUILD=1 UNIT=1 PYVERBS=1 OURS=0 DEVICE=0 CAPI=0 ONLY="" TRACE="" KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0; shift ;;
@@ -47,6 +54,7 @@ while [ $# -gt 0 ]; do
         --no-pyverbs) PYVERBS=0; shift ;;
         --ours) OURS=1; shift ;;
         --device) DEVICE=1; shift ;;
+        --capi) CAPI=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
         --trace) TRACE=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
@@ -151,14 +159,28 @@ run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
 
 G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
+D="-d mlx5_0"
+# Our library makes its system calls through rustix; with the libc backend they go through
+# libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged).
+# Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
+# --ours, --device and --capi share ONE cargo invocation (same packages, features and targets,
+# so verbs is compiled once in target/sim-libc, whichever of them are asked for).
+OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
+LIBC_BUILD=none
+if [ "$OURS" = 1 ] || [ "$DEVICE" = 1 ] || [ "$CAPI" = 1 ]; then
+    echo "sim.sh: building our tools, device tests and libibverbs.so with the rustix libc backend + mlx5"
+    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release -p verbs -p verbs-capi \
+        --features verbs/mlx5,verbs-capi/mlx5 --lib --bin verbs-devices --bin verbs-devinfo \
+        --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong --bin verbs-perf --test device \
+        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc" --message-format=json-render-diagnostics \
+        > "$WORK/libcbuild.json"; then
+        LIBC_BUILD=ok
+    else
+        LIBC_BUILD=failed
+    fi
+fi
 if [ "$OURS" = 1 ]; then
-    # our library makes its system calls through rustix; with the libc backend they go through
-    # libc's open/write/ioctl/mmap, which the shim interposes (the production build is unchanged).
-    # Built with our mlx5 provider (cargo feature mlx5, not default): no libmlx5 on our side.
-    OB=${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc/release
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --bin verbs-devices \
-        --bin verbs-devinfo --bin verbs-rc-pingpong --bin verbs-ud-pingpong --bin verbs-srq-pingpong --bin verbs-perf \
-        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc"; then
+    if [ "$LIBC_BUILD" = ok ]; then
         run_one verbs-devices "(ours, rustix libc backend)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$OB/verbs-devices"
         # our provider opens the device (GET_CONTEXT with mlx5 driver data, UAR pages): the whole
         # -v output equals ibv_devinfo's on libmlx5
@@ -208,6 +230,58 @@ if [ "$OURS" = 1 ]; then
     fi
 fi
 
+# rdma-core's C tools and perftest, unmodified, on OUR libibverbs.so.1 (capi/, feature mlx5):
+# the loader finds ours first (LD_LIBRARY_PATH), which opens mlx5_0 with our Rust provider;
+# "rdma-core" below is rdma-core's libibverbs + libmlx5 on the same simulated device.
+if [ "$CAPI" = 1 ]; then
+    if [ "$LIBC_BUILD" = ok ]; then
+        mkdir -p "$WORK/capi-lib" && ln -sf "$OB/libibverbs.so" "$WORK/capi-lib/libibverbs.so.1"
+        ONOURS=$WORK/on-ours
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec "$@"\n' \
+            "$WORK/capi-lib" > "$ONOURS" && chmod +x "$ONOURS"
+        run_one libibverbs.so.1 "(ours) is the one loaded" "=> $WORK/capi-lib/libibverbs.so.1" \
+            "$ONOURS" ldd "$(command -v ibv_devinfo)"
+        run_one ibv_devices "(on ours)" "mlx5_0[[:space:]]+0c42a10300b15e00" "$ONOURS" ibv_devices
+        run_one ibv_devinfo "-v on ours = on rdma-core's" "^SAME$" \
+            bash -c "diff <(ibv_devinfo -v -d mlx5_0 2>&1) <('$ONOURS' ibv_devinfo -v -d mlx5_0 2>&1) && echo SAME"
+        # The -e rows (completion events) also prove that ibv_get_cq_event tells our provider
+        # (mlx5: the arm sequence number): without it the re-arm doorbell repeats the same
+        # bytes, which the device (and the simulator's UAR scan) does not see as new, and the
+        # program waits forever.
+        capi_pairs() {  # capi_pairs TOOL VARIANT...: ours/ours and ours against rdma-core both ways
+            local tool=$1 v; shift
+            for v in "$@"; do
+                # shellcheck disable=SC2086
+                run_pair "$tool" "on ours $v" "$ONOURS" "$tool" $G $v
+                # shellcheck disable=SC2086
+                CLIENT_BIN=env run_pair "$tool" "ours srv, rdma-core cli $v" "$ONOURS" "$tool" $G $v
+                # shellcheck disable=SC2086
+                CLIENT_BIN=$ONOURS run_pair "$tool" "rdma-core srv, ours cli $v" env "$tool" $G $v
+            done
+        }
+        capi_pairs ibv_rc_pingpong "-s 1 -n 1000 -c" "-s 65536 -n 200 -c" "-e -n 1000 -c"
+        capi_pairs ibv_uc_pingpong "-s 1 -n 1000 -c" "-e -s 4096 -n 200 -c"
+        capi_pairs ibv_ud_pingpong "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"
+        capi_pairs ibv_srq_pingpong "-s 1 -n 100 -c" "-e -n 100 -c" "-q 1 -n 1000 -c"
+        for v in "-n 1000" "-s 65536 -n 200"; do
+            # shellcheck disable=SC2086
+            for p in ib_send_lat ib_write_lat; do run_pair $p "on ours $v" "$ONOURS" $p $D $v; done
+        done
+        # shellcheck disable=SC2086
+        run_pair ib_read_lat "on ours -n 200" "$ONOURS" ib_read_lat $D -n 200
+        for v in "-n 1000" "-s 65536 -n 200" "-q 4 -n 500"; do
+            # shellcheck disable=SC2086
+            for p in ib_send_bw ib_write_bw; do run_pair $p "on ours $v" "$ONOURS" $p $D $v; done
+        done
+        for v in "-n 1000" "-A CMP_AND_SWAP -q 2 -n 500"; do
+            # shellcheck disable=SC2086
+            run_pair ib_atomic_bw "on ours $v" "$ONOURS" ib_atomic_bw $D $v
+        done
+    else
+        row "libibverbs (ours)" "(rustix libc backend, mlx5)" "FAIL(build)" "-"
+    fi
+fi
+
 for tool in rc uc; do
     for v in "-s 1 -n 1000 -c" "-s 4096 -n 1000 -c" "-s 65536 -n 1000 -c" "-e -n 1000 -c" "-e -s 65536 -n 200 -c"; do
         # shellcheck disable=SC2086
@@ -223,7 +297,6 @@ for v in "-s 1 -n 100 -c" "-s 4096 -n 100 -c" "-s 65536 -n 20 -c" "-e -n 100 -c"
     run_pair ibv_srq_pingpong "$v" ibv_srq_pingpong $G $v
 done
 
-D="-d mlx5_0"
 for v in "-n 1000" "-s 1 -n 1000" "-s 65536 -n 200"; do  # (-q/-l: bw tests only)
     # shellcheck disable=SC2086
     for p in ib_send_lat ib_write_lat; do run_pair $p "$v" $p $D $v; done
@@ -249,9 +322,8 @@ done
 if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
     list=$ROOT/sim/tests/device-on-sim.txt
     mapfile -t names < <(grep -v '^#' "$list" | grep .)
-    if RUSTFLAGS="--cfg rustix_use_libc" cargo build --release --features mlx5 --test device \
-        --target-dir "${CARGO_TARGET_DIR:-$ROOT/target}/sim-libc" --message-format=json > "$WORK/devbuild.json"; then
-        DT=$(grep -o '"executable":"[^"]*device-[^"]*"' "$WORK/devbuild.json" | tail -1 | cut -d'"' -f4)
+    if [ "$LIBC_BUILD" = ok ]; then
+        DT=$(grep -o '"executable":"[^"]*/device-[^"]*"' "$WORK/libcbuild.json" | tail -1 | cut -d'"' -f4)
         TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
             env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
     else
@@ -262,8 +334,8 @@ fi
 # rdma-core's pyverbs suite: every test in a child process that is replaced when it crashes or
 # makes no progress for 60 s (scripts/pyverbs_run.py), so no test can hang the run.
 run_pyverbs() {
-    selected pyverbs "rdma-core tests" || return 0
-    local src=/usr/share/doc/rdma-core/tests suite=$WORK/pyverbs/tests out=$WORK/pyverbs.tsv t
+    selected pyverbs "rdma-core tests" || selected pyverbs "on ours" || return 0
+    local src=/usr/share/doc/rdma-core/tests suite=$WORK/pyverbs/tests out=$WORK/pyverbs/rdma-core-mlx5_0.tsv t
     local known=$ROOT/sim/tests/pyverbs-known-gap.txt
     t=$(date +%s)
     if [ ! -f "$src/run_tests.py" ]; then
@@ -291,6 +363,27 @@ run_pyverbs() {
     else
         row pyverbs "rdma-core tests ($counts)" PASS "$(( $(date +%s) - t ))s"
     fi
+    [ "$CAPI" = 1 ] && selected pyverbs "on ours" && run_pyverbs_ours
+}
+# the same suite on OUR libibverbs.so.1 (--capi), judged against the rdma-core run above by
+# scripts/pyverbs_report.py: fails on a test that passes on rdma-core's library and not on ours,
+# or that rdma-core skips and ours fails or errors, unless listed with its reason in
+# sim/tests/pyverbs-ours-known-gap.txt / pyverbs-ours-skip-gap.txt ("mlx5_0 TEST_ID REASON")
+run_pyverbs_ours() {
+    local t out=$WORK/pyverbs/ours-mlx5_0.tsv res=PASS summary
+    t=$(date +%s)
+    if [ "$LIBC_BUILD" != ok ]; then row pyverbs "on ours" "FAIL(build)" -; return; fi
+    # tests already passing on rdma-core's library that fail on ours are rerun (--baseline)
+    LD_PRELOAD=$SHIM timeout 900 "$ONOURS" /usr/bin/python3 "$ROOT/scripts/pyverbs_run.py" \
+        --suite "$WORK/pyverbs/tests" --dev mlx5_0 --gid 3 --out "$out" --stall 60 --budget 800 \
+        --baseline "$WORK/pyverbs/rdma-core-mlx5_0.tsv" --retries 1 > "$WORK/pyverbs-ours.log" 2>&1
+    python3 "$ROOT/scripts/pyverbs_report.py" "$WORK/pyverbs" - mlx5_0 \
+        --known "$ROOT/sim/tests/pyverbs-ours-known-gap.txt" \
+        --skip-known "$ROOT/sim/tests/pyverbs-ours-skip-gap.txt" > "$WORK/pyverbs-report.txt" 2>&1 || res=FAIL
+    cat "$WORK/pyverbs-report.txt"
+    summary=$(tail -n 1 "$WORK/pyverbs-report.txt" | sed -n 's/.*passed on ours\/rdma-core: mlx5_0 \([0-9]*\/[0-9]*\).*/\1/p')
+    [ "$res" = PASS ] || tail -n 20 "$WORK/pyverbs-ours.log"
+    row pyverbs "on ours (passed ours/rdma-core ${summary:-?})" "$res" "$(( $(date +%s) - t ))s"
 }
 # issue 26 item 3: libmlx5's WQE bytes and polled CQEs, recorded again on a daemon of its own
 # (scripts/mlx5diff-record.sh, ~5 s), must equal tests/fixtures/mlx5diff/libmlx5.txt, which the

@@ -25,10 +25,11 @@
 #      without rdma_cm).
 #   6. the simulated ConnectX (scripts/sim.sh, no VM): rdma-core's libibverbs + libmlx5,
 #      unmodified, on verbs-simd; ibv_devices/ibv_devinfo, the four pingpongs and perftest as
-#      server/client pairs; then our own tools and the device tests of
-#      sim/tests/device-on-sim.txt on our mlx5 provider (sim.sh --ours --device: two extra
-#      builds with rustix's libc backend, ~10 min on 2 cores) (runs after the host tests; not
-#      with --device-only or a device filter)
+#      server/client pairs; then our own tools, the device tests of
+#      sim/tests/device-on-sim.txt, and rdma-core's C tools and perftest on OUR libibverbs.so.1,
+#      all on our mlx5 provider (sim.sh --ours --device --capi: one extra build with rustix's
+#      libc backend, ~7 min on 2 cores) (runs after the host tests; not with --device-only or
+#      a device filter)
 #   7. fails if anything failed, if the device suite did not run, or if it ran zero tests.
 # The output ends with a summary; the last line is always "device: N passed, M failed".
 #
@@ -163,7 +164,7 @@ fi
 # --- 2b. the simulated ConnectX (no VM) -------------------------------------------------------
 if [ "$SIM" = 1 ] && [ "$HOST_TESTS" = 1 ] && [ ${#DEVICE_ARGS[@]} -eq 0 ]; then
     banner "simulated ConnectX: rdma-core's tools and perftest on verbs-simd (scripts/sim.sh)"
-    timed "sim" - "$ROOT/scripts/sim.sh" --ours --device || FAILS+=("simulated ConnectX (scripts/sim.sh): a program failed (see its table above)")
+    timed "sim" - "$ROOT/scripts/sim.sh" --ours --device --capi || FAILS+=("simulated ConnectX (scripts/sim.sh): a program failed (see its table above)")
 fi
 
 # --- 3. device suite --------------------------------------------------------------------------

@@ -197,9 +197,11 @@ impl Context {
         cmd::device::query_port(&self.chan, port_num).map(PortAttr::from_kernel)
     }
 
-    /// `ibv_query_gid_ex`: one GID table entry with its type. An empty
-    /// entry, or an index past the table, is an `InvalidArgument` error
-    /// saying so (the kernel answers `ENODATA`).
+    /// `ibv_query_gid_ex`: one GID table entry with its type. Both ways
+    /// of naming no GID are `InvalidArgument` errors: an empty entry (the
+    /// kernel answers `ENODATA`; the error's detail says so) and an index
+    /// past the table or a port the device lacks (the kernel's `EINVAL`,
+    /// carried as the error's errno).
     #[doc(alias = "ibv_query_gid_ex")]
     pub fn query_gid_ex(&self, port_num: u8, index: u32) -> Result<GidEntry> {
         cmd::device::query_gid_entry(&self.chan, port_num, index)
@@ -207,7 +209,7 @@ impl Context {
             .map_err(|e| match e.errno() {
                 Some(errno @ rustix::io::Errno::NODATA) => {
                     crate::Error::with_errno(e.verb(), crate::ErrorKind::InvalidArgument, errno)
-                        .with_detail("no GID at this index of the port's GID table (an empty entry, or past gid_tbl_len)")
+                        .with_detail("no GID at this index of the port's GID table (an empty entry)")
                 }
                 _ => e,
             })

@@ -318,6 +318,19 @@ impl<'ctx> Cq<'ctx> {
         self.events.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Tells the provider that a completion event was read for this CQ
+    /// outside [`get_cq_event`] (the C library reads the channel itself and
+    /// keeps its own counts): mlx5 advances the arm sequence number the
+    /// next `ibv_req_notify_cq` writes, as libmlx5's `mlx5_cq_event` does.
+    /// Not counted for [`Cq::ack_events`].
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn provider_event(&self) {
+        if let Some(ring) = self.ring.enter() {
+            ring.event();
+        }
+    }
+
     /// Events received and not yet acknowledged.
     pub fn unacked_events(&self) -> u32 {
         self.events

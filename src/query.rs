@@ -193,13 +193,25 @@ pub(crate) fn query_gid_table(ch: &Channel, out: &mut [GidEntry]) -> Result<usiz
     Ok(n)
 }
 
-/// Reads `/sys/class/infiniband/<dev>/ports/<port>/pkeys/<index>` (a hex
-/// number such as `0xffff`), as libibverbs' `ibv_query_pkey` does.
+/// Reads `<sysfs>/class/infiniband/<dev>/ports/<port>/pkeys/<index>` (a
+/// hex number such as `0xffff`), as libibverbs' `ibv_query_pkey` does,
+/// `<sysfs>` being `/sys` or, with `std`, what `SYSFS_PATH` says (as for
+/// discovery: rdma-core reads below the device's sysfs directory, which it
+/// found under `SYSFS_PATH`).
 pub(crate) fn query_pkey(dev: &str, port: u8, index: u16) -> Result<u16> {
     const VERB: &str = "ibv_query_pkey";
-    let mut path: heapless::String<192> = heapless::String::new();
-    write!(path, "/sys/class/infiniband/{dev}/ports/{port}/pkeys/{index}")
-        .map_err(|_| Error::new(VERB, ErrorKind::InvalidArgument))?;
+    #[cfg(feature = "std")]
+    let root = crate::discovery::sysfs::sysfs_root_from_env();
+    #[cfg(feature = "std")]
+    let root = root.to_str().ok_or(
+        Error::new(VERB, ErrorKind::InvalidArgument).with_detail("SYSFS_PATH is not UTF-8"),
+    )?;
+    #[cfg(not(feature = "std"))]
+    let root = "/sys";
+    let root = root.trim_end_matches('/');
+    let mut path: heapless::String<512> = heapless::String::new();
+    write!(path, "{root}/class/infiniband/{dev}/ports/{port}/pkeys/{index}")
+        .map_err(|_| Error::new(VERB, ErrorKind::InvalidArgument).with_detail("the sysfs path is too long"))?;
     let fd = rustix::fs::open(path.as_str(), rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
         .map_err(|e| Error::from_errno(VERB, e))?;
     let mut buf = [0u8; 32];

@@ -521,6 +521,13 @@ pub(crate) unsafe extern "C" fn ibv_get_cq_event(
         }
         // SAFETY: registry entries are live CCq boxes while the lock is held.
         let c = unsafe { &*(addr as *const CCq) };
+        // the provider's part of reading an event (mlx5: the arm sequence
+        // number of the next ibv_req_notify_cq, as libmlx5's cq_event);
+        // the read lock is never held while the registry lock is taken
+        // (destroy drops it first), so this order cannot deadlock
+        if let Some(q) = c.cq.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            q.provider_event();
+        }
         Some((c.as_c(), c.cq_context()))
     });
     let Some((p, ctx)) = found else { return fail_neg1(libc::EINVAL) };

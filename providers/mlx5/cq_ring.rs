@@ -24,6 +24,7 @@ impl CqRing {
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
+    #[inline(always)]
     fn fits(&self, buf: &WqBuf) -> bool {
         let ring = self.ncqe as usize * self.cqe_size as usize;
         let db = self.dbrec_buf(buf).len();
@@ -31,6 +32,7 @@ impl CqRing {
     }
 
     /// Offset of the 64 bytes that matter of entry `i`.
+    #[inline(always)]
     fn cqe64_at(&self, i: u32) -> usize {
         (i & (self.ncqe - 1)) as usize * self.cqe_size as usize + self.cqe_size as usize - 64
     }
@@ -55,6 +57,7 @@ impl CqRing {
     /// The CQE at the consumer index if software owns it (`get_sw_cqe`),
     /// read after the owner byte (acquire: no byte of it is read before
     /// the owner bit said it is complete).
+    #[inline(always)]
     pub fn peek(&self, buf: &WqBuf) -> Option<Cqe64> {
         let at = self.cqe64_at(self.ci);
         let op_own: u8 = buf.get(at + 63)?;
@@ -67,6 +70,7 @@ impl CqRing {
 
     /// Stores the consumer index into the doorbell record (after every
     /// read of the CQEs it frees: release).
+    #[inline(always)]
     pub fn update_ci(&self, buf: &WqBuf) {
         if let Some(db) = self.dbrec_buf(buf).atomic_u32(self.dbrec_offset) {
             db.store((self.ci & 0xff_ffff).to_be(), Ordering::Release);
@@ -79,7 +83,10 @@ impl CqRing {
     /// no queue) is an error when it is the first of the call, else the
     /// call stops before it and the next reports it; either way it is
     /// consumed once reported.
-    pub fn poll(&mut self, buf: &WqBuf, out: &mut [Wc], queues: &mut impl Queues) -> Result<usize> {
+    /// Each completion is stored straight into `out` (`Wc` or
+    /// `MaybeUninit<Wc>`: a store, no caller code, runs under the caller's
+    /// lock).
+    pub fn poll<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
         if !self.fits(buf) {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
         }
@@ -123,7 +130,7 @@ impl CqRing {
                     break;
                 }
             }
-            out[n] = wc;
+            out[n].set(wc);
             n += 1;
             self.ci = self.ci.wrapping_add(1);
         }

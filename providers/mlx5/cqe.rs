@@ -27,7 +27,7 @@ use super::sq::SendQueue;
 use super::wqe::*;
 use crate::abi::uverbs::{self, Wc as AbiWc};
 use crate::error::{Error, ErrorKind, Result};
-use crate::wc::{Wc, WcFlags};
+use crate::wc::{Wc, WcFlags, WcOut};
 
 /// `IBV_WC_RECV`.
 const WC_RECV: u32 = 128;
@@ -90,6 +90,7 @@ pub struct Parsed {
 /// Parses the 64 bytes of a software-owned CQE. `Err` for a CQE kind
 /// this provider does not handle; `Ok(None)` for one that completes no
 /// work request (`RESIZE_CQ`).
+#[inline(always)]
 pub fn parse(c: &Cqe64, cqe_version: u8) -> core::result::Result<Option<Parsed>, &'static str> {
     let opcode = c.op_own >> 4;
     let qpn = c.sop_drop_qpn.get() & 0xff_ffff;

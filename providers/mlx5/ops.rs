@@ -12,7 +12,7 @@ use super::ctx::Doorbell;
 use super::registry::{Entry, RegRef, SlotGuard};
 use crate::ah::Ah;
 use crate::error::ErrorKind;
-use crate::wc::Wc;
+use crate::wc::WcOut;
 use crate::wr::{PostError, RecvWr, SendWr};
 
 fn gone(verb: &'static str) -> PostError {
@@ -58,32 +58,40 @@ pub fn post_srq_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), 
     }
 }
 
-/// The queues a poll reaches: one slot locked at a time.
+/// The queues a poll reaches: one slot locked at a time, kept while
+/// consecutive completions name the same queue (libmlx5's `cur_rsc`) and
+/// let go before another is locked, so a poller never waits while it
+/// holds a QP or SRQ slot.
 struct Lookup<'r> {
     reg: &'r RegRef,
-    held: Option<SlotGuard<'r>>,
+    /// The slot held, with the user index and direction it was found for.
+    held: Option<(u32, bool, SlotGuard<'r>)>,
 }
 
 impl Queues for Lookup<'_> {
+    #[inline(always)]
     fn find(&mut self, source: Source) -> Option<Target<'_>> {
         let (rsn, send) = match source {
-            Source::Send { rsn, .. } => (rsn, true),
-            Source::Recv { rsn, .. } => (rsn, false),
+            Source::Send { rsn, .. } => (rsn & 0xff_ffff, true),
+            Source::Recv { rsn, .. } => (rsn & 0xff_ffff, false),
         };
-        self.held = None;
-        let mut g = self.reg.lock(rsn & 0xff_ffff)?;
-        // A QP on an SRQ: its receives complete in the SRQ's slot
-        // (libmlx5 `get_resp_ctx_v1`).
-        let srq = match &*g {
-            Entry::Qp { srq_uidx: Some(s), .. } if !send => Some(*s),
-            _ => None,
-        };
-        if let Some(s) = srq {
-            drop(g);
-            g = self.reg.lock(s)?;
+        if !matches!(&self.held, Some((r, s, _)) if *r == rsn && *s == send) {
+            self.held = None;
+            let mut g = self.reg.lock(rsn)?;
+            // A QP on an SRQ: its receives complete in the SRQ's slot
+            // (libmlx5 `get_resp_ctx_v1`).
+            let srq = match &*g {
+                Entry::Qp { srq_uidx: Some(s), .. } if !send => Some(*s),
+                _ => None,
+            };
+            if let Some(s) = srq {
+                drop(g);
+                g = self.reg.lock(s)?;
+            }
+            self.held = Some((rsn, send, g));
         }
-        self.held = Some(g);
-        match (send, &mut **self.held.as_mut()?) {
+        let (_, _, g) = self.held.as_mut()?;
+        match (send, &mut **g) {
             (true, Entry::Qp { sq: Some(sq), .. }) => Some(Target::Send(sq)),
             (false, Entry::Qp { rq: Some(rq), srq_uidx: None, .. }) => Some(Target::Recv(rq)),
             (false, Entry::Srq { srq, buf, .. }) => Some(Target::Srq(srq, buf)),
@@ -96,7 +104,8 @@ impl Queues for Lookup<'_> {
 /// A CQE this provider cannot complete (a kind it does not handle, or one
 /// naming no queue of the context) is consumed and skipped: `Err` with
 /// how many were polled before it.
-pub fn poll(reg: &RegRef, cq: u32, out: &mut [Wc]) -> Result<usize, usize> {
+#[inline]
+pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
     let mut look = Lookup { reg, held: None };

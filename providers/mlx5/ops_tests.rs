@@ -3,6 +3,7 @@
 //! written as the device writes them, polls that reach the queues.
 
 use super::*;
+use crate::wc::Wc;
 use crate::providers::mlx5::wqe::{Cqe64, CQE_REQ, CQE_RESP_SEND, OPCODE_RDMA_WRITE};
 use crate::providers::mlx5::res::{CqMem, QpMem, SrqMem};
 use crate::providers::mlx5::sizing::DeviceLimits;

@@ -205,6 +205,22 @@ impl SendQueue {
         if ring_end.is_none_or(|e| e > buf.len()) || db_end.is_none_or(|e| e > buf.len()) || !self.cfg.dbrec_offset.is_multiple_of(4) {
             return Err(PostError::refused(VERB, Refusal(ErrorKind::InvalidArgument, "mlx5: the buffer does not hold this send queue"), 0));
         }
+        if n == 1 {
+            // One request (the common case): lowered and checked once, then
+            // written; a refusal still stores nothing.
+            let r = get(0).map_err(|e| PostError::refused(VERB, e, 0))?;
+            self.check(&r).map_err(|e| PostError::refused(VERB, e, 0))?;
+            if self.outstanding() >= self.cfg.size.max_post {
+                return Err(PostError::refused(VERB, Refusal(ErrorKind::QueueFull, "the send queue is full"), 0));
+            }
+            let mut next_fence = self.fm_cache;
+            let (idx, ds, inl) = self.write(buf, &r, 0, &mut next_fence);
+            if let SendOp::BindMw(b) = r.op {
+                b.commit();
+            }
+            self.fm_cache = next_fence;
+            return Ok(self.finish(buf, 1, idx, ds, inl));
+        }
         for i in 0..n {
             let r = get(i).map_err(|e| PostError::refused(VERB, e, i))?;
             self.check(&r).map_err(|e| PostError::refused(VERB, e, i))?;
@@ -228,6 +244,14 @@ impl SendQueue {
             inl |= is_inline;
         }
         self.fm_cache = next_fence;
+        Ok(self.finish(buf, n, last_idx, last_ds, inl))
+    }
+
+    /// After the `n` WQEs of a post are written (the last at basic block
+    /// `last_idx`, `last_ds` 16-byte units, any inline): the indices, the
+    /// doorbell record, and what to ring.
+    #[inline(always)]
+    fn finish(&mut self, buf: &mut WqBuf, n: usize, last_idx: u32, last_ds: u32, inl: bool) -> Ring {
         self.head = self.head.wrapping_add(n as u32);
         // The WQE stores must reach memory before the device can see the
         // new counter (libmlx5: udma_to_device_barrier): release store.
@@ -236,10 +260,10 @@ impl SendQueue {
         }
         let bf = self.cfg.bf;
         if n == 1 && bf.enabled && (inl || bf.prefer) && last_ds > 1 && last_ds <= bf.buf_size / 16 {
-            Ok(Ring::BlueFlame { first: last_idx, chunks: (last_ds * 16).div_ceil(BB) })
+            Ring::BlueFlame { first: last_idx, chunks: (last_ds * 16).div_ceil(BB) }
         } else {
             let ctrl = buf.get::<[u8; 8]>(self.cfg.sq_offset + (last_idx * BB) as usize).unwrap_or_default();
-            Ok(Ring::Doorbell(ctrl))
+            Ring::Doorbell(ctrl)
         }
     }
 
@@ -367,6 +391,7 @@ impl SendQueue {
 
     /// Basic block `i` (modulo the ring) as eight 64-bit words, for the
     /// BlueFlame copy (`mlx5_bf_copy` reads the ring the same way).
+    #[inline]
     pub fn block(&self, buf: &WqBuf, i: u32) -> [u64; 8] {
         let at = self.cfg.sq_offset + ((i & (self.cfg.size.wqe_cnt - 1)) * BB) as usize;
         buf.get(at).unwrap_or_default()

@@ -104,15 +104,20 @@ impl Uar {
     /// nothing stored, if any would fall outside.
     #[inline]
     pub fn store_chunks(&self, off: usize, chunks: impl ExactSizeIterator<Item = [u64; 8]>) -> bool {
-        let Some(bytes) = chunks.len().checked_mul(64) else { return false };
-        if off.checked_add(bytes).is_none_or(|e| e > self.len) || self.slot(off).is_none() {
+        let n = chunks.len();
+        let Some(bytes) = n.checked_mul(64) else { return false };
+        if off.checked_add(bytes).is_none_or(|e| e > self.len) {
             return false;
         }
-        for (c, chunk) in chunks.enumerate() {
+        let Some(first) = self.slot(off) else { return false };
+        // (at most `n` chunks, whatever the iterator's length claimed)
+        for (c, chunk) in chunks.take(n).enumerate() {
             for (w, v) in chunk.into_iter().enumerate() {
-                let Some(p) = self.slot(off + c * 64 + w * 8) else { return false };
-                // SAFETY: as in `store`: checked aligned and inside (U2).
-                unsafe { p.write_volatile(v) };
+                // SAFETY: word `c * 8 + w` from the aligned `first` (U2):
+                // `c < n`, `w < 8`, so it ends at most `64 * n` bytes
+                // after `off`, inside the mapping (checked above, U1); a
+                // volatile store, no reference formed.
+                unsafe { first.wrapping_add(c * 8 + w).write_volatile(v) };
             }
         }
         true

@@ -8,6 +8,8 @@
 //! are not looked at. One addition: `-h`/`--help` prints the usage and
 //! succeeds (rdma-core rejects `-h` as an invalid option).
 
+use super::getopt::strtol;
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Command {
@@ -127,36 +129,6 @@ pub(crate) fn parse(args: &[String]) -> Command {
         }
     }
     Command::Show { dev, port, verbose }
-}
-
-/// C `strtol(s, NULL, 0)`: leading blanks, a sign, `0x` for hex or `0` for
-/// octal, digits up to the first invalid one, saturating on overflow.
-fn strtol(s: &str) -> i64 {
-    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let hex = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .filter(|r| r.starts_with(|c: char| c.is_ascii_hexdigit()));
-    let (radix, digits) = match hex {
-        Some(r) => (16, r),
-        None if s.starts_with('0') => (8, s),
-        None => (10, s),
-    };
-    let mut v: i64 = 0;
-    for c in digits.chars() {
-        let Some(d) = c.to_digit(radix) else { break };
-        v = v.saturating_mul(radix.into()).saturating_add(d.into());
-    }
-    if neg {
-        v.saturating_neg()
-    } else {
-        v
-    }
 }
 
 /// `ibv_devinfo`'s usage text.

@@ -156,11 +156,11 @@ macro_rules! registry {
                 }
             }
 
-            /// See [`ProviderCq::poll`].
+            /// See [`ProviderCq::poll_held`].
             #[inline(always)]
-            pub(crate) fn poll<S: WcOut>(&self, out: &mut [S]) -> Result<usize> {
+            pub(crate) fn poll_held<S: WcOut>(&self, out: &mut [S]) -> Result<usize> {
                 match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll(q, out).map_err(busy), )*
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_held(q, out).map_err(busy), )*
                     AnyCq::Dead => Err(dead("ibv_poll_cq")),
                 }
             }

@@ -307,6 +307,14 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
         self.poll(out)
     }
 
+    /// [`ProviderCq::poll`] of a CQ just found not empty, from a caller
+    /// that is itself out of line (`Cq::poll`'s), so the copy may be
+    /// inlined into it.
+    #[inline(always)]
+    fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        self.poll(out)
+    }
+
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim>;
 

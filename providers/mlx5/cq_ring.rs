@@ -54,16 +54,31 @@ impl CqRing {
         self.ci
     }
 
-    /// The CQE at the consumer index if software owns it (`get_sw_cqe`),
-    /// read after the owner byte (acquire: no byte of it is read before
-    /// the owner bit said it is complete).
+    /// The offset of the CQE at the consumer index if software owns it
+    /// (`get_sw_cqe`'s test of the owner byte).
     #[inline(always)]
-    pub fn peek(&self, buf: &WqBuf) -> Option<Cqe64> {
+    fn sw_cqe(&self, buf: &WqBuf) -> Option<usize> {
         let at = self.cqe64_at(self.ci);
         let op_own: u8 = buf.get(at + 63)?;
         if op_own >> 4 == CQE_INVALID || (op_own & CQE_OWNER_MASK != 0) != (self.ci & self.ncqe != 0) {
             return None;
         }
+        Some(at)
+    }
+
+    /// Whether software owns the CQE at the consumer index (the owner byte
+    /// only; nothing else of the CQE is read).
+    #[inline(always)]
+    pub fn has_cqe(&self, buf: &WqBuf) -> bool {
+        self.sw_cqe(buf).is_some()
+    }
+
+    /// The CQE at the consumer index if software owns it (`get_sw_cqe`),
+    /// read after the owner byte (acquire: no byte of it is read before
+    /// the owner bit said it is complete).
+    #[inline(always)]
+    pub fn peek(&self, buf: &WqBuf) -> Option<Cqe64> {
+        let at = self.sw_cqe(buf)?;
         fence(Ordering::Acquire);
         buf.get(at)
     }

@@ -108,6 +108,12 @@ impl Queues for Lookup<'_> {
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
+    if !ring.has_cqe(buf) {
+        // Nothing to consume (libmlx5: CQ_EMPTY at the first CQE): the
+        // consumer index stays, stored again as a poll stores it.
+        ring.update_ci(buf);
+        return Ok(0);
+    }
     let mut look = Lookup { reg, held: None };
     match ring.poll(buf, out, &mut look) {
         Ok(n) => Ok(n),
@@ -119,7 +125,7 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
 pub fn is_empty(reg: &RegRef, cq: u32) -> bool {
     let Some(g) = reg.lock(cq) else { return true };
     match &*g {
-        Entry::Cq { ring, buf } => ring.peek(buf).is_none(),
+        Entry::Cq { ring, buf } => !ring.has_cqe(buf),
         _ => true,
     }
 }

@@ -111,3 +111,32 @@ fn arm_writes_record_and_uar() {
     let Entry::Cq { buf, .. } = &*g else { panic!() };
     assert_eq!(buf.get::<[u8; 4]>(256 + 4), Some([0x10, 0, 0, 0]), "the arm word in the record");
 }
+
+/// Consecutive CQEs of one QP reuse its slot (held across them), a CQE of
+/// the other direction of the same QP locks it again for that queue, and
+/// the poll lets go of every slot: the QP can be posted to right after.
+#[test]
+fn consecutive_completions_of_one_qp() {
+    let w = world();
+    for id in [1, 2] {
+        post_send(&w.reg, w.qp, w.db, &[SendWr::rdma_write(id, &[SGE], 0x2000, 5).signaled()]).unwrap();
+    }
+    post_recv(&w.reg, w.qp, &[RecvWr::new(0xdef, &[SGE])]).unwrap();
+    let req = |n: u16| Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(u32::from(OPCODE_RDMA_WRITE) << 24 | 0x42), wqe_counter: U16::new(n), op_own: CQE_REQ << 4, ..Default::default() };
+    let resp = Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(0x42), byte_cnt: U32::new(8), op_own: CQE_RESP_SEND << 4, ..Default::default() };
+    complete(&w, 0, req(0));
+    complete(&w, 1, req(1));
+    complete(&w, 2, resp);
+    let mut out = [Wc::default(); 4];
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(3));
+    let got: [Wc; 3] = core::array::from_fn(|i| out[i]);
+    assert_eq!(got.map(|c| c.wr_id()), [1, 2, 0xdef]);
+    assert_eq!(got.map(|c| c.opcode() == crate::wc::WcOpcode::RdmaWrite), [true, true, false]);
+    {
+        let g = w.reg.lock(w.qp).expect("the poll released the QP's slot");
+        let Entry::Qp { sq: Some(sq), rq: Some(rq), .. } = &*g else { panic!() };
+        assert_eq!(sq.indices(), (2, 2, 2), "both sends retired");
+        assert_eq!(rq.indices(), (1, 1), "the receive completed");
+    }
+    post_send(&w.reg, w.qp, w.db, &[SendWr::rdma_write(3, &[SGE], 0x2000, 5)]).unwrap();
+}

@@ -125,6 +125,11 @@ impl ProviderCq for RxeCq {
     }
 
     #[inline(always)]
+    fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        post::poll_nonempty(self.queue(), out).map(|n| n as usize)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         post::poll_with(self.queue(), max, f)
     }

@@ -9,8 +9,11 @@ mod provider;
 pub mod qp;
 pub mod ring;
 pub mod srq;
+pub mod straight;
 
 pub use provider::{Siw, SiwContext};
 
+#[cfg(all(test, feature = "std"))]
+mod straight_tests;
 #[cfg(all(test, feature = "std"))]
 mod tests;

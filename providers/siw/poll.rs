@@ -92,8 +92,7 @@ pub fn to_wc(cqe: &SiwCqe) -> Wc {
 /// moment earlier). Reads only the flags byte, an atomic.
 #[inline(always)]
 pub fn is_empty(cq: &CqRing) -> bool {
-    use core::sync::atomic::Ordering;
-    cq.flags8(cq.next()).load(Ordering::Relaxed) & (super::abi::SIW_WQE_VALID as u8) == 0
+    cq.next_flags8() & (super::abi::SIW_WQE_VALID as u8) == 0
 }
 
 /// `ibv_poll_cq` on siw: moves up to `out.len()` completions into `out`,
@@ -110,9 +109,24 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Cl
     poll_copy(cq, out)
 }
 
+/// [`poll`] of a CQ just found not empty (the C library's `ibv_poll_cq`,
+/// which looked already): no second look, straight to the copy (a CQ
+/// that another poller emptied meanwhile, or an empty `out`, gives 0).
+#[inline(always)]
+pub fn poll_nonempty(cq: &CqRing, out: &mut [core::mem::MaybeUninit<Wc>]) -> Result<usize, Claim> {
+    poll_copy(cq, out)
+}
+
 /// [`poll`] past the empty check.
 #[inline(never)]
 fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
+    copy_run(cq, out)
+}
+
+/// [`poll_copy`] inlined, for a caller that is itself out of line
+/// (`Cq::poll`'s, past its empty check).
+#[inline(always)]
+pub fn copy_run<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
     let c = cq.consumer()?;
     let (run, seen) = c.run(out, copy_common);
     let n = run.len();

@@ -4,6 +4,8 @@
 //! out), and the hooks that send each create command and map the arrays
 //! the kernel names in the driver response.
 
+use core::mem::MaybeUninit;
+
 use rustix::fd::BorrowedFd;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -12,19 +14,21 @@ use super::mr::{SiwUreqRegMr, SiwUrespRegMr};
 use super::post::SendLimits;
 use super::qp::SiwQp;
 use super::srq::SiwSrq;
-use super::{poll, post};
+use super::{poll, post, straight};
 use crate::abi::uverbs::{CreateCq, CreateQp, ModifySrq, RegMr, RegMrResp};
 use crate::abi::RdmaDriverId;
 use crate::cmd::device::{get_context, ContextReply};
+use crate::cmd::channel::RingFailed;
 use crate::cmd::Channel;
 use crate::error::Result;
 use crate::providers::claim::Claim;
-use crate::providers::seam::{SrqCreateCmd, 
+use crate::providers::seam::{
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
+    SrqCreateCmd, StraightWr,
 };
 use crate::qp::kind::QpType;
 use crate::wc::{Wc, WcOut};
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
 /// The siw provider (SoftiWARP).
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +117,16 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
+    fn poll_nonempty(&self, out: &mut [MaybeUninit<Wc>]) -> core::result::Result<usize, Claim> {
+        poll::poll_nonempty(self.ring(), out)
+    }
+
+    #[inline(always)]
+    fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
+        poll::copy_run(self.ring(), out)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         poll::poll_with(self.ring(), max, f)
     }
@@ -147,6 +161,24 @@ impl ProviderQp for SiwQp {
         match self.rq_mut() {
             Some(rq) => post::post_recv("ibv_post_recv", rq.producer_mut(), max_sge, wrs),
             None => Err(no_recv_queue()),
+        }
+    }
+
+    #[inline(always)]
+    fn post_send_straight<W: StraightWr + ?Sized>(
+        &mut self,
+        dev: BorrowedFd<'_>,
+        qp_type: QpType,
+        s: &W,
+    ) -> Option<core::result::Result<(), RingFailed>> {
+        self.post_straight(dev, qp_type, s)
+    }
+
+    #[inline(always)]
+    fn post_recv_straight(&mut self, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+        match self.rq_mut() {
+            Some(rq) => straight::post_recv_straight(rq.producer_mut(), max_sge, wr_id, sge),
+            None => false,
         }
     }
 

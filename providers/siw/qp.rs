@@ -7,7 +7,10 @@ use zerocopy::FromBytes;
 use super::abi::SiwUrespCreateQp;
 use super::post::{self, SendLimits};
 use super::ring::{RecvRing, SendRing};
-use crate::cmd::channel::Doorbell;
+use super::straight;
+use crate::providers::seam::StraightWr;
+use crate::qp::kind::QpType;
+use crate::cmd::channel::{Doorbell, RingFailed};
 use crate::error::{Error, ErrorKind, Result};
 use crate::wr::{PostError, SendWr};
 
@@ -63,6 +66,29 @@ impl SiwQp {
         let r = self.doorbell.ring(dev, "ibv_post_send");
         self.must_ring = r.is_err();
         r.map_err(|error| PostError { error, index: wrs.len() })
+    }
+
+    /// [`SiwQp::post_send`] of one request through the straight path
+    /// ([`straight::post_send_straight`]; the C library's
+    /// `ibv_post_send`): `None` if that path does not take it (nothing
+    /// written: post it the general way, which names any error), else the
+    /// doorbell's outcome when one was rung (on a failure the request is
+    /// queued and the kernel was not told; [`RingFailed::error`] makes the
+    /// error).
+    #[inline(always)]
+    pub fn post_straight<W: StraightWr + ?Sized>(
+        &mut self,
+        dev: BorrowedFd<'_>,
+        qp_type: QpType,
+        s: &W,
+    ) -> Option<core::result::Result<(), RingFailed>> {
+        let ring = straight::post_send_straight(&mut self.sq, qp_type, &self.lim, s)?;
+        if !(ring || self.must_ring) {
+            return Some(Ok(()));
+        }
+        let r = self.doorbell.ring_small(dev);
+        self.must_ring = r.is_err();
+        Some(r)
     }
 
     /// siw's QP id.

@@ -23,7 +23,10 @@
 //!
 //! * **S1 — bounds.** [`Ring::map`] maps `n * ELEM + tail` bytes (checked
 //!   arithmetic) with `n >= 1`; an element index is always taken modulo
-//!   `n` (the positions stay in `0..n`), so element `i` occupies
+//!   `n` (the positions stay in `0..n`: every store of the position is of
+//!   a value below `n`, [`Ring::map`]'s 0 and the wrapped ones of
+//!   [`Producer::advance`], [`Consumer::take_each`] and a [`Run`]'s drop,
+//!   which [`Ring::next_flags8`] relies on without reducing it again), so element `i` occupies
 //!   `base + i * ELEM .. + ELEM`, inside the mapping. Accesses within an
 //!   element are checked against `ELEM`: at compile time for
 //!   [`SlotMut::put`] and [`Consumer::take`], at run time for
@@ -176,6 +179,19 @@ impl<const ELEM: usize> Ring<ELEM> {
         // keeps the mapping alive. The flags word is only ever accessed as
         // an atomic (S2), the sanctioned way to share it with the kernel.
         unsafe { &*self.elem_ptr(i).wrapping_add(FLAGS).cast::<AtomicU16>() }
+    }
+
+    /// The `u8` flags byte of the CQE at the position, loaded relaxed:
+    /// the CQ's empty test, which reads nothing else of the element.
+    #[inline(always)]
+    pub fn next_flags8(&self) -> u8 {
+        let i = self.next.load(Ordering::Relaxed);
+        debug_assert!(i < self.n);
+        // SAFETY: the position is below `n` (S1: every store of it is), so
+        // byte 8 of its element is inside the live mapping, which `&self`
+        // keeps alive; the flags byte is only ever accessed as an atomic
+        // (S2).
+        unsafe { &*self.base.as_ptr().wrapping_add(i as usize * ELEM + FLAGS).cast::<AtomicU8>() }.load(Ordering::Relaxed)
     }
 
     /// The `u8` flags byte of CQE `i` (`% n`).
@@ -359,7 +375,15 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     pub fn previous_pending(&self) -> bool {
         core::sync::atomic::fence(Ordering::SeqCst);
-        self.flags(self.q.n - 1).load(Ordering::SeqCst) & SIW_WQE_VALID != 0
+        // The element before the position: `head - 1`, or the last one
+        // (`head < n`, so either is in `0..n`).
+        let prev = if self.head == 0 { self.q.n - 1 } else { self.head - 1 };
+        // SAFETY: element `prev < n` is inside the live mapping (S1) and
+        // its byte 8 is 2-aligned; `&self` borrows the ring, which keeps
+        // the mapping alive. The flags word is only ever accessed as an
+        // atomic (S2).
+        let flags = unsafe { &*self.q.base.as_ptr().wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
+        flags.load(Ordering::SeqCst) & SIW_WQE_VALID != 0
     }
 
     /// Elements in the array.

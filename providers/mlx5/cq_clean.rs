@@ -13,13 +13,13 @@ const fn is_responder(opcode: u8) -> bool {
 
 impl CqRing {
     /// Offset of the 64 bytes that matter of entry `i`.
-    fn clean_at(&self, i: u32) -> usize {
+    pub(super) fn clean_at(&self, i: u32) -> usize {
         (i & (self.ncqe - 1)) as usize * self.cqe_size as usize + self.cqe_size as usize - 64
     }
 
     /// Whether software owns entry `i` (a CQE the device wrote on the
     /// pass `i` belongs to).
-    fn owned_at(&self, buf: &WqBuf, i: u32) -> bool {
+    pub(super) fn owned_at(&self, buf: &WqBuf, i: u32) -> bool {
         let op_own: u8 = buf.get(self.clean_at(i) + 63).unwrap_or(CQE_INVALID << 4);
         op_own >> 4 != CQE_INVALID && (op_own & CQE_OWNER_MASK != 0) == (i & self.ncqe != 0)
     }
@@ -33,7 +33,7 @@ impl CqRing {
     /// the moved entries) if any was.
     pub fn clean(&mut self, buf: &mut WqBuf, uidx: u32, qpn: u32, mut srq_free: impl FnMut(u16)) -> u32 {
         let entries = self.ncqe as usize * self.cqe_size as usize;
-        if entries > buf.len() || self.dbrec_offset.checked_add(8).is_none_or(|e| e > buf.len()) {
+        if entries > buf.len() || self.dbrec_offset.checked_add(8).is_none_or(|e| e > self.dbrec_buf(buf).len()) {
             return 0;
         }
         // The producer index: the first entry from `ci` that software does

@@ -20,14 +20,15 @@ impl CqRing {
         if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
         }
-        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0 })
+        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None })
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
     #[inline(always)]
     fn fits(&self, buf: &WqBuf) -> bool {
         let ring = self.ncqe as usize * self.cqe_size as usize;
-        ring <= buf.len() && self.dbrec_offset.checked_add(8).is_some_and(|e| e <= buf.len())
+        let db = self.dbrec_buf(buf).len();
+        ring <= buf.len() && self.dbrec_offset.checked_add(8).is_some_and(|e| e <= db)
     }
 
     /// Offset of the 64 bytes that matter of entry `i`.
@@ -86,7 +87,7 @@ impl CqRing {
     /// read of the CQEs it frees: release).
     #[inline(always)]
     pub fn update_ci(&self, buf: &WqBuf) {
-        if let Some(db) = buf.atomic_u32(self.dbrec_offset) {
+        if let Some(db) = self.dbrec_buf(buf).atomic_u32(self.dbrec_offset) {
             db.store((self.ci & 0xff_ffff).to_be(), Ordering::Release);
         }
     }
@@ -165,7 +166,7 @@ impl CqRing {
     pub fn arm(&self, buf: &WqBuf, solicited_only: bool) -> [u8; 8] {
         let cmd = if solicited_only { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
         let v = (self.arm_sn & 3) << 28 | cmd | (self.ci & 0xff_ffff);
-        if let Some(db) = buf.atomic_u32(self.dbrec_offset + 4) {
+        if let Some(db) = self.dbrec_buf(buf).atomic_u32(self.dbrec_offset + 4) {
             db.store(v.to_be(), Ordering::Release);
         }
         (u64::from(v) << 32 | u64::from(self.cqn)).to_be_bytes()

@@ -195,6 +195,10 @@ pub struct CqRing {
     cqe_version: u8,
     ci: u32,
     arm_sn: u32,
+    /// The buffer the CQ was created with, once a resize moved the
+    /// entries out of it: it holds the doorbell record, whose address the
+    /// kernel keeps (see [`CqRing::move_to`]).
+    dbrec_buf: Option<WqBuf>,
 }
 
 #[cfg(test)]
@@ -207,3 +211,5 @@ pub use ring::Queues;
 
 #[path = "cq_clean.rs"]
 mod clean;
+#[path = "cq_resize.rs"]
+mod resize;

@@ -7,8 +7,7 @@
 //! doorbell records; posts ring the UAR (BlueFlame as libmlx5 decides);
 //! polls reach the queues through the context's slot table. Proven on the
 //! simulated ConnectX against libmlx5 (`scripts/sim.sh --ours`). Not yet:
-//! CQ resize, dynamic UARs, CQE version 0, InfiniBand ports, the C
-//! library over it. The pieces: the ABI of the driver
+//! dynamic UARs, CQE version 0, InfiniBand ports. The pieces: the ABI of the driver
 //! data ([`abi`]), the ring layouts ([`wqe`]), queue sizing as libmlx5
 //! computes it ([`sizing`]), the work queue memory ([`buf`]), the send
 //! queue writer with its doorbell decision ([`sq`], memory-window binds and

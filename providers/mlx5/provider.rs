@@ -11,12 +11,12 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use rustix::fd::{AsFd, BorrowedFd};
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::abi::Mlx5CreateQpResp;
+use super::abi::{Mlx5CreateQpResp, Mlx5ResizeCq};
 use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
 use super::reset;
 use super::registry::{Entry, RegRef};
-use super::res::{CqMem, QpMem, SrqMem};
+use super::res::{CqMem, QpMem, SrqMem, CQE_SIZE};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
 use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ResizeCq};
@@ -59,9 +59,7 @@ impl Provider for Mlx5 {
         // yet (its AVs need no GRH and no MAC).
         roce: true,
         addresses_regions_by_iova: true,
-        // Not implemented yet: the CQE copy from the old buffer
-        // (`mlx5_cq_resize_copy_cqes`).
-        cq_resize: false,
+        cq_resize: true,
         memory_windows: true,
         address_handles: true,
         query_srq: true,
@@ -86,6 +84,8 @@ pub struct Mlx5Context {
     reg: RegRef,
     /// The device does atomics (`atomic_cap != IBV_ATOMIC_NONE`).
     atomics: bool,
+    /// The device's `max_cqe`, if the query answered.
+    max_cqe: Option<u32>,
 }
 
 impl Mlx5Context {
@@ -139,8 +139,10 @@ impl ProviderContext for Mlx5Context {
         let uars = Uars::map(chan.as_fd(), info)?;
         let reg = RegRef::new(VERB, uars)?;
         // libmlx5 enables atomics on a QP only if the device does them.
-        let atomics = query_device_ex(chan).is_ok_and(|d| d.base.atomic_cap != 0);
-        Ok((reply, Self { reg, atomics }))
+        let dev = query_device_ex(chan).ok();
+        let atomics = dev.is_some_and(|d| d.base.atomic_cap != 0);
+        let max_cqe = dev.map(|d| d.base.max_cqe);
+        Ok((reply, Self { reg, atomics, max_cqe }))
     }
 
     /// `mlx5_create_ah`: the kernel resolves the destination MAC (RoCE,
@@ -231,8 +233,35 @@ impl ProviderCq for Mlx5Cq {
         Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8) })
     }
 
-    fn resize(&mut self, _: &Mlx5Context, dc: &mut DriverCmd<'_, ResizeCq>) -> core::result::Result<(), ResizeFailed> {
-        Err(ResizeFailed::Unchanged(Error::new(dc.verb(), ErrorKind::Unsupported).with_detail("mlx5: CQ resize is not implemented")))
+    /// `mlx5_resize_cq`: a new buffer (every entry invalid), `RESIZE_CQ`
+    /// with its address, then the waiting CQEs copied over (see
+    /// [`CqRing::move_to`](super::cqe::CqRing::move_to)). The same number
+    /// of entries is no command at all, as in libmlx5.
+    fn resize(&mut self, ctx: &Mlx5Context, dc: &mut DriverCmd<'_, ResizeCq>) -> core::result::Result<(), ResizeFailed> {
+        let verb = dc.verb();
+        let cqe = dc.core().cqe;
+        // The kernel's EINVAL, before a buffer of up to 2^24 entries is
+        // allocated and written for nothing.
+        if ctx.max_cqe.is_some_and(|m| cqe > m) {
+            return Err(ResizeFailed::Unchanged(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: more CQEs than the device's max_cqe")));
+        }
+        let mem = CqMem::new(verb, cqe, ctx.info().cache_line_size)?;
+        if mem.ncqe == self.ncqe {
+            return Ok(());
+        }
+        dc.core_mut().cqe = mem.kernel_cqe();
+        let req = Mlx5ResizeCq { buf_addr: mem.buf.addr(), cqe_size: CQE_SIZE as u16, ..Default::default() };
+        dc.send(req.as_bytes(), &mut [])?;
+        // The kernel switched the CQ: the ring moves whatever happens (the
+        // old buffer is no longer the device's). A CQ whose waiting
+        // completions could not be carried over is dead rather than one
+        // that silently lost them (libmlx5 prints a warning and goes on).
+        let dead = |why| ResizeFailed::Dead(Error::new(verb, ErrorKind::Malformed).with_detail(why));
+        let mut g = self.reg.lock(self.slot).ok_or_else(|| dead("mlx5: the CQ has no slot"))?;
+        let Entry::Cq { ring, buf } = &mut *g else { return Err(dead("mlx5: the CQ's slot holds no CQ")) };
+        let moved = ring.move_to(buf, mem.buf, mem.ncqe);
+        self.ncqe = mem.ncqe;
+        moved.map_err(dead)
     }
 
     fn req_notify(&self, _: &Mlx5Context, _: &Channel, _: u32, solicited_only: bool) -> Result<()> {
@@ -305,7 +334,7 @@ pub struct Mlx5Qp {
 
 impl Drop for Mlx5Qp {
     fn drop(&mut self) {
-        self.reg.remove(self.slot);
+        reset::forget_qp(&self.reg, self.slot);
     }
 }
 

@@ -25,6 +25,12 @@ fn find_qp(reg: &RegRef, qpn: u32) -> Option<(u32, Option<u32>)> {
 /// returns how many.
 pub fn clean_cq(reg: &RegRef, cq: u32, qpn: u32) -> u32 {
     let Some((uidx, srq)) = find_qp(reg, qpn) else { return 0 };
+    clean_slot(reg, cq, uidx, qpn, srq)
+}
+
+/// [`clean_cq`] of the QP in slot `uidx`, numbered `qpn`, on SRQ slot
+/// `srq`, if slot `cq` holds a CQ.
+fn clean_slot(reg: &RegRef, cq: u32, uidx: u32, qpn: u32, srq: Option<u32>) -> u32 {
     let Some(mut g) = reg.lock(cq) else { return 0 };
     let Entry::Cq { ring, buf } = &mut *g else { return 0 };
     ring.clean(buf, uidx, qpn, |wqe_counter| {
@@ -35,6 +41,24 @@ pub fn clean_cq(reg: &RegRef, cq: u32, qpn: u32) -> u32 {
             }
         }
     })
+}
+
+/// The QP in slot `uidx` was destroyed (`mlx5_destroy_qp`): its
+/// completions still waiting in any CQ are dropped (else they would be
+/// taken for those of the next QP given the slot), then the slot is
+/// freed. The CQs are found by looking at every slot (the kernel's CQ
+/// handles are not kept here); destroying a QP is a control-path call.
+pub fn forget_qp(reg: &RegRef, uidx: u32) {
+    let found = match reg.lock(uidx).as_deref() {
+        Some(Entry::Qp { sq, srq_uidx, .. }) => Some((sq.as_ref().map_or(u32::MAX, |s| s.config().qpn), *srq_uidx)),
+        _ => None,
+    };
+    if let Some((qpn, srq)) = found {
+        for cq in 0..super::registry::SLOTS as u32 {
+            clean_slot(reg, cq, uidx, qpn, srq);
+        }
+    }
+    reg.remove(uidx);
 }
 
 /// Starts the queues of the QP in slot `uidx` over and zeroes its

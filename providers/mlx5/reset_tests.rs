@@ -129,3 +129,17 @@ fn reset_starts_the_queues_over_and_zeroes_the_doorbell_record() {
     produce(&w, 0, send_cqe(w.a, 0x42, 0));
     assert_eq!(ids(&w), [4]);
 }
+
+#[test]
+fn a_destroyed_qps_completions_leave_with_it() {
+    let w = world();
+    ops::post_send(&w.reg, w.a, w.db, &[SendWr::send(0xa0, &[SGE]).signaled()]).unwrap();
+    ops::post_srq_recv(&w.reg, w.srq, &[RecvWr::new(0xb0, &[SGE])]).unwrap();
+    let tail = srq_tail(&w);
+    produce(&w, 0, recv_cqe(w.b, 0x43, 0, CQE_RESP_SEND));
+    produce(&w, 1, send_cqe(w.a, 0x42, 0));
+    forget_qp(&w.reg, w.b);
+    assert!(matches!(*w.reg.lock(w.b).unwrap(), Entry::Free), "the slot is free for the next QP");
+    assert_ne!(srq_tail(&w), tail, "b's SRQ WQE went back on the free list");
+    assert_eq!(ids(&w), [0xa0], "a's completion stays; b's is gone, not reported as malformed");
+}

@@ -45,6 +45,8 @@ pub fn layout(cmd: u32, ex: bool) -> Option<(usize, bool, usize)> {
         (false, 25) => (16, true, 128),  // QUERY_QP
         (false, 26) => (112, false, 0),  // MODIFY_QP
         (false, 27) => (16, true, 4),    // DESTROY_QP
+        (false, 30) => (24, false, 0),   // ATTACH_MCAST
+        (false, 31) => (24, false, 0),   // DETACH_MCAST
         (false, 32) => (32, true, 16),   // CREATE_SRQ
         (false, 33) => (16, false, 0),   // MODIFY_SRQ
         (false, 34) => (16, true, 16),   // QUERY_SRQ

@@ -8,6 +8,7 @@ mod device;
 mod events;
 mod ioctl;
 mod ioctl_device;
+mod mcast;
 mod objects;
 mod qp;
 mod qp_state;
@@ -301,6 +302,8 @@ impl Daemon {
             (false, 25) => qp::query_qp(st, conn.ctx, req),
             (_, 26) => qp::modify_qp(self, st, conn.ctx, req),
             (false, 27) => qp::destroy_qp(st, conn.ctx, req),
+            (false, 30) => mcast::attach(st, conn.ctx, req),
+            (false, 31) => mcast::detach(st, conn.ctx, req),
             (false, 32) => queues::create_srq(st, conn.ctx, conn.pid, req),
             (false, 33) => queues::modify_srq(st, conn.ctx, req),
             (false, 34) => queues::query_srq(st, conn.ctx, req),

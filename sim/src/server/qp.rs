@@ -23,6 +23,8 @@ pub struct QpExtra {
     pub alt: (u16, u8, u8),
     /// SQ draining notification asked for.
     pub sqd_notify: bool,
+    /// Multicast groups joined (GID, LID), in order (ATTACH_MCAST).
+    pub mcast: Vec<([u8; 16], u16)>,
 }
 
 /// CREATE_QP. Core (after the response pointer): user_handle 0, pd 8,
@@ -313,6 +315,9 @@ pub fn query_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
 /// DESTROY_QP: reports the async events delivered for it.
 pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     let qpn = qp_of(st, ctx, u32_at(&req.core, 0))?;
+    if super::mcast::member(st, qpn) {
+        return Err(errno::EBUSY);
+    }
     let qp = st.dev.qps.remove(&qpn).ok_or(errno::EINVAL)?;
     st.qpx.remove(&qpn);
     let n = st.sink.async_reported(ctx, qp.user_handle);

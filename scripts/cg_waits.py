@@ -129,7 +129,7 @@ def loop_by_function(runs, top=12):
     dn = runs[-1][1] - runs[0][1]
     rows = [(ob.rsplit("/", 1)[-1], fn, (per_fn[-1].get((ob, fn), 0) - per_fn[0].get((ob, fn), 0)) / dn)
             for ob, fn in set(per_fn[0]) | set(per_fn[-1])]
-    return sorted((r for r in rows if abs(r[2]) >= 0.5), key=lambda r: -abs(r[2]))[:top]
+    return sorted((r for r in rows if abs(r[2]) >= 0.5), key=lambda r: (-round(abs(r[2]), 1), r[0], r[1]))[:top]
 
 
 def split_dicts(counts, iters):

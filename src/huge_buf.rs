@@ -25,7 +25,7 @@
 //! # Safety
 //!
 //! * **H1 — the buffer owns its mapping**, as [`PageBuf`](crate::PageBuf)
-//!   does (mr_buf.rs B3): it is a [`Mapping`] (`mapping.rs`, M1–M3) made
+//!   does (mr_buf.rs B3): it is an [`AnonMap`] (`anon_map.rs`, A1–A3) made
 //!   with `MAP_HUGETLB | MAP_HUGE_2MB` over whole huge pages;
 //!   `madvise(MADV_DONTFORK)` changes only what a child inherits, never
 //!   this process's memory.
@@ -37,7 +37,7 @@
 use rustix::mm::MapFlags;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mapping::Mapping;
+use crate::anon_map::AnonMap;
 use crate::mr_buf::MrBuffer;
 
 /// The huge page size this buffer uses.
@@ -60,7 +60,7 @@ const VERB: &str = "mmap(MAP_HUGETLB)";
 #[derive(Debug)]
 pub struct HugePageBuf {
     /// Whole huge pages: what was mapped.
-    map: Mapping,
+    map: AnonMap,
 }
 
 impl HugePageBuf {
@@ -80,7 +80,7 @@ impl HugePageBuf {
         let len = len
             .checked_next_multiple_of(HUGE_PAGE_SIZE)
             .ok_or(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("length too large"))?;
-        let map = Mapping::anonymous(len, MapFlags::HUGETLB | MapFlags::HUGE_2MB).map_err(|e| match e {
+        let map = AnonMap::anonymous(len, MapFlags::HUGETLB | MapFlags::HUGE_2MB).map_err(|e| match e {
             rustix::io::Errno::NOMEM => Error::with_errno(VERB, ErrorKind::OutOfResources, e).with_detail(
                 "no free 2 MiB huge pages: reserve them with `sysctl vm.nr_hugepages=N` (HugePages_Free in /proc/meminfo)",
             ),
@@ -115,7 +115,7 @@ impl core::ops::DerefMut for HugePageBuf {
 }
 
 // SAFETY: `into_raw` gives the mapping up without unmapping it and
-// `from_raw` owns it again (H2; M3 in `mapping.rs`).
+// `from_raw` owns it again (H2; A3 in `anon_map.rs`).
 unsafe impl MrBuffer for HugePageBuf {
     type Raw = ();
     fn into_raw(self) -> (*mut u8, usize, ()) {
@@ -124,8 +124,8 @@ unsafe impl MrBuffer for HugePageBuf {
     }
     unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
         // SAFETY: the parts a `HugePageBuf`'s `into_raw` gave, once
-        // (caller contract), are those of its `Mapping`.
-        Self { map: unsafe { Mapping::from_raw(ptr, len) } }
+        // (caller contract), are those of its `AnonMap`.
+        Self { map: unsafe { AnonMap::from_raw(ptr, len) } }
     }
 }
 

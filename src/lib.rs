@@ -176,7 +176,7 @@ pub mod mcast;
 pub mod mr;
 mod attr_check;
 mod huge_buf;
-mod mapping;
+mod anon_map;
 mod mr_buf;
 mod mr_io;
 pub mod mw;

@@ -35,8 +35,8 @@
 //!   keeps the parts in a `ManuallyDrop` and calls `from_raw` at most once,
 //!   after a successful `DEREG_MR` (or on the failure path of a
 //!   registration the kernel never accepted).
-//! * **B3 — [`PageBuf`] owns its mapping**: it is a [`Mapping`]
-//!   (`mapping.rs`, M1–M3: `mmap` with a NULL hint and no `MAP_FIXED`
+//! * **B3 — [`PageBuf`] owns its mapping**: it is a [`AnonMap`]
+//!   (`anon_map.rs`, A1–A3: `mmap` with a NULL hint and no `MAP_FIXED`
 //!   creates it, only its `Drop` unmaps it, its bytes are zero-filled
 //!   anonymous memory, valid for `u8`).
 //! * **B4 — [`RawMem`] is made only by an `unsafe` constructor** whose
@@ -49,7 +49,7 @@ extern crate alloc;
 use rustix::mm::MapFlags;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mapping::Mapping;
+use crate::anon_map::AnonMap;
 
 /// Memory a [`Mr`](crate::Mr) can own while it is registered.
 ///
@@ -141,7 +141,7 @@ unsafe impl MrBuffer for alloc::vec::Vec<u8> {
 /// [`Mr::alloc`](crate::Mr::alloc) registers one.
 #[derive(Debug)]
 pub struct PageBuf {
-    map: Mapping,
+    map: AnonMap,
 }
 
 impl PageBuf {
@@ -154,7 +154,7 @@ impl PageBuf {
         if len == 0 {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument));
         }
-        let map = Mapping::anonymous(len, MapFlags::empty()).map_err(|e| Error::from_errno(VERB, e))?;
+        let map = AnonMap::anonymous(len, MapFlags::empty()).map_err(|e| Error::from_errno(VERB, e))?;
         Ok(Self { map })
     }
 
@@ -183,7 +183,7 @@ impl core::ops::DerefMut for PageBuf {
 }
 
 // SAFETY: `into_raw` gives the mapping up without unmapping it and
-// `from_raw` owns it again (B3; M3 in `mapping.rs`).
+// `from_raw` owns it again (B3; A3 in `anon_map.rs`).
 unsafe impl MrBuffer for PageBuf {
     type Raw = ();
     fn into_raw(self) -> (*mut u8, usize, ()) {
@@ -192,8 +192,8 @@ unsafe impl MrBuffer for PageBuf {
     }
     unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
         // SAFETY: the parts a `PageBuf`'s `into_raw` gave, once (caller
-        // contract), are those of its `Mapping`.
-        Self { map: unsafe { Mapping::from_raw(ptr, len) } }
+        // contract), are those of its `AnonMap`.
+        Self { map: unsafe { AnonMap::from_raw(ptr, len) } }
     }
 }
 

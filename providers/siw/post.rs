@@ -37,19 +37,20 @@ use crate::qp::kind::QpType;
 use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr};
 
 const SQE: usize = core::mem::size_of::<SiwSqe>();
-const RQE: usize = core::mem::size_of::<SiwRqe>();
+pub(super) const RQE: usize = core::mem::size_of::<SiwRqe>();
 
-const SQE_ID: usize = offset_of!(SiwSqe, id);
-const SQE_NUM_SGE: usize = offset_of!(SiwSqe, num_sge);
+// Field offsets, shared with the straight paths (straight.rs).
+pub(super) const SQE_ID: usize = offset_of!(SiwSqe, id);
+pub(super) const SQE_NUM_SGE: usize = offset_of!(SiwSqe, num_sge);
 const SQE_OPCODE: usize = offset_of!(SiwSqe, opcode);
-const SQE_RKEY: usize = offset_of!(SiwSqe, rkey);
-const SQE_RADDR: usize = offset_of!(SiwSqe, raddr);
-const SQE_SGE: usize = offset_of!(SiwSqe, sge);
+pub(super) const SQE_RKEY: usize = offset_of!(SiwSqe, rkey);
+pub(super) const SQE_RADDR: usize = offset_of!(SiwSqe, raddr);
+pub(super) const SQE_SGE: usize = offset_of!(SiwSqe, sge);
 /// Inline data: from `sge[1]` on.
-const SQE_INLINE: usize = SQE_SGE + core::mem::size_of::<SiwSge>();
-const RQE_ID: usize = offset_of!(SiwRqe, id);
-const RQE_NUM_SGE: usize = offset_of!(SiwRqe, num_sge);
-const RQE_SGE: usize = offset_of!(SiwRqe, sge);
+pub(super) const SQE_INLINE: usize = SQE_SGE + core::mem::size_of::<SiwSge>();
+pub(super) const RQE_ID: usize = offset_of!(SiwRqe, id);
+pub(super) const RQE_NUM_SGE: usize = offset_of!(SiwRqe, num_sge);
+pub(super) const RQE_SGE: usize = offset_of!(SiwRqe, sge);
 
 /// What a send queue accepts: the capacities the kernel granted, capped
 /// at what a `struct siw_sqe` holds.

@@ -10,29 +10,19 @@
 use core::mem::offset_of;
 
 use super::abi::{
-    SiwRqe, SiwSge, SiwSqe, SIW_OP_READ, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_WRITE, SIW_WQE_INLINE,
+    SiwSge, SiwSqe, SIW_OP_READ, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_WRITE, SIW_WQE_INLINE,
     SIW_WQE_READ_FENCE, SIW_WQE_SIGNALLED, SIW_WQE_SOLICITED, SIW_WQE_VALID,
 };
-use super::post::SendLimits;
+use super::post::{
+    SendLimits, RQE, RQE_ID, RQE_NUM_SGE, RQE_SGE, SQE_ID, SQE_INLINE, SQE_NUM_SGE, SQE_RADDR, SQE_RKEY, SQE_SGE,
+};
 use super::ring::{Producer, SendRing};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_INV};
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::kind::QpType;
 use crate::wr::{SendFlags, Sge};
 
-const RQE: usize = core::mem::size_of::<SiwRqe>();
-
-const SQE_ID: usize = offset_of!(SiwSqe, id);
-/// `num_sge` and `opcode`, adjacent bytes after the flags word: one store.
-const SQE_NUM_SGE: usize = offset_of!(SiwSqe, num_sge);
-const SQE_RKEY: usize = offset_of!(SiwSqe, rkey);
-const SQE_RADDR: usize = offset_of!(SiwSqe, raddr);
-const SQE_SGE: usize = offset_of!(SiwSqe, sge);
-/// Inline data: from `sge[1]` on.
-const SQE_INLINE: usize = SQE_SGE + core::mem::size_of::<SiwSge>();
-const RQE_ID: usize = offset_of!(SiwRqe, id);
-const RQE_NUM_SGE: usize = offset_of!(SiwRqe, num_sge);
-const RQE_SGE: usize = offset_of!(SiwRqe, sge);
+// `num_sge` and `opcode`, adjacent bytes after the flags word: one store.
 const _: () = assert!(SQE_NUM_SGE + 1 == offset_of!(SiwSqe, opcode));
 
 /// siw's operations (one bit per `ibv_wr_opcode`): SEND, SEND with

@@ -1,21 +1,26 @@
-//! [`Mapping`]: one private anonymous memory mapping that this value owns —
+//! [`AnonMap`]: one private anonymous memory mapping that this value owns —
 //! the part [`PageBuf`](crate::PageBuf) and [`HugePageBuf`](crate::HugePageBuf)
 //! share (they differ only in the flags they map with and what they do
 //! with the mapping afterwards).
 //!
+//! Not the queue-ring owner of `mmap.rs` (`mmap::Mapping`): that one maps
+//! device memory the kernel writes at any time, so it never hands out
+//! references to its bytes; this one is private memory of this process and
+//! lends them as slices, borrowed from the owner.
+//!
 //! # Safety
 //!
-//! * **M1 — the value owns its mapping.** [`Mapping::anonymous`] creates it
+//! * **A1 — the value owns its mapping.** [`AnonMap::anonymous`] creates it
 //!   with `mmap` (NULL hint, no `MAP_FIXED`, `MAP_PRIVATE | MAP_ANONYMOUS`
 //!   plus the caller's flags), so no existing memory is replaced and
 //!   nothing else refers to it; its bytes are zero-filled, valid for `u8`.
 //!   Only `Drop` unmaps it, exactly `len` bytes (the length given to
 //!   `mmap`; the kernel rounds both calls up to the same whole pages).
-//! * **M2 — slices borrow the value**: `&self` gives `&[u8]`, `&mut self`
+//! * **A2 — slices borrow the value**: `&self` gives `&[u8]`, `&mut self`
 //!   gives `&mut [u8]`, so no slice outlives the unmap in `Drop`.
-//! * **M3 — taken apart and rebuilt once.** [`Mapping::into_raw`] forgets
+//! * **A3 — taken apart and rebuilt once.** [`AnonMap::into_raw`] forgets
 //!   the value (its `Drop` does not run), so the mapping stays until
-//!   [`Mapping::from_raw`] (`unsafe`: the caller passes the parts
+//!   [`AnonMap::from_raw`] (`unsafe`: the caller passes the parts
 //!   `into_raw` gave, once) owns it again — the shape `MrBuffer` needs
 //!   (B1/B2 in `mr_buf.rs`).
 #![allow(unsafe_code)]
@@ -28,20 +33,20 @@ use rustix::mm::{MapFlags, ProtFlags};
 
 use crate::error::Error;
 
-/// An owned, readable and writable, private anonymous mapping (M1).
+/// An owned, readable and writable, private anonymous mapping (A1).
 #[derive(Debug)]
-pub(crate) struct Mapping {
+pub(crate) struct AnonMap {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the value owns its mapping (M1); moving it to another thread
+// SAFETY: the value owns its mapping (A1); moving it to another thread
 // moves only the pointer, and munmap may run on any thread.
-unsafe impl Send for Mapping {}
-// SAFETY: `&Mapping` gives only `&[u8]` (M2); writes need `&mut`.
-unsafe impl Sync for Mapping {}
+unsafe impl Send for AnonMap {}
+// SAFETY: `&AnonMap` gives only `&[u8]` (A2); writes need `&mut`.
+unsafe impl Sync for AnonMap {}
 
-impl Mapping {
+impl AnonMap {
     /// Maps `len` (non-zero) zero-filled bytes, `MAP_PRIVATE | extra`.
     /// The kernel's errno on failure (`ENOMEM` for an empty huge-page pool).
     pub(crate) fn anonymous(len: usize, extra: MapFlags) -> Result<Self, Errno> {
@@ -50,7 +55,7 @@ impl Mapping {
         }
         // SAFETY: a fresh private anonymous mapping at an address the
         // kernel chooses (NULL hint, no MAP_FIXED): no existing memory is
-        // replaced. `Self` owns it from here (M1).
+        // replaced. `Self` owns it from here (A1).
         let p = unsafe {
             rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE | extra)
         }?;
@@ -62,7 +67,7 @@ impl Mapping {
 
     /// `madvise(MADV_DONTFORK)` over the whole mapping: a child process does
     /// not inherit it at all (so pinned pages are never shared
-    /// copy-on-write with one). Changes nothing in this process (M1).
+    /// copy-on-write with one). Changes nothing in this process (A1).
     pub(crate) fn dont_fork(&self) -> Result<(), Errno> {
         // SAFETY: advice over exactly our own mapping; DONTFORK alters only
         // what a future child inherits, never this process's memory.
@@ -74,20 +79,20 @@ impl Mapping {
         self.len
     }
 
-    /// The bytes (M2).
+    /// The bytes (A2).
     pub(crate) fn bytes(&self) -> &[u8] {
         // SAFETY: `len` mapped, zero-initialised bytes owned by `self`
-        // (M1); the shared borrow of `self` keeps `&mut` access away (M2).
+        // (A1); the shared borrow of `self` keeps `&mut` access away (A2).
         unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
-    /// The bytes, uniquely (M2).
+    /// The bytes, uniquely (A2).
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`, and `&mut self` makes the borrow unique.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
-    /// Gives the mapping up without unmapping it (M3).
+    /// Gives the mapping up without unmapping it (A3).
     pub(crate) fn into_raw(self) -> (*mut u8, usize) {
         let this = core::mem::ManuallyDrop::new(self);
         (this.ptr.as_ptr(), this.len)
@@ -98,7 +103,7 @@ impl Mapping {
     /// # Safety
     ///
     /// `ptr` and `len` are exactly what one `into_raw` returned, used for
-    /// one `from_raw` only (M3).
+    /// one `from_raw` only (A3).
     pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
         // SAFETY: `ptr` was a `NonNull` in the value `into_raw` took
         // apart (caller contract).
@@ -107,10 +112,10 @@ impl Mapping {
     }
 }
 
-impl Drop for Mapping {
+impl Drop for AnonMap {
     fn drop(&mut self) {
-        // SAFETY: exactly the mapping `anonymous` made (M1); `self` is
-        // going away, so no slice borrowed from it outlives the unmap (M2).
+        // SAFETY: exactly the mapping `anonymous` made (A1); `self` is
+        // going away, so no slice borrowed from it outlives the unmap (A2).
         let r = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
         if let Err(e) = r {
             crate::error::report_drop_failure(Error::from_errno("munmap", e));
@@ -124,7 +129,7 @@ mod tests {
 
     #[test]
     fn zeroed_aligned_round_trip_and_refuses_zero() {
-        let mut m = Mapping::anonymous(5000, MapFlags::empty()).unwrap();
+        let mut m = AnonMap::anonymous(5000, MapFlags::empty()).unwrap();
         assert_eq!(m.len(), 5000);
         assert_eq!(m.bytes().as_ptr() as usize % rustix::param::page_size(), 0);
         assert!(m.bytes().iter().all(|&b| b == 0));
@@ -132,8 +137,8 @@ mod tests {
         m.dont_fork().unwrap();
         let (p, n) = m.into_raw();
         // SAFETY: the parts just returned, used once.
-        let m = unsafe { Mapping::from_raw(p, n) };
+        let m = unsafe { AnonMap::from_raw(p, n) };
         assert_eq!((m.bytes().as_ptr(), m.len(), m.bytes()[4999]), (p.cast_const(), 5000, 3));
-        assert_eq!(Mapping::anonymous(0, MapFlags::empty()).unwrap_err(), Errno::INVAL);
+        assert_eq!(AnonMap::anonymous(0, MapFlags::empty()).unwrap_err(), Errno::INVAL);
     }
 }

@@ -26,6 +26,15 @@ CAPI_INS_TARGET = 0.75  # instructions through our libibverbs.so.1 / rdma-core's
 LAT_TARGET = 1.0   # ours/perftest median latency <= 1.0
 BW_TARGET = 1.0    # ours/perftest message rate >= 1.0
 INS_TARGET = 0.5   # ours/rdma-core instructions per call <= 0.5
+# the instruction rows of the ops benches: (op, label, per_call | per_item); the rxe table shows them
+# all, siw's and mlx5's derive theirs from it
+OPS_ROWS = (("post_send", "post_send (8 B RDMA WRITE, list of 1)", "per_call"),
+            ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
+            ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
+            ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
+            ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per call)", "per_call"),
+            ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per completion)", "per_item"),
+            ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
 
 
 def read_kv(path):
@@ -699,14 +708,7 @@ def render(raw):
       "divided by the number of calls. Target: ours <= "
       f"{INS_TARGET}x rdma-core.\n")
     w("| operation | rdma-core | ours | ours / rdma-core | target | |\n| --- | ---: | ---: | ---: | ---: | --- |")
-    labels = (("post_send", "post_send (8 B RDMA WRITE, list of 1)", "per_call"),
-              ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
-              ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
-              ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
-              ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per call)", "per_call"),
-              ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per completion)", "per_item"),
-              ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
-    for op, label, key in labels:
+    for op, label, key in OPS_ROWS:
         d = res["cg"].get(op, {})
         # poll_with has no C twin: its C column is ibv_poll_cq's.
         cd = res["cg"].get("poll_cq", {}) if op == "poll_with" else d
@@ -971,12 +973,8 @@ def render_siw(raw, w, summary):
       "the doorbell system call and the kernel dominate wall time; the instruction counts are userspace only.\n")
     w("### Userspace instructions per call (callgrind)\n")
     w("| operation | rdma-core (libsiw) | ours | ours / rdma-core | target | |\n| --- | ---: | ---: | ---: | ---: | --- |")
-    rows = (("post_send", "post_send (8 B RDMA WRITE, list of 1)", "per_call"),
-            ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
-            ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
-            ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
-            ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per call)", "per_call"),
-            ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
+    # siw's table has no per-completion poll_with row
+    rows = tuple(r for r in OPS_ROWS if (r[0], r[2]) != ("poll_with", "per_item"))
     for op, label, key in rows:
         d = res["cg"].get(op, {})
         cd = res["cg"].get("poll_cq", {}) if op == "poll_with" else d
@@ -1050,14 +1048,10 @@ def render_siw(raw, w, summary):
 
 
 MLX5_HEAD = "## mlx5 (simulated ConnectX): ours vs libmlx5"
-MLX5_OPS = (("post_send", "post_send (8 B RDMA WRITE, list of 1)", "per_call"),
-            ("post_send_inline", "post_send inline (8 B RDMA WRITE, IBV_SEND_INLINE)", "per_call"),
-            ("post_recv", "post_recv (1 WR, 1 SGE)", "per_call"),
-            ("poll_cq", "poll_cq, batch of N completions (per call)", "per_call"),
-            ("poll_cq", "poll_cq, batch of N completions (per completion)", "per_item"),
-            ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per call)", "per_call"),
-            ("poll_with", "poll_with (in place) vs ibv_poll_cq, batch of N (per completion)", "per_item"),
-            ("poll_cq_empty", "poll_cq on an empty CQ", "per_call"))
+# the rows of OPS_ROWS plus the inline post_send after post_send
+MLX5_OPS = (OPS_ROWS[:1]
+            + (("post_send_inline", "post_send inline (8 B RDMA WRITE, IBV_SEND_INLINE)", "per_call"),)
+            + OPS_ROWS[1:])
 MLX5_GATED = ("post_send", "post_send_inline", "post_recv", "poll_cq", "poll_cq_empty")
 
 

@@ -100,6 +100,9 @@ pub struct Caps {
     /// for the QP type and the device; the others are refused before the
     /// kernel (`Unsupported`), as rdma-core's providers do.
     pub qp_create_flags: u32,
+    /// `ibv_alloc_td` and `ibv_alloc_parent_domain` exist (libmlx5 has
+    /// them; rdma-core's rxe and siw do not).
+    pub parent_domains: bool,
 }
 
 /// A core command on its way to the kernel, lent to the provider to add

@@ -74,6 +74,9 @@ impl Provider for Mlx5 {
         // PCI_WRITE_END_PADDING (SOURCE_QPN, an IPoIB underlay QP, is not
         // implemented here).
         qp_create_flags: crate::qp::QpCreateFlags::all().bits(),
+        // libmlx5 has thread and parent domains (src/domain.rs: a TD gives no
+        // dedicated UAR here yet)
+        parent_domains: true,
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: false,

@@ -58,6 +58,7 @@ impl Provider for Rxe {
         // rdma-core's rxe_create_qp_ex takes no creation flags
         // (RXE_QP_CREATE_FLAGS_SUP is 0: EOPNOTSUPP), nor does the kernel.
         qp_create_flags: 0,
+        parent_domains: false,
     };
     type Context = RxeContext;
     type Cq = RxeCq;

@@ -59,6 +59,7 @@ impl Provider for Siw {
         // rdma-core's siw has no create_qp_ex (ibv_create_qp_ex with any
         // creation flag is EOPNOTSUPP).
         qp_create_flags: 0,
+        parent_domains: false,
     };
     type Context = SiwContext;
     type Cq = SiwCq;

@@ -103,6 +103,11 @@ pub struct Caps {
     /// `ibv_alloc_td` and `ibv_alloc_parent_domain` exist (libmlx5 has
     /// them; rdma-core's rxe and siw do not).
     pub parent_domains: bool,
+    /// `ibv_query_qp`'s send capacities (`max_send_wr`, `max_send_sge`,
+    /// `max_inline_data`) are the library's, granted at creation: the
+    /// kernel answers 0 for a user QP's (mlx5_ib), and libmlx5's
+    /// `mlx5_query_qp` reports its send queue's own.
+    pub query_qp_send_caps_from_library: bool,
 }
 
 /// A core command on its way to the kernel, lent to the provider to add

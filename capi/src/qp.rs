@@ -678,13 +678,21 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
         Ok(r) => r,
         Err(e) => return fail_errno(errno_of(&e)),
     };
-    let cap = IbvQpCap {
+    let mut cap = IbvQpCap {
         max_send_wr: r.max_send_wr,
         max_recv_wr: r.max_recv_wr,
         max_send_sge: r.max_send_sge,
         max_recv_sge: r.max_recv_sge,
         max_inline_data: r.max_inline_data,
     };
+    if ctx.provider_caps().query_qp_send_caps_from_library {
+        // As libmlx5's mlx5_query_qp: the send queue's own (mlx5_ib answers
+        // 0 for a user QP's).
+        let granted = each!(any, q => q.cap());
+        cap.max_send_wr = granted.max_send_wr;
+        cap.max_send_sge = granted.max_send_sge;
+        cap.max_inline_data = granted.max_inline_data;
+    }
     let out = IbvQpAttr {
         qp_state: c_int::from(r.qp_state),
         cur_qp_state: c_int::from(r.cur_qp_state),

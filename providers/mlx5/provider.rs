@@ -77,6 +77,7 @@ impl Provider for Mlx5 {
         // libmlx5 has thread and parent domains (src/domain.rs: a TD gives no
         // dedicated UAR here yet)
         parent_domains: true,
+        query_qp_send_caps_from_library: true,
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: false,

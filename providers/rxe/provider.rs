@@ -59,6 +59,7 @@ impl Provider for Rxe {
         // (RXE_QP_CREATE_FLAGS_SUP is 0: EOPNOTSUPP), nor does the kernel.
         qp_create_flags: 0,
         parent_domains: false,
+        query_qp_send_caps_from_library: false,
     };
     type Context = RxeContext;
     type Cq = RxeCq;

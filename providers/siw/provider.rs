@@ -60,6 +60,7 @@ impl Provider for Siw {
         // creation flag is EOPNOTSUPP).
         qp_create_flags: 0,
         parent_domains: false,
+        query_qp_send_caps_from_library: false,
     };
     type Context = SiwContext;
     type Cq = SiwCq;

@@ -420,7 +420,14 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
             .ctx()
             .channel()
             .exec("ibv_query_qp", &cmd, &[], &mut [])?;
-        Ok(QpAttr::from_kernel(&r))
+        let mut a = QpAttr::from_kernel(&r);
+        if self.ctx().provider_caps().query_qp_send_caps_from_library {
+            let granted = self.inner.cap;
+            a.cap.max_send_wr = granted.max_send_wr;
+            a.cap.max_send_sge = granted.max_send_sge;
+            a.cap.max_inline_data = granted.max_inline_data;
+        }
+        Ok(a)
     }
 
     /// `ibv_destroy_qp`, in any state: destroys the QP, then unmaps its

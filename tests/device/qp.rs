@@ -148,7 +148,13 @@ fn rxe_ud_and_uc_transitions() {
     let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let ud = UdQp::create(&pd, init(&cq)).expect("ibv_create_qp UD");
     let ud = ud.into_init(UdInitAttr { pkey_index: 0, port_num: 1, qkey: 0x1111_1111 }).expect("UD INIT");
-    assert_eq!(ud.query().unwrap().qkey, 0x1111_1111);
+    let q = ud.query().unwrap();
+    assert_eq!(q.qkey, 0x1111_1111);
+    // The capacities granted at creation, also where the kernel answers 0
+    // for the send queue's (mlx5_ib: the library reports them).
+    let (c, g) = (q.cap, ud.cap());
+    assert_eq!((c.max_send_wr, c.max_send_sge, c.max_inline_data), (g.max_send_wr, g.max_send_sge, g.max_inline_data), "{c:?} vs {g:?}");
+    assert!(c.max_recv_wr >= CAP.max_recv_wr && c.max_recv_sge >= CAP.max_recv_sge, "{c:?}");
     let ud = ud.into_rtr(UdRtrAttr).expect("UD RTR");
     let ud = ud.into_rts(SqPsnAttr { sq_psn: 77 }).expect("UD RTS");
     let a = ud.query().unwrap();

@@ -888,4 +888,22 @@ mod tests {
         assert!(again.is_some(), "free after the holder let go");
         assert!(lock.try_lock().is_none());
     }
+
+    #[test]
+    fn the_straight_bits_follow_the_value_and_keep_the_provider_bit() {
+        for names in [false, true] {
+            let lock = QpLock::new(None, names);
+            let mut g = lock.lock();
+            // No QP (destroyed): neither straight path, whatever the provider.
+            assert!(g.send_straight().is_none() && g.recv_straight().is_none());
+            assert_eq!(g.doorbell_names_qp(), names);
+            // A guard that handed the value out mutably recomputes the bits
+            // when it lets go; the provider's bit stays.
+            *g = None;
+            drop(g);
+            let mut g = lock.lock();
+            assert!(g.send_straight().is_none() && g.recv_straight().is_none());
+            assert_eq!(g.doorbell_names_qp(), names, "restate kept the provider bit");
+        }
+    }
 }

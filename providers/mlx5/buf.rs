@@ -46,7 +46,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU8};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -249,6 +249,18 @@ impl CqeRing<'_> {
         let off = (((i & self.mask) as usize) << self.shift) | 63;
         // SAFETY: as in `word`: the last byte of an entry inside the ring.
         unsafe { self.base.as_ptr().wrapping_add(off).read_volatile() }
+    }
+}
+
+impl WqBuf {
+    /// The byte at `off` as an atomic (a CQE's owner byte, which a poller
+    /// may read without the CQ's lock); `None` if outside.
+    pub fn atomic_u8(&self, off: usize) -> Option<&AtomicU8> {
+        let p = self.0.at(off, 1)?;
+        // SAFETY: in bounds (B2), valid while `self` is borrowed (B1);
+        // plain stores need `&mut self`, so none overlaps the borrow (B3);
+        // atomics may share memory with the device.
+        Some(unsafe { AtomicU8::from_ptr(p) })
     }
 }
 

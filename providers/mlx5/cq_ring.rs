@@ -59,6 +59,11 @@ impl CqRing {
         Ok(())
     }
 
+    /// `(ncqe, cqe_size)`.
+    pub fn geometry(&self) -> (u32, u32) {
+        (self.ncqe, self.cqe_size)
+    }
+
     /// The consumer index (`cons_index`).
     pub fn ci(&self) -> u32 {
         self.ci
@@ -118,6 +123,17 @@ impl CqRing {
     /// here; every other kind goes through [`parse`] ([`Self::complete_one`]).
     #[inline(always)]
     pub fn poll<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
+        let r = self.poll_deferred(buf, out, queues);
+        self.update_ci(buf);
+        r
+    }
+
+    /// [`Self::poll`] without the store of the doorbell record, which the
+    /// caller makes later ([`Self::update_ci`]; `poll_with` once per
+    /// batch): until then the device keeps off the consumed entries, so
+    /// they stay as they were.
+    #[inline(always)]
+    pub fn poll_deferred<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
         let ring = match self.fits(buf) {
             true => buf.cqe_ring(self.ncqe, self.cqe_size),
             false => None,
@@ -183,7 +199,6 @@ impl CqRing {
             _ => Ok(n),
         };
         self.ci = ci;
-        self.update_ci(buf);
         result
     }
 

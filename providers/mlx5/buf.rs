@@ -11,8 +11,9 @@
 //! # Safety
 //!
 //! * **B1 — ownership.** `ptr..ptr+len` is a private anonymous mapping
-//!   made by `Pages::new` (NULL hint, no `MAP_FIXED`, so it replaces
-//!   nothing) and unmapped only by `Pages`' `Drop`; the pointer is private,
+//!   made by `Pages::new` or `Pages::huge` (NULL hint, no `MAP_FIXED`, so
+//!   it replaces nothing; `huge`: of 2 MiB pages, `len` whole ones) and
+//!   unmapped only by `Pages`' `Drop`; the pointer is private,
 //!   so every in-bounds address stays valid for reads and writes while
 //!   the owner lives.
 //! * **B2 — bounds and alignment.** Every access checks
@@ -81,6 +82,19 @@ impl Pages {
         Ok(Self { ptr, len })
     }
 
+    /// As [`Pages::new`], of 2 MiB huge pages (`MAP_HUGETLB`): fails
+    /// (`ENOMEM`) where the system has none free.
+    fn huge(verb: &'static str, bytes: usize) -> Result<Self> {
+        let len = bytes.max(1).checked_next_multiple_of(crate::HUGE_PAGE_SIZE).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
+        // SAFETY: as in `new`: a fresh mapping, nothing replaced (B1).
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE | MapFlags::HUGETLB)
+        }
+        .map_err(|e| Error::from_errno(verb, e).with_detail("mlx5: no huge pages for the buffer (MLX_*_ALLOC_TYPE)"))?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(verb, ErrorKind::OutOfResources))?;
+        Ok(Self { ptr, len })
+    }
+
     /// The address of `off` if `size` bytes from it are inside (B2).
     #[inline(always)]
     fn at(&self, off: usize, size: usize) -> Option<*mut u8> {
@@ -102,6 +116,37 @@ impl Drop for Pages {
     }
 }
 
+/// Where a queue's buffer comes from: libmlx5's `mlx5_get_alloc_type`,
+/// from the environment variable `<component>_ALLOC_TYPE` (`MLX_CQ`,
+/// `MLX_QP`, `MLX_SRQ`; the value case-insensitive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocType {
+    /// Anonymous pages (the default; also `ANON`, and `CONTIG` /
+    /// `PREFER_CONTIG`: the device's contiguous-pages mapping is not
+    /// implemented here).
+    Anon,
+    /// `HUGE`: huge pages, or the create fails (`ENOMEM`).
+    Huge,
+    /// `PREFER_HUGE` (and `ALL`, whose contiguous step is skipped): huge
+    /// pages if there are, else anonymous ones.
+    PreferHuge,
+}
+
+impl AllocType {
+    /// `<component>_ALLOC_TYPE` as libmlx5 reads it.
+    pub fn from_env(component: &str) -> Self {
+        let mut name = heapless::String::<32>::new();
+        if name.push_str(component).and_then(|()| name.push_str("_ALLOC_TYPE")).is_err() {
+            return Self::Anon;
+        }
+        match std::env::var(name.as_str()) {
+            Ok(v) if v.eq_ignore_ascii_case("HUGE") => Self::Huge,
+            Ok(v) if v.eq_ignore_ascii_case("PREFER_HUGE") || v.eq_ignore_ascii_case("ALL") => Self::PreferHuge,
+            _ => Self::Anon,
+        }
+    }
+}
+
 /// Device-visible memory: a queue buffer, a CQ buffer, doorbell records.
 #[derive(Debug)]
 pub struct WqBuf(Pages);
@@ -110,6 +155,18 @@ impl WqBuf {
     /// Maps at least `bytes` zeroed bytes, page aligned (whole pages).
     pub fn new(verb: &'static str, bytes: usize) -> Result<Self> {
         Pages::new(verb, bytes).map(Self)
+    }
+
+    /// As [`WqBuf::new`], from where `alloc` says (libmlx5's
+    /// `mlx5_alloc_prefered_buf`: huge pages first for `Huge` and
+    /// `PreferHuge`, the fallback only for the latter).
+    pub fn alloc(verb: &'static str, bytes: usize, alloc: AllocType) -> Result<Self> {
+        match alloc {
+            AllocType::Anon => Pages::new(verb, bytes),
+            AllocType::Huge => Pages::huge(verb, bytes),
+            AllocType::PreferHuge => Pages::huge(verb, bytes).or_else(|_| Pages::new(verb, bytes)),
+        }
+        .map(Self)
     }
 
     /// The address the device is given (`buf_addr`, `db_addr`).
@@ -303,6 +360,38 @@ impl<T: FromZeros> core::ops::DerefMut for Table<T> {
 mod tests {
     use super::*;
     use core::sync::atomic::Ordering;
+
+    #[test]
+    fn alloc_type_from_the_environment_as_libmlx5() {
+        // A component no other test reads (libmlx5's are MLX_CQ/QP/SRQ).
+        let name = "VERBS_BUF_TEST_ALLOC_TYPE";
+        for (v, t) in [("huge", AllocType::Huge), ("PREFER_HUGE", AllocType::PreferHuge), ("All", AllocType::PreferHuge), ("ANON", AllocType::Anon), ("CONTIG", AllocType::Anon), ("bogus", AllocType::Anon)] {
+            std::env::set_var(name, v);
+            assert_eq!(AllocType::from_env("VERBS_BUF_TEST"), t, "{v}");
+        }
+        std::env::remove_var(name);
+        assert_eq!(AllocType::from_env("VERBS_BUF_TEST"), AllocType::Anon);
+    }
+
+    #[test]
+    fn huge_pages_or_a_refusal() {
+        let free = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| m.lines().find_map(|l| l.strip_prefix("HugePages_Free:").map(|v| v.trim().parse::<u64>().unwrap_or(0))))
+            .unwrap_or(0);
+        let b = WqBuf::alloc("test", 100, AllocType::PreferHuge).expect("huge pages or the fallback");
+        assert_eq!(b.get::<u64>(0), Some(0), "zeroed");
+        match WqBuf::alloc("test", 100, AllocType::Huge) {
+            Ok(b) => {
+                assert!(free > 0, "huge pages without any free");
+                assert_eq!((b.len(), b.addr() % crate::HUGE_PAGE_SIZE as u64), (crate::HUGE_PAGE_SIZE, 0));
+            }
+            Err(e) => {
+                assert_eq!(free, 0, "refused with {free} huge pages free: {e}");
+                assert_eq!((e.verb(), e.errno()), ("test", Some(rustix::io::Errno::NOMEM)), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn bounds_alignment_and_round_trips() {

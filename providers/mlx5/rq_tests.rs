@@ -130,4 +130,15 @@ fn post_one_equals_post_of_a_list_of_one() {
             }
         }
     }
+
+#[test]
+fn srq_of_max_wr_0_links_nothing_and_is_full() {
+    let size = srq_size(&LIM, 0, 1).unwrap();
+    let mut b = filled(32);
+    let mut srq = Srq::new("test", size, &mut b, DB).unwrap();
+    assert_eq!(b.get::<[u8; 4]>(0), Some([0xee; 4]), "one WQE, no link written");
+    let e = srq.post(&mut b, &[RecvWr::new(1, &[SGE])]).unwrap_err();
+    assert_eq!((e.kind(), e.index, srq.indices()), (ErrorKind::QueueFull, 0, (0, 0, 0)));
+    assert_eq!(b.get::<[u8; 4]>(DB), Some([0; 4]), "no doorbell record written");
+    assert_eq!(srq.complete(&mut b, 1), None, "outside the SRQ");
 }

@@ -130,6 +130,7 @@ fn post_one_equals_post_of_a_list_of_one() {
             }
         }
     }
+}
 
 #[test]
 fn srq_of_max_wr_0_links_nothing_and_is_full() {

@@ -52,7 +52,7 @@ use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
-use crate::wr::{PostError, RecvWr, SendWr, Sge};
+use crate::wr::{PostError, RecvWr, SendOp, SendWr, Sge};
 
 /// What a provider can and cannot do, for the checks that refuse an
 /// operation before the kernel sees it (rdma-core's dummy ops) and the
@@ -486,4 +486,54 @@ pub trait StraightWr {
     /// The remote address and key of an RDMA operation, `(0, 0)` for a
     /// send (read only for a straight operation).
     fn remote(&self) -> (u64, u32);
+}
+
+/// A native request as the straight path reads it (a list of one that a
+/// provider takes straight, as mlx5 does): the operation's fields where
+/// the WQE wants them, no lowering first. A UD destination, several SGEs
+/// or an operation of no straight shape make `data` `None` (the general
+/// path judges those).
+impl StraightWr for SendWr<'_> {
+    #[inline(always)]
+    fn opcode(&self) -> u32 {
+        self.op.opcode()
+    }
+    #[inline(always)]
+    fn flags(&self) -> u32 {
+        self.flags.bits()
+    }
+    #[inline(always)]
+    fn data(&self) -> Option<Plain<'_>> {
+        if self.ud.is_some() {
+            return None;
+        }
+        match self.payload {
+            crate::wr::Payload::Sges([]) => Some(Plain::Empty),
+            crate::wr::Payload::Sges([g]) => Some(Plain::Sge(g)),
+            crate::wr::Payload::Sges(_) => None,
+            crate::wr::Payload::Inline(d) => Some(Plain::Inline(d)),
+        }
+    }
+    #[inline(always)]
+    fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+    #[inline(always)]
+    fn ex(&self) -> u32 {
+        match self.op {
+            // Host order here, big-endian in the trait's contract.
+            SendOp::SendWithImm { imm } | SendOp::RdmaWriteWithImm { imm, .. } => imm.to_be(),
+            SendOp::SendWithInv { invalidate_rkey } => invalidate_rkey,
+            _ => 0,
+        }
+    }
+    #[inline(always)]
+    fn remote(&self) -> (u64, u32) {
+        match self.op {
+            SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaWriteWithImm { remote_addr, rkey, .. } | SendOp::RdmaRead { remote_addr, rkey } => {
+                (remote_addr, rkey)
+            }
+            _ => (0, 0),
+        }
+    }
 }

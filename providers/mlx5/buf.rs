@@ -17,7 +17,9 @@
 //!   so every in-bounds address stays valid for reads and writes while
 //!   the owner lives.
 //! * **B2 — bounds and alignment.** Every access checks
-//!   `off + size <= len` (checked arithmetic); `ptr` is page aligned, so
+//!   `off + size <= len` (checked arithmetic; a [`Window`] checks its
+//!   whole run once, then each store against the window: at compile time
+//!   inside its first 64 bytes, or at run time); `ptr` is page aligned, so
 //!   `off % align == 0` makes an aligned address, which the volatile
 //!   loads and the atomics check before use; stores are unaligned-tolerant.
 //! * **B3 — no references to device-visible bytes.** Plain data moves by
@@ -25,7 +27,9 @@
 //!   before their doorbell record covers them) and `read_volatile` of
 //!   `FromBytes` types (CQEs the device may be writing: any bytes are a
 //!   valid value; a torn read is caught by the owner-bit protocol of
-//!   `cqe.rs`, never by the types). Stores take `&mut WqBuf`, so no
+//!   `cqe.rs`, never by the types). The one plain load,
+//!   [`Window::block`], reads back a send WQE the window just wrote,
+//!   bytes the device only reads. Stores take `&mut WqBuf`, so no
 //!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
 //! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
 //!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
@@ -241,6 +245,18 @@ impl WqBuf {
         Some(unsafe { p.cast::<T>().read_volatile() })
     }
 
+    /// The `len` bytes from `off` as one [`Window`] for the stores of one
+    /// WQE, checked in bounds here once; `None` if they would end past
+    /// the buffer or `len` is less than a basic block (64 bytes).
+    #[inline(always)]
+    pub fn window(&mut self, off: usize, len: usize) -> Option<Window<'_>> {
+        if len < WINDOW_MIN {
+            return None;
+        }
+        let ptr = self.0.at(off, len)?;
+        Some(Window { ptr, len, _b: PhantomData })
+    }
+
     /// The 32-bit word at byte `off` as an atomic (doorbell records);
     /// `None` if outside or misaligned.
     pub fn atomic_u32(&self, off: usize) -> Option<&AtomicU32> {
@@ -318,6 +334,61 @@ impl WqBuf {
         // plain stores need `&mut self`, so none overlaps the borrow (B3);
         // atomics may share memory with the device.
         Some(unsafe { AtomicU8::from_ptr(p) })
+    }
+}
+
+/// Bytes a [`Window`] has at least: one send WQE basic block.
+pub const WINDOW_MIN: usize = 64;
+
+/// `len >= 64` bytes of a [`WqBuf`], checked in bounds once by
+/// [`WqBuf::window`] (B2): the stores of one WQE, each inside the window
+/// by a compile-time check (the first 64 bytes) or one runtime check
+/// (inline bytes). It borrows the buffer mutably, so no `&AtomicU32`
+/// into it is alive meanwhile (B3).
+#[derive(Debug)]
+pub struct Window<'b> {
+    /// Start: `len` bytes of the live mapping from here (B1, B2).
+    ptr: *mut u8,
+    len: usize,
+    _b: PhantomData<&'b mut WqBuf>,
+}
+
+impl Window<'_> {
+    /// Stores `v` at byte `AT`, inside the first 64 bytes (compile time).
+    #[inline(always)]
+    pub fn put<const AT: usize, T: IntoBytes + Immutable>(&mut self, v: T) {
+        const { assert!(AT + size_of::<T>() <= WINDOW_MIN, "store past the window's first block") };
+        // SAFETY: `AT + size_of::<T>() <= 64 <= len` (above and
+        // `WqBuf::window`), so inside the `len` bytes checked in bounds of
+        // the live mapping (B1, B2); the window borrows the buffer
+        // mutably (B3); an unaligned store.
+        unsafe { self.ptr.wrapping_add(AT).cast::<T>().write_unaligned(v) }
+    }
+
+    /// The first 64 bytes as eight 64-bit words, read back (unaligned
+    /// loads of what this window stored or the buffer held).
+    #[inline(always)]
+    pub fn block(&self) -> [u64; 8] {
+        // SAFETY: the first 64 bytes are inside the window (`len >= 64`),
+        // so inside the live mapping (B1, B2); no reference to them exists
+        // (B3); any bytes are a valid `[u64; 8]`.
+        unsafe { self.ptr.cast::<[u64; 8]>().read_unaligned() }
+    }
+
+    /// Copies `src` to byte `at`; `false`, nothing stored, if it would end
+    /// past the window.
+    #[inline(always)]
+    pub fn put_bytes(&mut self, at: usize, src: &[u8]) -> bool {
+        match at.checked_add(src.len()) {
+            Some(end) if end <= self.len => {
+                // SAFETY: `at..end` is inside the window, so inside the
+                // live mapping (B1, B2); `src` cannot overlap it (no
+                // reference into a `WqBuf` exists, B3).
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -426,6 +497,23 @@ mod tests {
         assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
         assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
         assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
+    }
+
+    #[test]
+    fn windows_are_checked_once_and_store_inside() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        assert!(b.window(4096 - 63, 64).is_none(), "ends past the buffer");
+        assert!(b.window(0, 63).is_none(), "less than a basic block");
+        assert!(b.window(usize::MAX - 10, 64).is_none(), "overflowing offset");
+        let mut w = b.window(4096 - 128, 128).unwrap();
+        w.put::<0, u64>(0x0102_0304_0506_0708);
+        w.put::<56, u64>(9);
+        assert!(w.put_bytes(120, &[7; 8]), "the window's last bytes");
+        assert!(!w.put_bytes(121, &[7; 8]), "past the window");
+        assert_eq!(b.get::<u64>(4096 - 128), Some(0x0102_0304_0506_0708));
+        assert_eq!(b.get::<u64>(4096 - 72), Some(9));
+        assert_eq!(b.get::<[u8; 8]>(4088), Some([7; 8]));
+        assert_eq!(b.get::<u64>(4096 - 64), Some(0), "nothing else stored");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 use super::cqe::{Queues, Source, Target};
 use super::ctx::Doorbell;
 use super::registry::{Entry, RegRef, SlotGuard};
+use super::sq::StraightRing;
 use crate::ah::Ah;
+use crate::providers::seam::StraightWr;
 use crate::error::ErrorKind;
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
@@ -34,6 +36,23 @@ pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> R
     let ring = sq.post(buf, wrs, av_of)?;
     reg.uars().ring_send(db, sq, buf, ring);
     Ok(())
+}
+
+/// `ibv_post_send` of the one request `s` on the QP in slot `uidx`
+/// through the straight path ([`SendQueue::post_straight`]), then its
+/// doorbell: `false`, nothing written, if that path does not take it.
+///
+/// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
+#[inline(always)]
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: Doorbell, s: &W) -> bool {
+    let Some(mut g) = reg.lock(uidx) else { return false };
+    let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
+    let Some(ring) = sq.post_straight(buf, s) else { return false };
+    match ring {
+        StraightRing::Block { block, .. } => reg.uars().ring_block(db, block),
+        StraightRing::Ring(r) => reg.uars().ring_send(db, sq, buf, r),
+    };
+    true
 }
 
 /// `ibv_post_recv` on the QP in slot `uidx`.

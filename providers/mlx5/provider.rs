@@ -28,7 +28,8 @@ use crate::cmd::device::{get_context, query_device_ex, ContextReply};
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
-use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
+use crate::cmd::channel::RingFailed;
+use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, StraightWr, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
 use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
@@ -359,6 +360,15 @@ pub struct Mlx5Qp {
     slots: (u32, Option<u32>),
 }
 
+impl Mlx5Qp {
+    /// [`ProviderQp::post_send`] of what the straight path did not take:
+    /// out of line, so the inlined straight path keeps its registers.
+    #[inline(never)]
+    fn post_send_general(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        ops::post_send(&self.reg, self.slot, self.db, wrs)
+    }
+}
+
 impl Drop for Mlx5Qp {
     fn drop(&mut self) {
         reset::forget_qp(&self.reg, self.slot);
@@ -413,9 +423,26 @@ impl ProviderQp for Mlx5Qp {
         Ok(Self { reg, slot, db, slots })
     }
 
-    #[inline]
+    /// A list of one takes the straight path when it can (what it
+    /// declines goes to the general path untouched, which judges it).
+    #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        ops::post_send(&self.reg, self.slot, self.db, wrs)
+        if let [one] = wrs {
+            if ops::post_send_straight(&self.reg, self.slot, self.db, one) {
+                return Ok(());
+            }
+        }
+        self.post_send_general(wrs)
+    }
+
+    #[inline(always)]
+    fn post_send_straight<W: StraightWr + ?Sized>(
+        &mut self,
+        _: BorrowedFd<'_>,
+        _: QpType,
+        s: &W,
+    ) -> Option<core::result::Result<(), RingFailed>> {
+        ops::post_send_straight(&self.reg, self.slot, self.db, s).then_some(Ok(()))
     }
 
     #[inline]

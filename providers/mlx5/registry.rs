@@ -173,6 +173,7 @@ impl RegRef {
         Ok(Self { region })
     }
 
+    #[inline(always)]
     fn region(&self) -> &Region {
         // SAFETY: alive and initialised while this handle counts (G1);
         // shared access reaches only atomics and `UnsafeCell`s.
@@ -270,6 +271,7 @@ pub struct SlotGuard<'a> {
 
 impl core::ops::Deref for SlotGuard<'_> {
     type Target = Entry;
+    #[inline(always)]
     fn deref(&self) -> &Entry {
         // SAFETY: the lock is held by this guard (G2).
         unsafe { &*self.slot.entry.get() }
@@ -277,6 +279,7 @@ impl core::ops::Deref for SlotGuard<'_> {
 }
 
 impl core::ops::DerefMut for SlotGuard<'_> {
+    #[inline(always)]
     fn deref_mut(&mut self) -> &mut Entry {
         // SAFETY: the lock is held by this guard, borrowed mutably (G2).
         unsafe { &mut *self.slot.entry.get() }
@@ -292,6 +295,7 @@ impl SlotGuard<'_> {
 }
 
 impl Drop for SlotGuard<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         self.slot.lock.store(0, Ordering::Release);
     }

@@ -261,6 +261,11 @@ impl<const ELEM: usize> Ring<ELEM> {
 /// kernel (S3). It reads user space's position once, when it is made.
 pub struct Producer<'q, const ELEM: usize> {
     q: &'q Ring<ELEM>,
+    /// `q`'s array and length, read once: kept in this local value, they
+    /// are not loaded again after every store into an element (which the
+    /// compiler cannot tell apart from a store into the ring's fields).
+    base: *mut u8,
+    n: u32,
     claimed: bool,
     /// The position when this producer was made, in `0..n`.
     head: u32,
@@ -274,7 +279,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
         // Positions are kept in `0..n`: the division is for anything else.
         let (h, n) = (q.next.load(Ordering::Relaxed), q.n);
-        Self { q, claimed, head: if h < n { h } else { h % n }, ready: 0 }
+        Self { q, base: q.base.as_ptr(), n, claimed, head: if h < n { h } else { h % n }, ready: 0 }
     }
 
     /// Index of the `k`-th element from the position, for `k <= n`: one
@@ -285,7 +290,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
         if k == 0 {
             return self.head;
         }
-        let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.q.n));
+        let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.n));
         (if i >= n { i - n } else { i }) as u32
     }
 
@@ -293,7 +298,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     /// the mapping, S1).
     #[inline(always)]
     fn elem(&self, k: u32) -> *mut u8 {
-        self.q.base.as_ptr().wrapping_add(self.index(k) as usize * ELEM)
+        self.base.wrapping_add(self.index(k) as usize * ELEM)
     }
 
     /// The flags word of the `k`-th element from the position (`k < n`).
@@ -314,7 +319,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     /// ([`Producer::slot`]).
     #[inline(always)]
     pub fn reserve(&mut self, want: u32) -> u32 {
-        let want = want.min(self.q.n);
+        let want = want.min(self.n);
         let mut k = 0;
         while k < want && self.flags(k).load(Ordering::Acquire) & SIW_WQE_VALID == 0 {
             k += 1;
@@ -377,19 +382,19 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
         core::sync::atomic::fence(Ordering::SeqCst);
         // The element before the position: `head - 1`, or the last one
         // (`head < n`, so either is in `0..n`).
-        let prev = if self.head == 0 { self.q.n - 1 } else { self.head - 1 };
+        let prev = if self.head == 0 { self.n - 1 } else { self.head - 1 };
         // SAFETY: element `prev < n` is inside the live mapping (S1) and
         // its byte 8 is 2-aligned; `&self` borrows the ring, which keeps
         // the mapping alive. The flags word is only ever accessed as an
         // atomic (S2).
-        let flags = unsafe { &*self.q.base.as_ptr().wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
+        let flags = unsafe { &*self.base.wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
         flags.load(Ordering::SeqCst) & SIW_WQE_VALID != 0
     }
 
     /// Elements in the array.
     #[inline(always)]
     pub fn capacity(&self) -> u32 {
-        self.q.n
+        self.n
     }
 }
 

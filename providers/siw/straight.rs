@@ -139,10 +139,12 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: Qp
 /// fits the element.
 #[inline(always)]
 pub fn post_recv_straight(mut prod: Producer<'_, RQE>, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+    // Nothing written: the general path names the error.
+    if sge.is_some() && max_sge == 0 {
+        return false;
+    }
     let Some(mut slot) = prod.first() else { return false };
     match sge {
-        // Nothing written yet: the general path names the error.
-        Some(_) if max_sge == 0 => return false,
         Some(g) => {
             slot.put::<RQE_ID, u64>(wr_id);
             slot.put::<RQE_NUM_SGE, u8>(1);

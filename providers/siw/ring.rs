@@ -26,7 +26,7 @@
 //!   `n` (the positions stay in `0..n`: every store of the position is of
 //!   a value below `n`, [`Ring::map`]'s 0 and the wrapped ones of
 //!   [`Producer::advance`], [`Consumer::take_each`] and a [`Run`]'s drop,
-//!   which [`Ring::next_flags8`] relies on without reducing it again), so element `i` occupies
+//!   which [`Ring::next_flags8`] and [`Producer`] rely on without reducing it again), so element `i` occupies
 //!   `base + i * ELEM .. + ELEM`, inside the mapping. Accesses within an
 //!   element are checked against `ELEM`: at compile time for
 //!   [`SlotMut::put`] and [`Consumer::take`], at run time for
@@ -261,6 +261,10 @@ impl<const ELEM: usize> Ring<ELEM> {
 /// kernel (S3). It reads user space's position once, when it is made.
 pub struct Producer<'q, const ELEM: usize> {
     q: &'q Ring<ELEM>,
+    /// The ring's `base` and `n`, copied once (a store into an element
+    /// would otherwise make every later access load them again).
+    base: *mut u8,
+    n: u32,
     claimed: bool,
     /// The position when this producer was made, in `0..n`.
     head: u32,
@@ -272,20 +276,28 @@ pub struct Producer<'q, const ELEM: usize> {
 impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
-        // Positions are kept in `0..n`: the division is for anything else.
-        let (h, n) = (q.next.load(Ordering::Relaxed), q.n);
-        Self { q, claimed, head: if h < n { h } else { h % n }, ready: 0 }
+        // The position is below `n` (S1: every store of it is), as
+        // `Ring::next_flags8` relies on too: not reduced again.
+        let (head, n) = (q.next.load(Ordering::Relaxed), q.n);
+        debug_assert!(head < n);
+        Self { q, base: q.base.as_ptr(), n, claimed, head, ready: 0 }
     }
 
     /// Index of the `k`-th element from the position, for `k <= n`: one
     /// add and one conditional subtraction (`head < n`, so the sum is
-    /// below `2n`), in 64 bits (no overflow for any `n`).
+    /// below `2n`), in 64 bits (no overflow for any `n`); for `k == 1`
+    /// the sum is at most `n` and the wrap a compare with it.
     #[inline(always)]
     fn index(&self, k: u32) -> u32 {
         if k == 0 {
             return self.head;
         }
-        let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.q.n));
+        if k == 1 {
+            // `head < n <= u32::MAX`: no overflow.
+            let i = self.head + 1;
+            return if i == self.n { 0 } else { i };
+        }
+        let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.n));
         (if i >= n { i - n } else { i }) as u32
     }
 
@@ -293,7 +305,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     /// the mapping, S1).
     #[inline(always)]
     fn elem(&self, k: u32) -> *mut u8 {
-        self.q.base.as_ptr().wrapping_add(self.index(k) as usize * ELEM)
+        self.base.wrapping_add(self.index(k) as usize * ELEM)
     }
 
     /// The flags word of the `k`-th element from the position (`k < n`).
@@ -314,7 +326,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     /// ([`Producer::slot`]).
     #[inline(always)]
     pub fn reserve(&mut self, want: u32) -> u32 {
-        let want = want.min(self.q.n);
+        let want = want.min(self.n);
         let mut k = 0;
         while k < want && self.flags(k).load(Ordering::Acquire) & SIW_WQE_VALID == 0 {
             k += 1;
@@ -377,19 +389,19 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
         core::sync::atomic::fence(Ordering::SeqCst);
         // The element before the position: `head - 1`, or the last one
         // (`head < n`, so either is in `0..n`).
-        let prev = if self.head == 0 { self.q.n - 1 } else { self.head - 1 };
+        let prev = if self.head == 0 { self.n - 1 } else { self.head - 1 };
         // SAFETY: element `prev < n` is inside the live mapping (S1) and
         // its byte 8 is 2-aligned; `&self` borrows the ring, which keeps
         // the mapping alive. The flags word is only ever accessed as an
         // atomic (S2).
-        let flags = unsafe { &*self.q.base.as_ptr().wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
+        let flags = unsafe { &*self.base.wrapping_add(prev as usize * ELEM + FLAGS).cast::<AtomicU16>() };
         flags.load(Ordering::SeqCst) & SIW_WQE_VALID != 0
     }
 
     /// Elements in the array.
     #[inline(always)]
     pub fn capacity(&self) -> u32 {
-        self.q.n
+        self.n
     }
 }
 

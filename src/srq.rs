@@ -88,8 +88,12 @@ pub struct Srq<'a> {
 impl<'a> Srq<'a> {
     /// `ibv_create_srq`: creates an SRQ in `pd`. The kernel may round
     /// `max_wr`/`max_sge` up; [`Srq::max_wr`] and [`Srq::max_sge`] tell
-    /// the actual values. `max_wr` of 0 is `InvalidArgument` (before the
-    /// kernel); values above the device limits are refused by the kernel.
+    /// the actual values. Whether `max_wr` may be 0 is the provider's and
+    /// kernel's to say, as in rdma-core (libibverbs checks nothing): mlx5
+    /// takes it (libmlx5 and mlx5_ib size the queue for `max_wr + 1`, and
+    /// the SRQ holds no receive: [`Srq::max_wr`] is 0), the rxe and siw
+    /// kernels refuse it (`EINVAL`). Values above the device limits are
+    /// refused by the provider or the kernel.
     #[doc(alias = "ibv_create_srq")]
     pub fn create(pd: &'a Pd<'a>, attr: SrqInitAttr) -> Result<Self> {
         Self::create_inner("ibv_create_srq", pd, attr, None)
@@ -114,7 +118,7 @@ impl<'a> Srq<'a> {
         attr: SrqInitAttr,
         xrc: Option<(&'a Xrcd<'a>, &'a Cq<'a>)>,
     ) -> Result<Self> {
-        if attr.max_wr == 0 || attr.max_wr > i32::MAX as u32 || attr.max_sge > i32::MAX as u32 {
+        if attr.max_wr > i32::MAX as u32 || attr.max_sge > i32::MAX as u32 {
             return Err(Error::new(verb, ErrorKind::InvalidArgument));
         }
         let ctx = pd.context();

@@ -162,14 +162,18 @@ pub(crate) extern "C" fn ibv_dereg_mr(mr: *mut IbvMr) -> c_int {
 /// `ibv_rereg_mr`: changes the region's PD, access or memory as `flags`
 /// say. 0, or an `enum ibv_rereg_mr_err_code` with errno set:
 /// `IBV_REREG_MR_ERR_INPUT` for bad arguments, `IBV_REREG_MR_ERR_CMD` if
-/// the kernel refused (the region is unchanged).
+/// the kernel refused (the region is unchanged; flags 0 is the kernel's
+/// EINVAL, as with rdma-core).
 pub(crate) extern "C" fn ibv_rereg_mr(mr: *mut IbvMr, flags: c_int, pd: *mut IbvPd, addr: *mut c_void, length: usize, access: c_int) -> c_int {
     let input = |e| {
         set_errno(e);
         REREG_ERR_INPUT
     };
     let Some(c) = from_c(mr) else { return input(libc::EINVAL) };
-    if flags & !REREG_FLAGS_SUPPORTED != 0 || flags == 0 {
+    // rdma-core judges only unknown flag bits here; flags 0 goes to the
+    // kernel, which refuses a rereg that changes nothing with EINVAL: the
+    // core's `rereg` answers the same, so it comes back as ERR_CMD below.
+    if flags & !REREG_FLAGS_SUPPORTED != 0 {
         return input(libc::EINVAL);
     }
     let translation = flags & REREG_CHANGE_TRANSLATION != 0;

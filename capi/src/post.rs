@@ -323,10 +323,6 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
     };
-    if !c.named() && doorbell_names_qp(c) {
-        // SAFETY: forwarded caller contract.
-        return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
-    }
     // SAFETY: the caller promises NULL or a valid list.
     if wr.is_null() || !unsafe { (*wr).next }.is_null() {
         // SAFETY: forwarded caller contract.
@@ -338,29 +334,41 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
     let s = unsafe { &*wr.cast::<CStraight>() };
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
-        if let Some(any) = g.as_mut() {
-            match any.send_straight().and_then(|r| r.post(s)) {
-                Some(Ok(())) => return 0,
-                Some(Err(failed)) => {
-                    drop(g);
-                    // SAFETY: forwarded caller contract.
-                    return unsafe { refuse(bad_wr, wr, errno_of(&failed.error("ibv_post_send"))) };
-                }
-                None => {}
+        // The names test of `names_refused`, with the provider's answer
+        // kept in the lock (one load instead of a call).
+        if g.doorbell_names_qp() && !c.named() {
+            drop(g);
+            // SAFETY: forwarded caller contract.
+            return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+        }
+        match g.send_straight().and_then(|r| r.post(s)) {
+            Some(Ok(())) => return 0,
+            Some(Err(failed)) => {
+                drop(g);
+                // SAFETY: forwarded caller contract.
+                return unsafe { refuse(bad_wr, wr, errno_of(&failed.error("ibv_post_send"))) };
             }
+            None => {}
         }
     }
     // SAFETY: forwarded caller contract.
     unsafe { post_send_one(c, wr, bad_wr) }
 }
 
-/// Whether rdma-core's provider of `c`'s device names the QP by its C
-/// fields when it posts: librxe's doorbell is a `POST_SEND` command with
+/// Whether a post on `c` is refused because its C fields no longer name
+/// it and rdma-core's provider of its device names the QP by them when it
+/// posts: librxe's doorbell is a `POST_SEND` command with
 /// `qp->handle` on `qp->context`'s device file, which the kernel answers
 /// `ENOENT` for a handle it does not know (libsiw's doorbell was made
 /// when the QP was). librxe has then already written the requests into
 /// the ring, where the next doorbell finds them; this library posts
 /// nothing and points `*bad_wr` at the first request (`names.rs`).
+#[inline(always)]
+fn names_refused(c: &qp::CQp) -> bool {
+    !c.named() && doorbell_names_qp(c)
+}
+
+/// See [`names_refused`].
 #[cold]
 #[inline(never)]
 fn doorbell_names_qp(c: &qp::CQp) -> bool {
@@ -375,6 +383,10 @@ fn doorbell_names_qp(c: &qp::CQp) -> bool {
 /// As [`post_send`]; `wr` is not NULL.
 #[inline(never)]
 unsafe fn post_send_one(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    if names_refused(c) {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+    }
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
     let qp_type = c.qp_type();
@@ -456,6 +468,10 @@ unsafe fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) -> c_int {
 /// As [`post_send`].
 #[inline(never)]
 unsafe fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    if names_refused(c) {
+        // SAFETY: forwarded caller contract.
+        return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+    }
     let qp_type = c.qp_type();
     let mut g = c.lock();
     // Not ready to send as far as this library knows: the kernel may have
@@ -587,12 +603,10 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     // A QP another thread holds goes the general way, which waits.
     if let Some(sge) = sge {
         if let Some(mut g) = c.try_lock() {
-            if let Some(any) = g.as_mut() {
-                // No closure here: the straight path is inlined whole.
-                if let Some(r) = any.recv_straight() {
-                    if r.post(w.wr_id, sge) {
-                        return 0;
-                    }
+            // No closure here: the straight path is inlined whole.
+            if let Some(r) = g.recv_straight() {
+                if r.post(w.wr_id, sge) {
+                    return 0;
                 }
             }
         }

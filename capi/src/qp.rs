@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
 use zerocopy::FromZeros;
-use verbs::qp::{AnyQp, QpCap, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
+use verbs::qp::{AnyQp, QpCap, QpCreateFlags, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpEx, IbvQpInitAttr, IbvQpInitAttrEx};
@@ -67,6 +67,13 @@ macro_rules! each {
 }
 pub(crate) use each;
 
+/// A pattern of [`Any`] whose inner `AnyQp` matches `$p`, for any transport.
+macro_rules! each_pat {
+    ($($p:tt)*) => {
+        Any::Rc($($p)*) | Any::Uc($($p)*) | Any::Ud($($p)*)
+    };
+}
+
 impl Any {
     /// The send side for the straight post path (RTS or SQD on rxe; see
     /// `verbs::qp::AnyQp::send_straight`). Its type does not depend on
@@ -96,9 +103,45 @@ impl Any {
 /// A panic while it is held releases it (the guard's `Drop`), as the
 /// mutex it replaces was taken over when poisoned: the QP is consistent,
 /// every change of it is one kernel command.
+///
+/// Beside the value it keeps [`Straight`] bits saying which straight post
+/// path the value takes (invariant F1: they always describe the value as
+/// it is whenever the lock is free): computed when the lock is made and
+/// again when a guard that handed the value out mutably
+/// (`DerefMut`) gives the lock back, and read by the post paths
+/// ([`QpGuard::send_straight`], [`QpGuard::recv_straight`]) instead of
+/// matching the transport and the state on every post.
 pub(crate) struct QpLock {
     held: AtomicBool,
+    /// [`Straight`] bits of `qp` (F1); read and written under the lock.
+    straight: UnsafeCell<u8>,
     qp: UnsafeCell<Option<Any>>,
+}
+
+/// The straight post paths a QP's value takes (bits of `QpLock::straight`).
+struct Straight;
+
+impl Straight {
+    /// `Some(Rc | Uc)` in RTS or SQD: [`Any::send_straight`] is `Some`.
+    const SEND: u8 = 1;
+    /// `Some(_)` in INIT, RTR, RTS or SQD: [`Any::recv_straight`] is `Some`.
+    const RECV: u8 = 2;
+    /// The provider's doorbell names the QP by its C fields (librxe's: a
+    /// post first checks [`CQp::named`], see `post.rs`); fixed at creation.
+    const NAMES: u8 = 4;
+
+    /// The bits of `v`.
+    fn of(v: &Option<Any>) -> u8 {
+        use verbs::qp::AnyQp::{Init, Rtr, Rts, Sqd};
+        let mut bits = 0;
+        if matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_)))) {
+            bits |= Self::SEND;
+        }
+        if matches!(v, Some(each_pat!(Init(_) | Rtr(_) | Rts(_) | Sqd(_)))) {
+            bits |= Self::RECV;
+        }
+        bits
+    }
 }
 
 const _: fn() = || {
@@ -112,8 +155,10 @@ const _: fn() = || {
 unsafe impl Sync for QpLock {}
 
 impl QpLock {
-    fn new(qp: Option<Any>) -> Self {
-        Self { held: AtomicBool::new(false), qp: UnsafeCell::new(qp) }
+    /// `names`: the provider's doorbell names the QP ([`Straight::NAMES`]).
+    fn new(qp: Option<Any>, names: bool) -> Self {
+        let bits = Straight::of(&qp) | if names { Straight::NAMES } else { 0 };
+        Self { held: AtomicBool::new(false), straight: UnsafeCell::new(bits), qp: UnsafeCell::new(qp) }
     }
 
     #[inline(always)]
@@ -121,7 +166,7 @@ impl QpLock {
         if self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.lock_slow();
         }
-        QpGuard { lock: self }
+        QpGuard { lock: self, changed: false }
     }
 
     /// The lock if it is free now (one compare-exchange), else `None`:
@@ -137,9 +182,24 @@ impl QpLock {
     #[inline(always)]
     fn try_lock(&self) -> Option<QpGuard<'_>> {
         match self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => Some(QpGuard { lock: self }),
+            Ok(_) => Some(QpGuard { lock: self, changed: false }),
             Err(_) => None,
         }
+    }
+
+    /// Computes the [`Straight`] bits of the value again (F1), before a
+    /// guard that handed it out mutably gives the lock back.
+    #[cold]
+    #[inline(never)]
+    fn restate(&self) {
+        // SAFETY: called by the holder of the flag (a guard's drop): no
+        // other reference to either cell exists.
+        let v = unsafe { &*self.qp.get() };
+        let bits = self.straight.get();
+        // SAFETY: as above.
+        let names = unsafe { *bits } & Straight::NAMES;
+        // SAFETY: as above.
+        unsafe { *bits = Straight::of(v) | names };
     }
 
     #[cold]
@@ -165,6 +225,55 @@ impl QpLock {
 /// A held [`QpLock`]: derefs to the QP (`None` once destroyed).
 pub(crate) struct QpGuard<'a> {
     lock: &'a QpLock,
+    /// The value was handed out mutably (it may have another transport
+    /// state now): the lock's [`Straight`] bits are computed again before
+    /// it is given back.
+    changed: bool,
+}
+
+impl QpGuard<'_> {
+    /// Whether the provider's doorbell names the QP by its C fields (one
+    /// load, under the lock; see `post.rs`).
+    #[inline(always)]
+    pub(crate) fn doorbell_names_qp(&self) -> bool {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        (unsafe { *self.lock.straight.get() } & Straight::NAMES) != 0
+    }
+
+    /// [`Any::send_straight`] of the value, judged by the lock's
+    /// [`Straight`] bits (one load) instead of a match of the transport
+    /// and the state. Does not count as a change: the straight path only
+    /// writes into the queues' rings, never another state.
+    #[inline(always)]
+    pub(crate) fn send_straight(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        if unsafe { *self.lock.straight.get() } & Straight::SEND == 0 {
+            return None;
+        }
+        // SAFETY: this guard holds the flag: no other reference to the
+        // value exists (as in `deref_mut`).
+        let v = unsafe { &mut *self.lock.qp.get() };
+        use verbs::qp::AnyQp::{Rts, Sqd};
+        // SAFETY: F1: the bits describe the value, and `SEND` is set only
+        // for these variants (`Straight::of`).
+        unsafe { core::hint::assert_unchecked(matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_))))) };
+        v.as_mut()?.send_straight()
+    }
+
+    /// [`Any::recv_straight`] of the value, as [`QpGuard::send_straight`].
+    #[inline(always)]
+    pub(crate) fn recv_straight(&mut self) -> Option<verbs::qp::RecvStraight<'_>> {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        if unsafe { *self.lock.straight.get() } & Straight::RECV == 0 {
+            return None;
+        }
+        // SAFETY: as in `send_straight`.
+        let v = unsafe { &mut *self.lock.qp.get() };
+        use verbs::qp::AnyQp::{Init, Rtr, Rts, Sqd};
+        // SAFETY: F1, `RECV` is set only for these variants.
+        unsafe { core::hint::assert_unchecked(matches!(v, Some(each_pat!(Init(_) | Rtr(_) | Rts(_) | Sqd(_))))) };
+        v.as_mut()?.recv_straight()
+    }
 }
 
 impl core::ops::Deref for QpGuard<'_> {
@@ -180,6 +289,7 @@ impl core::ops::Deref for QpGuard<'_> {
 impl core::ops::DerefMut for QpGuard<'_> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut Option<Any> {
+        self.changed = true;
         // SAFETY: as in `deref`; the borrow is bounded by the guard's.
         unsafe { &mut *self.lock.qp.get() }
     }
@@ -188,6 +298,9 @@ impl core::ops::DerefMut for QpGuard<'_> {
 impl Drop for QpGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        if self.changed {
+            self.lock.restate();
+        }
         self.lock.held.store(false, Ordering::Release);
     }
 }
@@ -348,9 +461,11 @@ const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 /// `verbs_context.create_qp_ex` (behind the `ibv_create_qp_ex` inline when
 /// the mask is more than `IBV_QP_INIT_ATTR_PD`): a QP of a PD as
 /// `ibv_create_qp` makes it, with the `ibv_wr_*` table when send
-/// operations are asked for (`crate::qp_ex`). Creation flags are refused
-/// with `EOPNOTSUPP` (the rxe and siw kernels take none), as are TSO and
-/// ATOMIC_WRITE send operations, XRC domains, RSS and a source QPN.
+/// operations are asked for (`crate::qp_ex`). Creation flags go to
+/// `QueuePair::create_with_flags` (the provider passes them to the kernel
+/// or refuses them, `EOPNOTSUPP`: rxe and siw take none); SOURCE_QPN and
+/// unknown flags are refused with `EOPNOTSUPP`, as are TSO and
+/// ATOMIC_WRITE send operations, XRC domains and RSS.
 ///
 /// # Safety
 ///
@@ -366,8 +481,9 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
         return fail_null(libc::EINVAL);
     }
     let send_ops = if a.comp_mask & QP_INIT_ATTR_SEND_OPS_FLAGS != 0 { a.send_ops_flags } else { 0 };
+    let create_flags = if a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 { a.create_flags } else { 0 };
+    let Some(create_flags) = QpCreateFlags::from_bits(create_flags) else { return fail_null(libc::EOPNOTSUPP) };
     if a.comp_mask & !(QP_INIT_ATTR_PD | QP_INIT_ATTR_CREATE_FLAGS | QP_INIT_ATTR_SEND_OPS_FLAGS) != 0
-        || (a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
         || send_ops & !crate::qp_ex::SUPPORTED_SEND_OPS != 0
     {
         return fail_null(libc::EOPNOTSUPP);
@@ -383,7 +499,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
     // ibv_qp_init_attr (layout test), which create reads and writes back
     // (the granted caps), as verbs.h's own PD-only path does.
-    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context)) }
+    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context), create_flags) }
 }
 
 /// `ibv_create_qp`: see [`create`].
@@ -393,7 +509,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
 /// As [`create`].
 pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
     // SAFETY: the caller's promise, passed on.
-    unsafe { create(pd, init_attr, false, None) }
+    unsafe { create(pd, init_attr, false, None, QpCreateFlags::empty()) }
 }
 
 /// `ibv_create_qp` and `create_qp_ex`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
@@ -406,7 +522,14 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
 /// `context`: the context the command goes to (`ibv_create_qp_ex`'s
 /// argument), else `pd->context` (`ibv_create_qp`); the PD, CQs and SRQ
 /// are named by their C fields, as rdma-core names them (`names.rs`).
-unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, context: Option<*mut IbvContext>) -> *mut IbvQp {
+/// `flags`: `ibv_create_qp_ex`'s creation flags.
+unsafe fn create(
+    pd: *mut IbvPd,
+    init_attr: *mut IbvQpInitAttr,
+    wr_api: bool,
+    context: Option<*mut IbvContext>,
+    flags: QpCreateFlags,
+) -> *mut IbvQp {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
     if init_attr.is_null() {
@@ -467,9 +590,9 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, co
         sq_sig_all: ia.sq_sig_all != 0,
     };
     let made = match ia.qp_type {
-        QPT_RC => QueuePair::<Rc, _>::create(rpd, init).map(|q| Any::Rc(q.into())),
-        QPT_UC => QueuePair::<Uc, _>::create(rpd, init).map(|q| Any::Uc(q.into())),
-        _ => QueuePair::<Ud, _>::create(rpd, init).map(|q| Any::Ud(q.into())),
+        QPT_RC => QueuePair::<Rc, _>::create_with_flags(rpd, init, flags).map(|q| Any::Rc(q.into())),
+        QPT_UC => QueuePair::<Uc, _>::create_with_flags(rpd, init, flags).map(|q| Any::Uc(q.into())),
+        _ => QueuePair::<Ud, _>::create_with_flags(rpd, init, flags).map(|q| Any::Ud(q.into())),
     };
     let qp = match made {
         Ok(q) => q,
@@ -506,7 +629,7 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, co
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(MAGIC),
-        qp: QpLock::new(Some(qp)),
+        qp: QpLock::new(Some(qp), cpd.provider().caps().doorbell_names_qp),
         pd: cpd,
         send_cq: scq,
         recv_cq: rcq,
@@ -668,13 +791,21 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
         Ok(r) => r,
         Err(e) => return fail_errno(errno_of(&e)),
     };
-    let cap = IbvQpCap {
+    let mut cap = IbvQpCap {
         max_send_wr: r.max_send_wr,
         max_recv_wr: r.max_recv_wr,
         max_send_sge: r.max_send_sge,
         max_recv_sge: r.max_recv_sge,
         max_inline_data: r.max_inline_data,
     };
+    if ctx.provider_caps().query_qp_send_caps_from_library {
+        // As libmlx5's mlx5_query_qp: the send queue's own (mlx5_ib answers
+        // 0 for a user QP's).
+        let granted = each!(any, q => q.cap());
+        cap.max_send_wr = granted.max_send_wr;
+        cap.max_send_sge = granted.max_send_sge;
+        cap.max_inline_data = granted.max_inline_data;
+    }
     let out = IbvQpAttr {
         qp_state: c_int::from(r.qp_state),
         cur_qp_state: c_int::from(r.cur_qp_state),
@@ -764,7 +895,7 @@ mod tests {
 
     #[test]
     fn a_failed_try_lock_leaves_the_holders_lock_held() {
-        let lock = QpLock::new(None);
+        let lock = QpLock::new(None, false);
         let held = lock.lock();
         // Refused while held, and the refusal must not give the lock back
         // (it did when the guard was built eagerly and dropped: issue 29).
@@ -774,5 +905,23 @@ mod tests {
         let again = lock.try_lock();
         assert!(again.is_some(), "free after the holder let go");
         assert!(lock.try_lock().is_none());
+    }
+
+    #[test]
+    fn the_straight_bits_follow_the_value_and_keep_the_provider_bit() {
+        for names in [false, true] {
+            let lock = QpLock::new(None, names);
+            let mut g = lock.lock();
+            // No QP (destroyed): neither straight path, whatever the provider.
+            assert!(g.send_straight().is_none() && g.recv_straight().is_none());
+            assert_eq!(g.doorbell_names_qp(), names);
+            // A guard that handed the value out mutably recomputes the bits
+            // when it lets go; the provider's bit stays.
+            *g = None;
+            drop(g);
+            let mut g = lock.lock();
+            assert!(g.send_straight().is_none() && g.recv_straight().is_none());
+            assert_eq!(g.doorbell_names_qp(), names, "restate kept the provider bit");
+        }
     }
 }

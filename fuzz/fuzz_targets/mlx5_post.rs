@@ -16,10 +16,10 @@ use libfuzzer_sys::fuzz_target;
 use verbs::providers::mlx5::buf::WqBuf;
 use verbs::providers::mlx5::rq::{RecvQueue, Srq};
 use verbs::providers::mlx5::sizing::{rq_size, sq_size, srq_size, DeviceLimits};
-use verbs::providers::mlx5::sq::{BlueFlame, Req, Ring, SendQueue, SqConfig, UdAv};
+use verbs::providers::mlx5::sq::{BlueFlame, Req, Ring, SendQueue, SqConfig, StraightRing, UdAv};
 use verbs::providers::mlx5::wqe::Av;
 use verbs::qp::QpType;
-use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, Sge};
+use verbs::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, Sge};
 
 const LIM: DeviceLimits = DeviceLimits { max_sq_desc_sz: 512, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 64 };
 const QPN: u32 = 0x12_3456;
@@ -93,7 +93,30 @@ fuzz_target!(|data: &[u8]| {
                     })
                     .collect();
                 let (cp0, head0, tail0) = sq.indices();
-                match sq.post_with(&mut buf, made.len(), |i| made[i]) {
+                // A list of one without a destination goes the straight way
+                // first (as `Mlx5Qp::post_send` posts it): what it declines
+                // must be untouched, what it takes must pass the same checks.
+                let straight = match made.as_slice() {
+                    [r] if r.ud.is_none() => {
+                        let wr = SendWr { wr_id: r.wr_id, payload: r.payload, op: r.op, flags: r.flags, ud: None };
+                        let got = sq.post_straight(&mut buf, &wr);
+                        if got.is_none() {
+                            assert_eq!(sq.indices(), (cp0, head0, tail0), "declined: indices as they were");
+                            assert!(bytes(&buf) == before, "declined: no byte changed");
+                        }
+                        got
+                    }
+                    _ => None,
+                };
+                let res = match straight {
+                    Some(StraightRing::Block { first, block }) => {
+                        assert_eq!(block, sq.block(&buf, first), "the BlueFlame block as the ring holds it");
+                        Ok(Ring::BlueFlame { first, chunks: 1 })
+                    }
+                    Some(StraightRing::Ring(r)) => Ok(r),
+                    None => sq.post_with(&mut buf, made.len(), |i| made[i]),
+                };
+                match res {
                     Err(e) => {
                         assert!(e.index < made.len().max(1));
                         assert_eq!(sq.indices(), (cp0, head0, tail0), "refused: indices as they were");

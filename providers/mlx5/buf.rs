@@ -11,12 +11,15 @@
 //! # Safety
 //!
 //! * **B1 — ownership.** `ptr..ptr+len` is a private anonymous mapping
-//!   made by `Pages::new` (NULL hint, no `MAP_FIXED`, so it replaces
-//!   nothing) and unmapped only by `Pages`' `Drop`; the pointer is private,
+//!   made by `Pages::new` or `Pages::huge` (NULL hint, no `MAP_FIXED`, so
+//!   it replaces nothing; `huge`: of 2 MiB pages, `len` whole ones) and
+//!   unmapped only by `Pages`' `Drop`; the pointer is private,
 //!   so every in-bounds address stays valid for reads and writes while
 //!   the owner lives.
 //! * **B2 — bounds and alignment.** Every access checks
-//!   `off + size <= len` (checked arithmetic); `ptr` is page aligned, so
+//!   `off + size <= len` (checked arithmetic; a [`Window`] checks its
+//!   whole run once, then each store against the window: at compile time
+//!   inside its first 64 bytes, or at run time); `ptr` is page aligned, so
 //!   `off % align == 0` makes an aligned address, which the volatile
 //!   loads and the atomics check before use; stores are unaligned-tolerant.
 //! * **B3 — no references to device-visible bytes.** Plain data moves by
@@ -24,8 +27,16 @@
 //!   before their doorbell record covers them) and `read_volatile` of
 //!   `FromBytes` types (CQEs the device may be writing: any bytes are a
 //!   valid value; a torn read is caught by the owner-bit protocol of
-//!   `cqe.rs`, never by the types). Stores take `&mut WqBuf`, so no
+//!   `cqe.rs`, never by the types). The one plain load,
+//!   [`Window::block`], reads back a send WQE the window just wrote,
+//!   bytes the device only reads. Stores take `&mut WqBuf`, so no
 //!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
+//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
+//!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
+//!   128, and borrows the buffer for its lifetime; each load masks the
+//!   entry index by `ncqe - 1` and the word index by 7, so every address
+//!   it forms is inside that checked range (no per-load check needed) and
+//!   8-aligned.
 //! * **B4 — `Table`.** Library-private memory no device is told about:
 //!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
 //!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
@@ -40,7 +51,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU8};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -75,6 +86,19 @@ impl Pages {
         Ok(Self { ptr, len })
     }
 
+    /// As [`Pages::new`], of 2 MiB huge pages (`MAP_HUGETLB`): fails
+    /// (`ENOMEM`) where the system has none free.
+    fn huge(verb: &'static str, bytes: usize) -> Result<Self> {
+        let len = bytes.max(1).checked_next_multiple_of(crate::HUGE_PAGE_SIZE).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
+        // SAFETY: as in `new`: a fresh mapping, nothing replaced (B1).
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE | MapFlags::HUGETLB)
+        }
+        .map_err(|e| Error::from_errno(verb, e).with_detail("mlx5: no huge pages for the buffer (MLX_*_ALLOC_TYPE)"))?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(Error::new(verb, ErrorKind::OutOfResources))?;
+        Ok(Self { ptr, len })
+    }
+
     /// The address of `off` if `size` bytes from it are inside (B2).
     #[inline(always)]
     fn at(&self, off: usize, size: usize) -> Option<*mut u8> {
@@ -96,6 +120,37 @@ impl Drop for Pages {
     }
 }
 
+/// Where a queue's buffer comes from: libmlx5's `mlx5_get_alloc_type`,
+/// from the environment variable `<component>_ALLOC_TYPE` (`MLX_CQ`,
+/// `MLX_QP`, `MLX_SRQ`; the value case-insensitive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocType {
+    /// Anonymous pages (the default; also `ANON`, and `CONTIG` /
+    /// `PREFER_CONTIG`: the device's contiguous-pages mapping is not
+    /// implemented here).
+    Anon,
+    /// `HUGE`: huge pages, or the create fails (`ENOMEM`).
+    Huge,
+    /// `PREFER_HUGE` (and `ALL`, whose contiguous step is skipped): huge
+    /// pages if there are, else anonymous ones.
+    PreferHuge,
+}
+
+impl AllocType {
+    /// `<component>_ALLOC_TYPE` as libmlx5 reads it.
+    pub fn from_env(component: &str) -> Self {
+        let mut name = heapless::String::<32>::new();
+        if name.push_str(component).and_then(|()| name.push_str("_ALLOC_TYPE")).is_err() {
+            return Self::Anon;
+        }
+        match std::env::var(name.as_str()) {
+            Ok(v) if v.eq_ignore_ascii_case("HUGE") => Self::Huge,
+            Ok(v) if v.eq_ignore_ascii_case("PREFER_HUGE") || v.eq_ignore_ascii_case("ALL") => Self::PreferHuge,
+            _ => Self::Anon,
+        }
+    }
+}
+
 /// Device-visible memory: a queue buffer, a CQ buffer, doorbell records.
 #[derive(Debug)]
 pub struct WqBuf(Pages);
@@ -104,6 +159,18 @@ impl WqBuf {
     /// Maps at least `bytes` zeroed bytes, page aligned (whole pages).
     pub fn new(verb: &'static str, bytes: usize) -> Result<Self> {
         Pages::new(verb, bytes).map(Self)
+    }
+
+    /// As [`WqBuf::new`], from where `alloc` says (libmlx5's
+    /// `mlx5_alloc_prefered_buf`: huge pages first for `Huge` and
+    /// `PreferHuge`, the fallback only for the latter).
+    pub fn alloc(verb: &'static str, bytes: usize, alloc: AllocType) -> Result<Self> {
+        match alloc {
+            AllocType::Anon => Pages::new(verb, bytes),
+            AllocType::Huge => Pages::huge(verb, bytes),
+            AllocType::PreferHuge => Pages::huge(verb, bytes).or_else(|_| Pages::new(verb, bytes)),
+        }
+        .map(Self)
     }
 
     /// The address the device is given (`buf_addr`, `db_addr`).
@@ -178,6 +245,18 @@ impl WqBuf {
         Some(unsafe { p.cast::<T>().read_volatile() })
     }
 
+    /// The `len` bytes from `off` as one [`Window`] for the stores of one
+    /// WQE, checked in bounds here once; `None` if they would end past
+    /// the buffer or `len` is less than a basic block (64 bytes).
+    #[inline(always)]
+    pub fn window(&mut self, off: usize, len: usize) -> Option<Window<'_>> {
+        if len < WINDOW_MIN {
+            return None;
+        }
+        let ptr = self.0.at(off, len)?;
+        Some(Window { ptr, len, _b: PhantomData })
+    }
+
     /// The 32-bit word at byte `off` as an atomic (doorbell records);
     /// `None` if outside or misaligned.
     pub fn atomic_u32(&self, off: usize) -> Option<&AtomicU32> {
@@ -189,6 +268,127 @@ impl WqBuf {
         // (B1); plain stores need `&mut self`, so none overlaps the
         // borrow (B3); atomics may share memory with the device.
         Some(unsafe { AtomicU32::from_ptr(p.cast::<u32>()) })
+    }
+}
+
+/// A CQ's entries in a [`WqBuf`], checked once (B5): the last 64 bytes of
+/// each of `mask + 1` entries of `1 << shift` bytes, read a word at a time
+/// with no further bounds check (the entry index is masked, the word index
+/// is below 8).
+#[derive(Clone, Copy, Debug)]
+pub struct CqeRing<'a> {
+    /// The last 64 bytes of entry 0.
+    base: NonNull<u8>,
+    mask: u32,
+    shift: u32,
+    _buf: PhantomData<&'a WqBuf>,
+}
+
+impl WqBuf {
+    /// The ring of `ncqe` entries of `cqe_size` bytes (64 or 128) at
+    /// offset 0; `None` if `ncqe` is not a power of two, the size is not
+    /// one of those, or the ring does not fit.
+    #[inline(always)]
+    pub fn cqe_ring(&self, ncqe: u32, cqe_size: u32) -> Option<CqeRing<'_>> {
+        if !ncqe.is_power_of_two() || !matches!(cqe_size, 64 | 128) {
+            return None;
+        }
+        let bytes = (ncqe as usize).checked_mul(cqe_size as usize)?;
+        self.0.at(0, bytes)?;
+        let base = NonNull::new(self.0.ptr.as_ptr().wrapping_add(cqe_size as usize - 64))?;
+        Some(CqeRing { base, mask: ncqe - 1, shift: cqe_size.trailing_zeros(), _buf: PhantomData })
+    }
+}
+
+impl CqeRing<'_> {
+    /// Word `w & 7` (bytes `8w..8w + 8`, as they are in memory: byte 0 is
+    /// the low byte) of the 64 bytes that matter of entry `i & mask`,
+    /// by a volatile load.
+    #[inline(always)]
+    pub fn word(&self, i: u32, w: usize) -> u64 {
+        let off = (((i & self.mask) as usize) << self.shift) | ((w & 7) * 8);
+        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        // SAFETY: B5: `(i & mask) << shift` is the start of an entry below
+        // `mask + 1`, `base` its last 64 bytes, `8 * (w & 7) + 8 <= 64`:
+        // inside the ring `cqe_ring` checked against the buffer, which the
+        // borrow keeps mapped (B1); 8-aligned (page-aligned base, sizes and
+        // offsets multiples of 8); no reference to it exists (B3).
+        u64::from_le(unsafe { p.read_volatile() })
+    }
+
+    /// Byte 63 of entry `i & mask` (`op_own`), by a volatile load.
+    #[inline(always)]
+    pub fn op_own(&self, i: u32) -> u8 {
+        let off = (((i & self.mask) as usize) << self.shift) | 63;
+        // SAFETY: as in `word`: the last byte of an entry inside the ring.
+        unsafe { self.base.as_ptr().wrapping_add(off).read_volatile() }
+    }
+}
+
+impl WqBuf {
+    /// The byte at `off` as an atomic (a CQE's owner byte, which a poller
+    /// may read without the CQ's lock); `None` if outside.
+    pub fn atomic_u8(&self, off: usize) -> Option<&AtomicU8> {
+        let p = self.0.at(off, 1)?;
+        // SAFETY: in bounds (B2), valid while `self` is borrowed (B1);
+        // plain stores need `&mut self`, so none overlaps the borrow (B3);
+        // atomics may share memory with the device.
+        Some(unsafe { AtomicU8::from_ptr(p) })
+    }
+}
+
+/// Bytes a [`Window`] has at least: one send WQE basic block.
+pub const WINDOW_MIN: usize = 64;
+
+/// `len >= 64` bytes of a [`WqBuf`], checked in bounds once by
+/// [`WqBuf::window`] (B2): the stores of one WQE, each inside the window
+/// by a compile-time check (the first 64 bytes) or one runtime check
+/// (inline bytes). It borrows the buffer mutably, so no `&AtomicU32`
+/// into it is alive meanwhile (B3).
+#[derive(Debug)]
+pub struct Window<'b> {
+    /// Start: `len` bytes of the live mapping from here (B1, B2).
+    ptr: *mut u8,
+    len: usize,
+    _b: PhantomData<&'b mut WqBuf>,
+}
+
+impl Window<'_> {
+    /// Stores `v` at byte `AT`, inside the first 64 bytes (compile time).
+    #[inline(always)]
+    pub fn put<const AT: usize, T: IntoBytes + Immutable>(&mut self, v: T) {
+        const { assert!(AT + size_of::<T>() <= WINDOW_MIN, "store past the window's first block") };
+        // SAFETY: `AT + size_of::<T>() <= 64 <= len` (above and
+        // `WqBuf::window`), so inside the `len` bytes checked in bounds of
+        // the live mapping (B1, B2); the window borrows the buffer
+        // mutably (B3); an unaligned store.
+        unsafe { self.ptr.wrapping_add(AT).cast::<T>().write_unaligned(v) }
+    }
+
+    /// The first 64 bytes as eight 64-bit words, read back (unaligned
+    /// loads of what this window stored or the buffer held).
+    #[inline(always)]
+    pub fn block(&self) -> [u64; 8] {
+        // SAFETY: the first 64 bytes are inside the window (`len >= 64`),
+        // so inside the live mapping (B1, B2); no reference to them exists
+        // (B3); any bytes are a valid `[u64; 8]`.
+        unsafe { self.ptr.cast::<[u64; 8]>().read_unaligned() }
+    }
+
+    /// Copies `src` to byte `at`; `false`, nothing stored, if it would end
+    /// past the window.
+    #[inline(always)]
+    pub fn put_bytes(&mut self, at: usize, src: &[u8]) -> bool {
+        match at.checked_add(src.len()) {
+            Some(end) if end <= self.len => {
+                // SAFETY: `at..end` is inside the window, so inside the
+                // live mapping (B1, B2); `src` cannot overlap it (no
+                // reference into a `WqBuf` exists, B3).
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -233,6 +433,38 @@ mod tests {
     use core::sync::atomic::Ordering;
 
     #[test]
+    fn alloc_type_from_the_environment_as_libmlx5() {
+        // A component no other test reads (libmlx5's are MLX_CQ/QP/SRQ).
+        let name = "VERBS_BUF_TEST_ALLOC_TYPE";
+        for (v, t) in [("huge", AllocType::Huge), ("PREFER_HUGE", AllocType::PreferHuge), ("All", AllocType::PreferHuge), ("ANON", AllocType::Anon), ("CONTIG", AllocType::Anon), ("bogus", AllocType::Anon)] {
+            std::env::set_var(name, v);
+            assert_eq!(AllocType::from_env("VERBS_BUF_TEST"), t, "{v}");
+        }
+        std::env::remove_var(name);
+        assert_eq!(AllocType::from_env("VERBS_BUF_TEST"), AllocType::Anon);
+    }
+
+    #[test]
+    fn huge_pages_or_a_refusal() {
+        let free = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| m.lines().find_map(|l| l.strip_prefix("HugePages_Free:").map(|v| v.trim().parse::<u64>().unwrap_or(0))))
+            .unwrap_or(0);
+        let b = WqBuf::alloc("test", 100, AllocType::PreferHuge).expect("huge pages or the fallback");
+        assert_eq!(b.get::<u64>(0), Some(0), "zeroed");
+        match WqBuf::alloc("test", 100, AllocType::Huge) {
+            Ok(b) => {
+                assert!(free > 0, "huge pages without any free");
+                assert_eq!((b.len(), b.addr() % crate::HUGE_PAGE_SIZE as u64), (crate::HUGE_PAGE_SIZE, 0));
+            }
+            Err(e) => {
+                assert_eq!(free, 0, "refused with {free} huge pages free: {e}");
+                assert_eq!((e.verb(), e.errno()), ("test", Some(rustix::io::Errno::NOMEM)), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn bounds_alignment_and_round_trips() {
         let mut b = WqBuf::new("test", 100).unwrap();
         assert_eq!(b.len(), 4096);
@@ -251,6 +483,37 @@ mod tests {
         b.atomic_u32(8).unwrap().store(0x1122_3344u32.to_be(), Ordering::Release);
         assert_eq!(b.get::<[u8; 4]>(8), Some([0x11, 0x22, 0x33, 0x44]));
         assert!(b.atomic_u32(6).is_none() && b.atomic_u32(4096).is_none());
+    }
+
+    #[test]
+    fn cqe_ring_checks_once_and_masks_every_load() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        assert!(b.cqe_ring(64, 64).is_some(), "exactly the buffer");
+        assert!(b.cqe_ring(64, 128).is_none(), "past the end");
+        assert!(b.cqe_ring(3, 64).is_none() && b.cqe_ring(4, 96).is_none() && b.cqe_ring(0, 64).is_none());
+        assert!(b.put(2 * 128 + 64 + 56, 0x1122_3344_5566_7788u64.to_le()));
+        assert!(b.put(2 * 128 + 127, 0xa5u8));
+        let r = b.cqe_ring(4, 128).unwrap();
+        assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
+        assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
+        assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
+    }
+
+    #[test]
+    fn windows_are_checked_once_and_store_inside() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        assert!(b.window(4096 - 63, 64).is_none(), "ends past the buffer");
+        assert!(b.window(0, 63).is_none(), "less than a basic block");
+        assert!(b.window(usize::MAX - 10, 64).is_none(), "overflowing offset");
+        let mut w = b.window(4096 - 128, 128).unwrap();
+        w.put::<0, u64>(0x0102_0304_0506_0708);
+        w.put::<56, u64>(9);
+        assert!(w.put_bytes(120, &[7; 8]), "the window's last bytes");
+        assert!(!w.put_bytes(121, &[7; 8]), "past the window");
+        assert_eq!(b.get::<u64>(4096 - 128), Some(0x0102_0304_0506_0708));
+        assert_eq!(b.get::<u64>(4096 - 72), Some(9));
+        assert_eq!(b.get::<[u8; 8]>(4088), Some([7; 8]));
+        assert_eq!(b.get::<u64>(4096 - 64), Some(0), "nothing else stored");
     }
 
     #[test]

@@ -181,14 +181,14 @@ impl Uars {
     /// Rings a send doorbell: `store` gets the UAR page and the byte
     /// offset (register + current half) and does the 64-bit store or the
     /// BlueFlame copy; fences and the half flip around it (`BfReg::ring`).
-    #[inline]
+    #[inline(always)]
     pub fn ring<R>(&self, db: Doorbell, store: impl FnOnce(&Uar, usize) -> R) -> Option<R> {
         let uar = self.pages.get(db.page)?;
         let reg = self.regs.get(db.reg as usize)?;
         // The half flips by `bf_reg_size / 2` even for register 0, whose
         // doorbells are 8 bytes (libmlx5 flips every register).
         let half = self.info.bf_reg_size / 2;
-        Some(reg.ring(half, |off| store(uar, db.offset + off)))
+        Some(reg.ring(half, #[inline(always)] |off| store(uar, db.offset + off)))
     }
 
     /// Rings the doorbell a post asked for ([`Ring`]): the 64-bit store
@@ -204,6 +204,14 @@ impl Uars {
                 .ring(db, |uar, off| uar.store_chunks(off, (0..chunks).map(|c| sq.block(buf, first.wrapping_add(c)))))
                 .unwrap_or(false),
         }
+    }
+
+    /// Rings a BlueFlame copy of one basic block, `block` (the straight
+    /// path's WQE, read back from the ring): as [`Uars::ring_send`] does
+    /// for `Ring::BlueFlame` of one chunk.
+    #[inline(always)]
+    pub fn ring_block(&self, db: Doorbell, block: [u64; 8]) -> bool {
+        self.ring(db, #[inline(always)] |uar, off| uar.store_block(off, block)).unwrap_or(false)
     }
 
     /// Rings a CQ arm doorbell (`mlx5_arm_cq`): the 8 bytes at `+0x20` of

@@ -10,10 +10,12 @@
 use super::cqe::{Queues, Source, Target};
 use super::ctx::Doorbell;
 use super::registry::{Entry, RegRef, SlotGuard};
+use super::sq::StraightRing;
 use crate::ah::Ah;
+use crate::providers::seam::StraightWr;
 use crate::error::ErrorKind;
-use crate::wc::WcOut;
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wc::{Wc, WcOut};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
 fn gone(verb: &'static str) -> PostError {
     PostError::new(verb, ErrorKind::InvalidArgument, 0)
@@ -36,6 +38,23 @@ pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> R
     Ok(())
 }
 
+/// `ibv_post_send` of the one request `s` on the QP in slot `uidx`
+/// through the straight path ([`SendQueue::post_straight`]), then its
+/// doorbell: `false`, nothing written, if that path does not take it.
+///
+/// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
+#[inline(always)]
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: Doorbell, s: &W) -> bool {
+    let Some(mut g) = reg.lock(uidx) else { return false };
+    let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
+    let Some(ring) = sq.post_straight(buf, s) else { return false };
+    match ring {
+        StraightRing::Block { block, .. } => reg.uars().ring_block(db, block),
+        StraightRing::Ring(r) => reg.uars().ring_send(db, sq, buf, r),
+    };
+    true
+}
+
 /// `ibv_post_recv` on the QP in slot `uidx`.
 #[inline]
 pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
@@ -44,6 +63,18 @@ pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), Post
     match &mut *g {
         Entry::Qp { rq: Some(rq), buf, .. } => rq.post(buf, wrs),
         _ => Err(gone(VERB)),
+    }
+}
+
+/// `ibv_post_recv` of one request of at most one SGE on the QP in slot
+/// `uidx` ([`RecvQueue::post_one`](super::rq::RecvQueue::post_one)):
+/// `false`, nothing written, if not taken.
+#[inline(always)]
+pub fn post_recv_one(reg: &RegRef, uidx: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+    let Some(mut g) = reg.lock(uidx) else { return false };
+    match &mut *g {
+        Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, wr_id, sge),
+        _ => false,
     }
 }
 
@@ -115,9 +146,42 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
         return Ok(0);
     }
     let mut look = Lookup { reg, held: None };
-    match ring.poll(buf, out, &mut look) {
-        Ok(n) => Ok(n),
-        Err(_) => Err(0),
+    let r = ring.poll(buf, out, &mut look);
+    let ci = ring.ci();
+    drop(look);
+    g.publish(ci);
+    r.map_err(|_| 0)
+}
+
+/// One completion of the CQ in slot `cq` into `out[0]` for `poll_with`
+/// (1, or 0: empty, or a CQE this provider cannot complete, consumed and
+/// skipped), its doorbell record left for [`store_ci`].
+#[inline(always)]
+pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
+    let Some(mut g) = reg.lock(cq) else { return 0 };
+    let Entry::Cq { ring, buf } = &mut *g else { return 0 };
+    let mut look = Lookup { reg, held: None };
+    let n = match ring.poll_deferred(buf, out, &mut look) {
+        Ok(n) => n,
+        Err(_) => {
+            // The CQE was consumed: its entry goes back to the device now.
+            ring.update_ci(buf);
+            0
+        }
+    };
+    let ci = ring.ci();
+    drop(look);
+    g.publish(ci);
+    n
+}
+
+/// Stores the consumer index of the CQ in slot `cq` into its doorbell
+/// record (after [`poll_one`]s).
+pub fn store_ci(reg: &RegRef, cq: u32) {
+    if let Some(g) = reg.lock(cq) {
+        if let Entry::Cq { ring, buf } = &*g {
+            ring.update_ci(buf);
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem, CQE_SIZE};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
-use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ResizeCq};
+use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, ModifySrq, ResizeCq};
 use crate::ah::AhAttr;
 use crate::cmd::device::query_gid_entry;
 use crate::query::{GidEntry, GID_TYPE_ROCE_V2};
@@ -28,10 +28,11 @@ use crate::cmd::device::{get_context, query_device_ex, ContextReply};
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
-use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
+use crate::cmd::channel::RingFailed;
+use crate::providers::seam::{QpCreateCmd, SrqCreateCmd, no_recv_queue, Caps, StraightWr, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
 use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
 /// The mlx5 provider (ConnectX-4 and later, `mlx5_ib`).
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +69,16 @@ impl Provider for Mlx5 {
         // refuses it at ibv_create_qp_ex (EOPNOTSUPP), and so does our
         // send queue (sq_check.rs)
         send_ops: !(1 << 12),
+        // libmlx5's create_qp passes ibv_create_qp_ex's create_flags to the
+        // kernel as they are (the extended CREATE_QP), and mlx5_ib judges
+        // them: BLOCK_SELF_MCAST_LB, SCATTER_FCS, CVLAN_STRIPPING and
+        // PCI_WRITE_END_PADDING (SOURCE_QPN, an IPoIB underlay QP, is not
+        // implemented here).
+        qp_create_flags: crate::qp::QpCreateFlags::all().bits(),
+        // libmlx5 has thread and parent domains (src/domain.rs: a TD gives no
+        // dedicated UAR here yet)
+        parent_domains: true,
+        query_qp_send_caps_from_library: true,
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: false,
@@ -186,14 +197,27 @@ pub struct Mlx5Cq {
     /// on rxe and siw. The slot lock itself is never held across caller
     /// code.
     lent: AtomicU8,
+    /// The owner bytes of its ring, for [`Mlx5Cq::peek_empty`].
+    peek: Option<peek::Peek>,
 }
 
-/// Gives a lent CQ back when `poll_with` returns or its closure unwinds.
-struct Unlend<'a>(&'a AtomicU8);
+#[path = "cq_peek.rs"]
+mod peek;
+
+/// Gives a lent CQ back when `poll_with` returns or its closure unwinds,
+/// after storing its consumer index into the doorbell record if anything
+/// was consumed (once per batch).
+struct Unlend<'a> {
+    cq: &'a Mlx5Cq,
+    consumed: bool,
+}
 
 impl Drop for Unlend<'_> {
     fn drop(&mut self) {
-        self.0.store(Claim::Free as u8, Ordering::Release);
+        if self.consumed {
+            ops::store_ci(&self.cq.reg, self.cq.slot);
+        }
+        self.cq.lent.store(Claim::Free as u8, Ordering::Release);
     }
 }
 
@@ -229,8 +253,13 @@ impl ProviderCq for Mlx5Cq {
         let cqn = u32::from_ne_bytes([out[0], out[1], out[2], out[3]]);
         let ring = mem.ring(verb, resp.cqe, cqn, info.cqe_version)?;
         let ncqe = mem.ncqe;
+        let peek = peek::Peek::new(&ring, &mem.buf);
         let (reg, slot) = slot.fill(Entry::Cq { ring, buf: mem.buf });
-        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8) })
+        // A slot used before holds an old CQ's index: this CQ starts at 0.
+        if let Some(g) = reg.lock(slot) {
+            g.publish(0);
+        }
+        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8), peek })
     }
 
     /// `mlx5_resize_cq`: a new buffer (every entry invalid), `RESIZE_CQ`
@@ -260,6 +289,11 @@ impl ProviderCq for Mlx5Cq {
         let mut g = self.reg.lock(self.slot).ok_or_else(|| dead("mlx5: the CQ has no slot"))?;
         let Entry::Cq { ring, buf } = &mut *g else { return Err(dead("mlx5: the CQ's slot holds no CQ")) };
         let moved = ring.move_to(buf, mem.buf, mem.ncqe);
+        // The old buffer may be gone: the peek follows the ring (P1 of
+        // `cq_peek.rs`), whatever the outcome.
+        self.peek = peek::Peek::new(ring, buf);
+        let ci = ring.ci();
+        g.publish(ci);
         self.ncqe = mem.ncqe;
         moved.map_err(dead)
     }
@@ -280,9 +314,9 @@ impl ProviderCq for Mlx5Cq {
         reset::clean_cq(&self.reg, self.slot, qp_num);
     }
 
-    #[inline]
+    #[inline(always)]
     fn is_empty(&self) -> bool {
-        ops::is_empty(&self.reg, self.slot)
+        self.peek_empty()
     }
 
     #[inline]
@@ -298,20 +332,24 @@ impl ProviderCq for Mlx5Cq {
         self.poll(out)
     }
 
-    /// Each completion is consumed (its CQE freed, its WQE retired)
-    /// before `f` sees it, one at a time, so a panic in `f` loses none
-    /// but the one handed out; the CQ is lent to `f` meanwhile.
+    /// Each completion is consumed (its WQE retired, the consumer index
+    /// past it) before `f` sees it, one at a time, so a panic in `f` loses
+    /// none but the one handed out; the CQ is lent to `f` meanwhile (no
+    /// slot lock is held while `f` runs). The doorbell record, which
+    /// frees the entries for the device, is stored once for the batch,
+    /// also when `f` unwinds.
     fn poll_with(&self, max: usize, mut f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         if self.lent.compare_exchange(Claim::Free as u8, Claim::Lent as u8, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(Claim::Lent);
         }
-        let _back = Unlend(&self.lent);
+        let mut back = Unlend { cq: self, consumed: false };
         let mut done = 0;
         while done < max {
-            let mut one = [Wc::default()];
-            if ops::poll(&self.reg, self.slot, &mut one).unwrap_or_else(|n| n) == 0 {
+            let mut one = [Wc::ZERO];
+            if ops::poll_one(&self.reg, self.slot, &mut one) == 0 {
                 break;
             }
+            back.consumed = true;
             done += 1;
             f(&one[0]);
         }
@@ -332,6 +370,15 @@ pub struct Mlx5Qp {
     slots: (u32, Option<u32>),
 }
 
+impl Mlx5Qp {
+    /// [`ProviderQp::post_send`] of what the straight path did not take:
+    /// out of line, so the inlined straight path keeps its registers.
+    #[inline(never)]
+    fn post_send_general(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        ops::post_send(&self.reg, self.slot, self.db, wrs)
+    }
+}
+
 impl Drop for Mlx5Qp {
     fn drop(&mut self) {
         reset::forget_qp(&self.reg, self.slot);
@@ -341,9 +388,9 @@ impl Drop for Mlx5Qp {
 impl ProviderQp for Mlx5Qp {
     type Ctx = Mlx5Context;
 
-    fn create(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+    fn create<C: QpCreateCmd>(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let verb = dc.verb();
-        let core = *dc.core();
+        let core = dc.core().request();
         let qp_type = match core.qp_type {
             2 => QpType::Rc,
             3 => QpType::Uc,
@@ -366,7 +413,7 @@ impl ProviderQp for Mlx5Qp {
         let mem = QpMem::new(verb, &info.limits, qp_type, &cap, uses_srq, info.cache_line_size)?;
         let slot = ctx.reserve(verb)?;
         let mut out = Mlx5CreateQpResp::new_zeroed();
-        let resp = dc.send(mem.request(slot.i).as_bytes(), out.as_mut_bytes())?;
+        let resp = *C::base(&dc.send(mem.request(slot.i).as_bytes(), out.as_mut_bytes())?);
         let db = ctx.reg.uars().doorbell(out.bfreg_index).ok_or_else(|| {
             Error::new(verb, ErrorKind::Malformed).with_detail("mlx5: the kernel gave the QP a BlueFlame register the context does not have")
         })?;
@@ -376,7 +423,7 @@ impl ProviderQp for Mlx5Qp {
         // mlx5_ib echoes the requested capacities for a user QP; libmlx5
         // reports what its queues hold (`create_qp`, `mlx5_calc_sq_size`),
         // and so does this provider: the posts check against these.
-        if let Some(r) = dc.sent_mut() {
+        if let Some(r) = dc.sent_mut().map(C::base_mut) {
             r.max_send_wr = granted.max_send_wr;
             r.max_recv_wr = granted.max_recv_wr;
             r.max_recv_sge = granted.max_recv_sge;
@@ -386,9 +433,26 @@ impl ProviderQp for Mlx5Qp {
         Ok(Self { reg, slot, db, slots })
     }
 
-    #[inline]
+    /// A list of one takes the straight path when it can (what it
+    /// declines goes to the general path untouched, which judges it).
+    #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
-        ops::post_send(&self.reg, self.slot, self.db, wrs)
+        if let [one] = wrs {
+            if ops::post_send_straight(&self.reg, self.slot, self.db, one) {
+                return Ok(());
+            }
+        }
+        self.post_send_general(wrs)
+    }
+
+    #[inline(always)]
+    fn post_send_straight<W: StraightWr + ?Sized>(
+        &mut self,
+        _: BorrowedFd<'_>,
+        _: QpType,
+        s: &W,
+    ) -> Option<core::result::Result<(), RingFailed>> {
+        ops::post_send_straight(&self.reg, self.slot, self.db, s).then_some(Ok(()))
     }
 
     #[inline]
@@ -396,7 +460,20 @@ impl ProviderQp for Mlx5Qp {
         if self.slots.1.is_none() {
             return Err(no_recv_queue());
         }
+        // One request of at most one SGE, the common case: the straight
+        // path; anything it does not take (a full queue, no room for an
+        // SGE) goes the general way, which names the error.
+        if let [wr] = wrs {
+            if wr.sg_list.len() <= 1 && ops::post_recv_one(&self.reg, self.slot, wr.wr_id, wr.sg_list.first()) {
+                return Ok(());
+            }
+        }
         ops::post_recv(&self.reg, self.slot, wrs)
+    }
+
+    #[inline(always)]
+    fn post_recv_straight(&mut self, _: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+        self.slots.1.is_some() && ops::post_recv_one(&self.reg, self.slot, wr_id, sge)
     }
 
     fn queue_slots(&self) -> (u32, Option<u32>) {

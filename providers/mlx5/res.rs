@@ -15,7 +15,7 @@
 //! receive buffers.
 
 use super::abi::{Mlx5CreateCq, Mlx5CreateQp, Mlx5CreateSrq};
-use super::buf::WqBuf;
+use super::buf::{AllocType, WqBuf};
 use super::cqe::CqRing;
 use super::rq::{RecvQueue, Srq};
 use super::sizing::{qp_layout, srq_size, DeviceLimits, QpLayout, SrqSize};
@@ -56,7 +56,7 @@ impl CqMem {
         let Some(ncqe) = ncqe else { return Err(invalid(verb, "mlx5: more CQEs than a CQ holds (2^24 - 1)")) };
         let ring = ncqe as usize * CQE_SIZE as usize;
         let dbrec_offset = dbrec_after(ring, cache_line);
-        let mut buf = WqBuf::new(verb, dbrec_offset + 8)?;
+        let mut buf = WqBuf::alloc(verb, dbrec_offset + 8, AllocType::from_env("MLX_CQ"))?;
         // cqn and version do not matter for marking the entries.
         CqRing::new(verb, ncqe, CQE_SIZE, dbrec_offset, 0, 0)?.init(&mut buf)?;
         Ok(Self { buf, ncqe, dbrec_offset })
@@ -102,7 +102,7 @@ impl QpMem {
         }
         let layout = qp_layout(lim, qp_type, cap, uses_srq).map_err(|why| invalid(verb, why))?;
         let dbrec_offset = dbrec_after(layout.bytes as usize, cache_line);
-        let buf = WqBuf::new(verb, dbrec_offset + 8)?;
+        let buf = WqBuf::alloc(verb, dbrec_offset + 8, AllocType::from_env("MLX_QP"))?;
         Ok(Self { buf, layout, dbrec_offset })
     }
 
@@ -167,7 +167,7 @@ impl SrqMem {
     pub fn new(verb: &'static str, lim: &DeviceLimits, max_wr: u32, max_sge: u32, cache_line: u32) -> Result<Self> {
         let size = srq_size(lim, max_wr, max_sge).map_err(|why| invalid(verb, why))?;
         let dbrec_offset = dbrec_after(size.bytes() as usize, cache_line);
-        let buf = WqBuf::new(verb, dbrec_offset + 8)?;
+        let buf = WqBuf::alloc(verb, dbrec_offset + 8, AllocType::from_env("MLX_SRQ"))?;
         Ok(Self { buf, size, dbrec_offset })
     }
 

@@ -111,6 +111,9 @@ fn srq_table() {
     assert_eq!(s(1, 0), (5, 1, 4, 1, true, 3));
     // 16+64 = 80 -> 128 holds 7.
     assert_eq!(s(8, 4), (7, 7, 32, 15, true, 31));
+    // max_wr 0 (taken, as libmlx5 does): 2*0+1 = 1 WQE, tail roundup(1)-1 =
+    // 0, the kernel asked for 0.
+    assert_eq!(s(0, 1), (5, 1, 1, 0, true, 0));
     assert!(srq_size(&LIM, 32768, 1).is_err());
     assert!(srq_size(&LIM, 8, 33).is_err());
 }

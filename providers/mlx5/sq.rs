@@ -150,6 +150,11 @@ pub struct SendQueue {
     /// Fence the next WQE inherits (`fm_cache`: after a bind/invalidate).
     fm_cache: u8,
     table: Table<SqEntry>,
+    /// The straight path's constants (`sq_straight.rs`).
+    straight: straight::Straight,
+    /// Bytes a buffer needs to hold the ring and the doorbell record
+    /// (`usize::MAX` if no buffer can: a misaligned record).
+    need_len: usize,
 }
 
 impl SendQueue {
@@ -162,7 +167,11 @@ impl SendQueue {
         if !n.is_power_of_two() || cfg.size.wqe_size == 0 || cfg.size.max_post == 0 || n > 1 << 24 {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: send queue geometry is not one sizing gives"));
         }
-        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)? })
+        let ring_end = cfg.sq_offset.checked_add(cfg.size.bytes() as usize);
+        let db_end = cfg.dbrec_offset.checked_add(8).filter(|_| cfg.dbrec_offset.is_multiple_of(4));
+        let need_len = ring_end.zip(db_end).map_or(usize::MAX, |(r, d)| r.max(d));
+        let straight = straight::Straight::new(&cfg);
+        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)?, straight, need_len })
     }
 
     /// The configuration.
@@ -415,6 +424,9 @@ impl SendQueue {
 
 #[path = "sq_check.rs"]
 mod check;
+#[path = "sq_straight.rs"]
+mod straight;
+pub use straight::StraightRing;
 #[path = "umr.rs"]
 pub mod umr;
 

@@ -124,6 +124,24 @@ impl Uar {
     }
 }
 
+impl Uar {
+    /// [`Uar::store_chunks`] of the one chunk `block`.
+    #[inline(always)]
+    pub fn store_block(&self, off: usize, block: [u64; 8]) -> bool {
+        if off.checked_add(64).is_none_or(|e| e > self.len) || !off.is_multiple_of(8) {
+            return false;
+        }
+        let first = self.ptr.as_ptr().wrapping_add(off).cast::<u64>();
+        for (w, v) in block.into_iter().enumerate() {
+            // SAFETY: word `w < 8` from the 8-aligned `off` (U2), ending
+            // at most 64 bytes after it, inside the mapping (checked
+            // above, U1); a volatile store, no reference formed.
+            unsafe { first.wrapping_add(w).write_volatile(v) };
+        }
+        true
+    }
+}
+
 impl Drop for Uar {
     fn drop(&mut self) {
         // SAFETY: the mapping `map` made (U1), unmapped once; the owner is
@@ -176,7 +194,7 @@ impl BfReg {
     /// before the store (the doorbell record and WQEs first) and after it
     /// (the doorbell leaves the CPU before the lock does), as
     /// `post_send_db` orders them.
-    #[inline]
+    #[inline(always)]
     pub fn ring<R>(&self, buf_size: u32, store: impl FnOnce(usize) -> R) -> R {
         let mut cur = self.state.load(Ordering::Relaxed);
         loop {
@@ -234,6 +252,24 @@ mod tests {
         assert_eq!(u64::from_ne_bytes(page[0x978..0x980].try_into().unwrap()), 0x2222);
         assert_eq!(&page[0x980..0x988], &[0; 8]);
         assert!(page[UAR_PAGE - 64..].iter().all(|&b| b == 0), "the refused copy stored nothing");
+    }
+
+    #[test]
+    fn one_block_lands_whole_or_not_at_all() {
+        let fd = rustix::fs::memfd_create("verbs-uar-block", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&fd, UAR_PAGE as u64).unwrap();
+        let uar = Uar::map("test", rustix::fd::AsFd::as_fd(&fd), 0, UAR_PAGE).unwrap();
+        let block: [u64; 8] = core::array::from_fn(|i| 0x100 + i as u64);
+        assert!(uar.store_block(BF_OFFSET + 256, block));
+        assert!(!uar.store_block(UAR_PAGE - 56, block), "would end outside");
+        assert!(!uar.store_block(BF_OFFSET + 4, block), "misaligned");
+        let mut page = [0u8; UAR_PAGE];
+        rustix::io::pread(&fd, &mut page, 0).unwrap();
+        for (i, w) in page[0x900..0x940].chunks(8).enumerate() {
+            assert_eq!(u64::from_ne_bytes(w.try_into().unwrap()), 0x100 + i as u64);
+        }
+        assert!(page[UAR_PAGE - 64..].iter().all(|&b| b == 0), "the refused copy stored nothing");
+        assert!(page[0x940..0x948].iter().all(|&b| b == 0));
     }
 
     #[test]

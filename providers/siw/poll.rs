@@ -111,10 +111,12 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Cl
 
 /// [`poll`] of a CQ just found not empty (the C library's `ibv_poll_cq`,
 /// which looked already): no second look, straight to the copy (a CQ
-/// that another poller emptied meanwhile, or an empty `out`, gives 0).
+/// that another poller emptied meanwhile, or an empty `out`, gives 0),
+/// inlined: its caller there is itself out of line (one stack frame and
+/// no call per poll, as [`copy_run`] in `Cq::poll`'s).
 #[inline(always)]
 pub fn poll_nonempty(cq: &CqRing, out: &mut [core::mem::MaybeUninit<Wc>]) -> Result<usize, Claim> {
-    poll_copy(cq, out)
+    copy_run(cq, out)
 }
 
 /// [`poll`] past the empty check.

@@ -261,8 +261,9 @@ impl<const ELEM: usize> Ring<ELEM> {
 /// kernel (S3). It reads user space's position once, when it is made.
 pub struct Producer<'q, const ELEM: usize> {
     q: &'q Ring<ELEM>,
-    /// The ring's `base` and `n`, copied once (a store into an element
-    /// would otherwise make every later access load them again).
+    /// `q`'s array and length, read once: kept in this local value, they
+    /// are not loaded again after every store into an element (which the
+    /// compiler cannot tell apart from a store into the ring's fields).
     base: *mut u8,
     n: u32,
     claimed: bool,

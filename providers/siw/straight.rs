@@ -172,11 +172,11 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: Qp
 /// fits the element.
 #[inline(always)]
 pub fn post_recv_straight(mut prod: Producer<'_, RQE>, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
-    let Some(mut slot) = prod.first() else { return false };
+    // Nothing written: the general path names the error.
     if sge.is_some() && max_sge == 0 {
-        // Nothing written yet: the general path names the error.
         return false;
     }
+    let Some(mut slot) = prod.first() else { return false };
     put_recv_one(&mut slot, wr_id, sge);
     prod.give(0, SIW_WQE_VALID);
     prod.advance(1);

@@ -49,6 +49,9 @@ static void mr_part(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_pd *p
 		errno = 0;
 		rc = ibv_rereg_mr(mr, 0x40, NULL, NULL, 0, 0);
 		printf("  rereg(bad flags) %d %s\n", rc, E(rc));
+		errno = 0;
+		rc = ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0);
+		printf("  rereg(no flags) %d %s\n", rc, E(rc));
 		printf("  dereg_mr %d\n", ibv_dereg_mr(mr));
 	}
 	if (mr2)

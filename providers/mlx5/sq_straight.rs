@@ -1,0 +1,243 @@
+//! The straight send path of mlx5 (the provider seam's
+//! `post_send_straight`): one plain request — SEND, SEND with immediate,
+//! RDMA WRITE (with immediate), RDMA READ on an RC or UC QP, with one SGE,
+//! inline bytes or no data — read field by field from the caller's
+//! request ([`StraightWr`]: a `SendWr` of a list of one, or a C
+//! `ibv_send_wr`) straight into its WQE, in one pass and with one bounds
+//! check for the WQE's basic blocks ([`WqBuf::window`]).
+//!
+//! The WQE is byte for byte the one [`SendQueue::post_with`] writes
+//! (libmlx5's `_mlx5_post_send`), the indices, the wr_id table, the
+//! doorbell record and the doorbell decision are the same. Anything this
+//! path does not take — another operation or transport, unknown flags,
+//! several SGEs, data over the capacities, a full queue, a WQE that would
+//! wrap the ring's end, a fence inherited from a bind — is left untouched
+//! (nothing stored) for the general path, which writes it or names the
+//! error (`sq_straight_tests.rs` proves both against the general writer).
+
+use core::sync::atomic::Ordering;
+
+use zerocopy::byteorder::network_endian::{U32, U64};
+
+use super::{Ring, SendQueue, SqEntry, BB};
+use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM};
+use crate::providers::mlx5::buf::WqBuf;
+use crate::providers::mlx5::wqe::*;
+use crate::providers::seam::{Plain, StraightWr};
+use crate::qp::QpType;
+use crate::wr::SendFlags;
+
+/// The straight operations an RC QP takes (one bit per `ibv_wr_opcode`).
+const RC_OPS: u32 = 1 << WR_SEND | 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE | 1 << WR_RDMA_WRITE_WITH_IMM | 1 << WR_RDMA_READ;
+/// UC has no RDMA READ.
+const UC_OPS: u32 = RC_OPS & !(1 << WR_RDMA_READ);
+/// The operations with a remote address segment.
+const RADDR_OPS: u32 = 1 << WR_RDMA_WRITE | 1 << WR_RDMA_WRITE_WITH_IMM | 1 << WR_RDMA_READ;
+/// The operations with immediate data (big-endian in the request).
+const IMM_OPS: u32 = 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE_WITH_IMM;
+const _: () = assert!(WR_RDMA_WRITE < 8 && WR_RDMA_WRITE_WITH_IMM < 8 && WR_SEND < 8 && WR_SEND_WITH_IMM < 8 && WR_RDMA_READ < 8);
+
+/// The `MLX5_OPCODE_*` of each straight `ibv_wr_opcode`, a byte each.
+const MLX5_OPS: u64 = (OPCODE_RDMA_WRITE as u64) << (8 * WR_RDMA_WRITE)
+    | (OPCODE_RDMA_WRITE_IMM as u64) << (8 * WR_RDMA_WRITE_WITH_IMM)
+    | (OPCODE_SEND as u64) << (8 * WR_SEND)
+    | (OPCODE_SEND_IMM as u64) << (8 * WR_SEND_WITH_IMM)
+    | (OPCODE_RDMA_READ as u64) << (8 * WR_RDMA_READ);
+
+/// `fm_ce_se` of each of the 8 combinations of `IBV_SEND_FENCE`,
+/// `_SIGNALED`, `_SOLICITED`, a byte each: one shift instead of three
+/// tests.
+const FM_CE_SE: u64 = {
+    let mut t = 0u64;
+    let mut f = 0;
+    while f < 8 {
+        let mut b = 0u8;
+        if f & SendFlags::FENCE.bits() != 0 {
+            b |= WQE_CTRL_FENCE;
+        }
+        if f & SendFlags::SIGNALED.bits() != 0 {
+            b |= WQE_CTRL_CQ_UPDATE;
+        }
+        if f & SendFlags::SOLICITED.bits() != 0 {
+            b |= WQE_CTRL_SOLICITED;
+        }
+        t |= (b as u64) << (8 * f);
+        f += 1;
+    }
+    t
+};
+const _: () = assert!(SendFlags::all().bits() == 7);
+
+/// What the straight path needs of a send queue beyond its
+/// configuration, computed once when the queue is made.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Straight {
+    /// The straight operations of the transport (none for UD).
+    ops: u32,
+    /// `qpn << 8`, the control segment's second word without `ds`.
+    qpn8: u32,
+    /// `MLX5_WQE_CTRL_CQ_UPDATE` with `sq_sig_all`, else 0.
+    sig: u8,
+    /// The largest `ds` a BlueFlame copy takes, for a WQE without inline
+    /// data (index 0) and with (index 1); 0 where BlueFlame is not used.
+    bf_ds: [u32; 2],
+}
+
+impl Straight {
+    pub(super) fn new(cfg: &super::SqConfig) -> Self {
+        let ops = match cfg.qp_type {
+            QpType::Rc => RC_OPS,
+            QpType::Uc => UC_OPS,
+            _ => 0,
+        };
+        let bf = cfg.bf;
+        let max = if bf.enabled { bf.buf_size / 16 } else { 0 };
+        Self {
+            ops,
+            qpn8: cfg.qpn << 8,
+            sig: if cfg.sig_all { WQE_CTRL_CQ_UPDATE } else { 0 },
+            bf_ds: [if bf.prefer { max } else { 0 }, max],
+        }
+    }
+}
+
+impl SendQueue {
+    /// `ibv_post_send` of the one request `s` through the straight path:
+    /// `Some` (what to ring: [`StraightRing`]; the doorbell record is
+    /// stored) if it was
+    /// written, `None` — nothing stored, no index moved — if it is not a
+    /// straight request or the general path must judge it.
+    #[inline(always)]
+    pub fn post_straight<W: StraightWr + ?Sized>(&mut self, buf: &mut WqBuf, s: &W) -> Option<StraightRing> {
+        let opcode = s.opcode();
+        let flags = s.flags();
+        let st = &self.straight;
+        // `checked_shr`: an opcode of 32 or more is no straight one. A
+        // fence inherited from a bind or local invalidate goes the
+        // general way (it is dropped when the request fences itself).
+        if st.ops.checked_shr(opcode).unwrap_or(0) & 1 == 0 || flags & !SendFlags::all().bits() != 0 || self.fm_cache != 0 {
+            return None;
+        }
+        let size = self.cfg.size;
+        if self.head.wrapping_sub(self.tail) >= size.max_post || buf.len() < self.need_len {
+            return None;
+        }
+        let idx = self.cur_post & (size.wqe_cnt - 1);
+        let at = self.cfg.sq_offset + (idx * BB) as usize;
+        let raddr = RADDR_OPS >> opcode & 1;
+        // Per shape: ds (the control segment, the remote address, the
+        // data), the window over the WQE's blocks, and the data written
+        // (after the last check: nothing below declines).
+        let (ds, inline, mut w) = match s.data()? {
+            Plain::Empty => (1 + raddr, 0, buf.window(at, BB as usize)?),
+            Plain::Sge(g) if size.max_gs != 0 && g.length <= 1 << 31 => {
+                let mut w = buf.window(at, BB as usize)?;
+                // A zero-length SGE is skipped (no data segment), as
+                // libmlx5 skips it.
+                if g.length == 0 {
+                    (1 + raddr, 0, w)
+                } else {
+                    let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
+                    if raddr == 0 {
+                        w.put::<16, DataSeg>(seg);
+                    } else {
+                        w.put::<32, DataSeg>(seg);
+                    }
+                    (2 + raddr, 0, w)
+                }
+            }
+            Plain::Inline(d) if d.len() <= size.max_inline as usize && opcode != WR_RDMA_READ => {
+                let n = d.len() as u32;
+                if n == 0 {
+                    // No inline segment for no bytes.
+                    (1 + raddr, 1, buf.window(at, BB as usize)?)
+                } else {
+                    let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
+                    let nbb = ds.div_ceil(4);
+                    // A WQE that would wrap the ring's end goes the
+                    // general way.
+                    if idx + nbb > size.wqe_cnt {
+                        return None;
+                    }
+                    let mut w = buf.window(at, (nbb * BB) as usize)?;
+                    let hdr = U32::new(n | INLINE_SEG);
+                    let at_data = if raddr == 0 {
+                        w.put::<16, U32>(hdr);
+                        16
+                    } else {
+                        w.put::<32, U32>(hdr);
+                        32
+                    };
+                    // Inside the WQE's blocks (`ds` counts them).
+                    let stored = w.put_bytes(at_data + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    (ds, 1, w)
+                }
+            }
+            _ => return None,
+        };
+        if raddr != 0 {
+            let (remote_addr, rkey) = s.remote();
+            w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
+        }
+        let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
+        let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
+        let op = (MLX5_OPS >> (8 * opcode)) as u8;
+        let words = [U32::new((self.cur_post & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
+        w.put::<0, [U32; 2]>(words);
+        // `imm` is big-endian already (as `ibv_send_wr` holds it).
+        w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
+        // One block (the common case): its words, for the BlueFlame copy.
+        let nbb = ds.div_ceil(4);
+        let block = if nbb == 1 { Some(w.block()) } else { None };
+        if let Some(e) = self.table.get_mut(idx as usize) {
+            *e = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
+        }
+        self.head = self.head.wrapping_add(1);
+        self.cur_post = self.cur_post.wrapping_add(nbb);
+        // The WQE stores must reach memory before the device can see the
+        // new counter (SAFETY.md, the mlx5 barriers): release store.
+        if let Some(db) = buf.atomic_u32(self.cfg.dbrec_offset + 4 * SND_DBR as usize) {
+            db.store((self.cur_post & 0xffff).to_be(), Ordering::Release);
+        }
+        // libmlx5's choice (`post_send_db`): BlueFlame for one WQE of more
+        // than one unit that fits the register's half.
+        Some(if ds > 1 && ds <= self.straight.bf_ds[inline] {
+            match block {
+                Some(block) => StraightRing::Block { first: idx, block },
+                None => StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb }),
+            }
+        } else {
+            StraightRing::Ring(Ring::Doorbell(zerocopy::transmute!(words)))
+        })
+    }
+}
+
+/// What to ring after a straight post (the doorbell record is stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StraightRing {
+    /// A BlueFlame copy of the one basic block `first`, whose eight words
+    /// (as they are in the ring) are `block`.
+    Block {
+        /// Basic block index of the WQE.
+        first: u32,
+        /// Its 64 bytes.
+        block: [u64; 8],
+    },
+    /// Anything else, as [`SendQueue::post_with`] would ask.
+    Ring(Ring),
+}
+
+impl StraightRing {
+    /// As a [`Ring`] (what the general path returns for the same post).
+    pub fn ring(&self) -> Ring {
+        match *self {
+            StraightRing::Block { first, .. } => Ring::BlueFlame { first, chunks: 1 },
+            StraightRing::Ring(r) => r,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sq_straight_tests.rs"]
+mod tests;

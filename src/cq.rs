@@ -283,7 +283,11 @@ impl<'ctx> Cq<'ctx> {
     /// # let _ = n; Ok(()) }
     /// ```
     #[doc(alias = "ibv_start_poll", alias = "ibv_next_poll", alias = "ibv_end_poll")]
-    #[inline]
+    // Always inlined (a poll loop's only call otherwise: its frame, and
+    // the `Result` returned through memory, cost as much as a poll of
+    // one completion), so that a constant `max` of 1 leaves rxe's poll
+    // only its one-slot path.
+    #[inline(always)]
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
         ring.poll_with(max, f)

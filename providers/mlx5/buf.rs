@@ -31,6 +31,12 @@
 //!   [`Window::block`], reads back a send WQE the window just wrote,
 //!   bytes the device only reads. Stores take `&mut WqBuf`, so no
 //!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
+//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
+//!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
+//!   128, and borrows the buffer for its lifetime; each load masks the
+//!   entry index by `ncqe - 1` and the word index by 7, so every address
+//!   it forms is inside that checked range (no per-load check needed) and
+//!   8-aligned.
 //! * **B4 — `Table`.** Library-private memory no device is told about:
 //!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
 //!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
@@ -45,7 +51,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU8};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -265,6 +271,72 @@ impl WqBuf {
     }
 }
 
+/// A CQ's entries in a [`WqBuf`], checked once (B5): the last 64 bytes of
+/// each of `mask + 1` entries of `1 << shift` bytes, read a word at a time
+/// with no further bounds check (the entry index is masked, the word index
+/// is below 8).
+#[derive(Clone, Copy, Debug)]
+pub struct CqeRing<'a> {
+    /// The last 64 bytes of entry 0.
+    base: NonNull<u8>,
+    mask: u32,
+    shift: u32,
+    _buf: PhantomData<&'a WqBuf>,
+}
+
+impl WqBuf {
+    /// The ring of `ncqe` entries of `cqe_size` bytes (64 or 128) at
+    /// offset 0; `None` if `ncqe` is not a power of two, the size is not
+    /// one of those, or the ring does not fit.
+    #[inline(always)]
+    pub fn cqe_ring(&self, ncqe: u32, cqe_size: u32) -> Option<CqeRing<'_>> {
+        if !ncqe.is_power_of_two() || !matches!(cqe_size, 64 | 128) {
+            return None;
+        }
+        let bytes = (ncqe as usize).checked_mul(cqe_size as usize)?;
+        self.0.at(0, bytes)?;
+        let base = NonNull::new(self.0.ptr.as_ptr().wrapping_add(cqe_size as usize - 64))?;
+        Some(CqeRing { base, mask: ncqe - 1, shift: cqe_size.trailing_zeros(), _buf: PhantomData })
+    }
+}
+
+impl CqeRing<'_> {
+    /// Word `w & 7` (bytes `8w..8w + 8`, as they are in memory: byte 0 is
+    /// the low byte) of the 64 bytes that matter of entry `i & mask`,
+    /// by a volatile load.
+    #[inline(always)]
+    pub fn word(&self, i: u32, w: usize) -> u64 {
+        let off = (((i & self.mask) as usize) << self.shift) | ((w & 7) * 8);
+        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        // SAFETY: B5: `(i & mask) << shift` is the start of an entry below
+        // `mask + 1`, `base` its last 64 bytes, `8 * (w & 7) + 8 <= 64`:
+        // inside the ring `cqe_ring` checked against the buffer, which the
+        // borrow keeps mapped (B1); 8-aligned (page-aligned base, sizes and
+        // offsets multiples of 8); no reference to it exists (B3).
+        u64::from_le(unsafe { p.read_volatile() })
+    }
+
+    /// Byte 63 of entry `i & mask` (`op_own`), by a volatile load.
+    #[inline(always)]
+    pub fn op_own(&self, i: u32) -> u8 {
+        let off = (((i & self.mask) as usize) << self.shift) | 63;
+        // SAFETY: as in `word`: the last byte of an entry inside the ring.
+        unsafe { self.base.as_ptr().wrapping_add(off).read_volatile() }
+    }
+}
+
+impl WqBuf {
+    /// The byte at `off` as an atomic (a CQE's owner byte, which a poller
+    /// may read without the CQ's lock); `None` if outside.
+    pub fn atomic_u8(&self, off: usize) -> Option<&AtomicU8> {
+        let p = self.0.at(off, 1)?;
+        // SAFETY: in bounds (B2), valid while `self` is borrowed (B1);
+        // plain stores need `&mut self`, so none overlaps the borrow (B3);
+        // atomics may share memory with the device.
+        Some(unsafe { AtomicU8::from_ptr(p) })
+    }
+}
+
 /// Bytes a [`Window`] has at least: one send WQE basic block.
 pub const WINDOW_MIN: usize = 64;
 
@@ -423,6 +495,20 @@ mod tests {
         b.atomic_u32(8).unwrap().store(0x1122_3344u32.to_be(), Ordering::Release);
         assert_eq!(b.get::<[u8; 4]>(8), Some([0x11, 0x22, 0x33, 0x44]));
         assert!(b.atomic_u32(6).is_none() && b.atomic_u32(4096).is_none());
+    }
+
+    #[test]
+    fn cqe_ring_checks_once_and_masks_every_load() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        assert!(b.cqe_ring(64, 64).is_some(), "exactly the buffer");
+        assert!(b.cqe_ring(64, 128).is_none(), "past the end");
+        assert!(b.cqe_ring(3, 64).is_none() && b.cqe_ring(4, 96).is_none() && b.cqe_ring(0, 64).is_none());
+        assert!(b.put(2 * 128 + 64 + 56, 0x1122_3344_5566_7788u64.to_le()));
+        assert!(b.put(2 * 128 + 127, 0xa5u8));
+        let r = b.cqe_ring(4, 128).unwrap();
+        assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
+        assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
+        assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! past the freed entries.
 
 use super::*;
+use zerocopy::IntoBytes;
 
 /// `enum mlx5_cqe_opcode` values of responder CQEs (`is_responder`).
 const fn is_responder(opcode: u8) -> bool {
@@ -68,7 +69,12 @@ impl CqRing {
                 }
                 let mut moved = c;
                 moved.op_own = (c.op_own & !CQE_OWNER_MASK) | dst_owner;
-                buf.put(dst, moved);
+                // The owner byte last and atomically: a poller may test it
+                // without the CQ's lock (`provider::peek`).
+                buf.put_bytes(dst, &moved.as_bytes()[..63]);
+                if let Some(o) = buf.atomic_u8(dst + 63) {
+                    o.store(moved.op_own, Ordering::Release);
+                }
             }
         }
         if freed > 0 {

@@ -6,6 +6,16 @@ use super::*;
 
 const VERB: &str = "ibv_poll_cq";
 
+/// What [`CqRing::complete_one`] made of a CQE.
+pub(super) enum Step {
+    /// A completion.
+    Done(Wc),
+    /// Nothing to report (`RESIZE_CQ`): consumed.
+    Skip,
+    /// A CQE this provider cannot complete.
+    Fail(&'static str),
+}
+
 /// The queues a CQ's completions may name, found by the caller (the
 /// context's user-index or QP-number table, later).
 pub trait Queues {
@@ -47,6 +57,11 @@ impl CqRing {
             buf.put(self.cqe64_at(i) + 63, CQE_INVALID << 4);
         }
         Ok(())
+    }
+
+    /// `(ncqe, cqe_size)`.
+    pub fn geometry(&self) -> (u32, u32) {
+        (self.ncqe, self.cqe_size)
     }
 
     /// The consumer index (`cons_index`).
@@ -100,64 +115,124 @@ impl CqRing {
     /// consumed once reported.
     /// Each completion is stored straight into `out` (`Wc` or
     /// `MaybeUninit<Wc>`: a store, no caller code, runs under the caller's
-    /// lock).
+    /// lock). The consumer index is kept in a register and stored, with
+    /// its doorbell record, once per call.
+    ///
+    /// A successful requester CQE of an ordinary opcode (what a poll
+    /// mostly sees) is read word by word and written straight into `out`
+    /// here; every other kind goes through [`parse`] ([`Self::complete_one`]).
+    #[inline(always)]
     pub fn poll<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
-        if !self.fits(buf) {
+        let r = self.poll_deferred(buf, out, queues);
+        self.update_ci(buf);
+        r
+    }
+
+    /// [`Self::poll`] without the store of the doorbell record, which the
+    /// caller makes later ([`Self::update_ci`]; `poll_with` once per
+    /// batch): until then the device keeps off the consumed entries, so
+    /// they stay as they were.
+    #[inline(always)]
+    pub fn poll_deferred<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
+        let ring = match self.fits(buf) {
+            true => buf.cqe_ring(self.ncqe, self.cqe_size),
+            false => None,
+        };
+        let Some(ring) = ring else {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
-        }
+        };
+        let mut ci = self.ci;
         let mut n = 0;
         let mut failed = None;
         while n < out.len() {
-            let Some(c) = self.peek(buf) else { break };
-            let p = match parse(&c, self.cqe_version) {
-                Ok(Some(p)) => p,
-                Ok(None) => {
-                    self.ci = self.ci.wrapping_add(1);
+            let w7 = ring.word(ci, 7);
+            let op_own = (w7 >> 56) as u8;
+            if op_own >> 4 == CQE_INVALID || (op_own & CQE_OWNER_MASK != 0) != (ci & self.ncqe != 0) {
+                break;
+            }
+            // The owner byte said the CQE is complete: the rest of it is
+            // read after (acquire).
+            fence(Ordering::Acquire);
+            let sop = u32::from_be(w7 as u32);
+            let fast = match (sop >> 24) as u8 {
+                _ if op_own & 0xfc != CQE_REQ << 4 => None,
+                OPCODE_RDMA_WRITE => Some((uverbs::WC_RDMA_WRITE, 0, 0)),
+                OPCODE_RDMA_WRITE_IMM => Some((uverbs::WC_RDMA_WRITE, 0, WcFlags::WITH_IMM.bits())),
+                OPCODE_SEND | OPCODE_SEND_INVAL => Some((uverbs::WC_SEND, 0, 0)),
+                OPCODE_SEND_IMM => Some((uverbs::WC_SEND, 0, WcFlags::WITH_IMM.bits())),
+                OPCODE_RDMA_READ => Some((uverbs::WC_RDMA_READ, u32::from_be((ring.word(ci, 5) >> 32) as u32), 0)),
+                OPCODE_ATOMIC_CS => Some((uverbs::WC_COMP_SWAP, 8, 0)),
+                OPCODE_ATOMIC_FA => Some((uverbs::WC_FETCH_ADD, 8, 0)),
+                OPCODE_TSO => Some((uverbs::WC_TSO, 0, 0)),
+                _ => None,
+            };
+            if let Some((opcode, byte_len, wc_flags)) = fast {
+                let qp_num = sop & 0xff_ffff;
+                let rsn = if self.cqe_version == 1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { qp_num };
+                let wqe_counter = u16::from_be((w7 >> 32) as u16);
+                if let Some(Target::Send(sq)) = queues.find(Source::Send { rsn, wqe_counter }) {
+                    let wr_id = sq.complete(wqe_counter).wr_id;
+                    out[n].set(Wc::from_abi(AbiWc { wr_id, opcode, byte_len, qp_num, wc_flags, ..AbiWc::default() }));
+                    n += 1;
+                    ci = ci.wrapping_add(1);
                     continue;
                 }
-                Err(why) => {
+            }
+            match self.complete_one(buf, ci, queues) {
+                Step::Done(wc) => {
+                    out[n].set(wc);
+                    n += 1;
+                }
+                Step::Skip => {}
+                Step::Fail(why) => {
                     failed = Some(why);
                     break;
                 }
-            };
-            let from_record = c.op_own >> 4 == CQE_REQ && !matches!((c.sop_drop_qpn.get() >> 24) as u8, OPCODE_RDMA_WRITE_IMM
-                | OPCODE_RDMA_WRITE | OPCODE_SEND_IMM | OPCODE_SEND | OPCODE_SEND_INVAL | OPCODE_RDMA_READ | OPCODE_ATOMIC_CS | OPCODE_ATOMIC_FA | OPCODE_TSO);
-            let mut wc = p.wc;
-            let a = wc.as_abi_mut();
-            match (p.source, queues.find(p.source)) {
-                (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
-                    let e = sq.complete(wqe_counter);
-                    a.wr_id = e.wr_id;
-                    if from_record {
-                        a.opcode = e.wr_data;
-                    }
-                }
-                (Source::Recv { .. }, Some(Target::Recv(rq))) => a.wr_id = rq.complete(),
-                (Source::Recv { wqe_counter, .. }, Some(Target::Srq(srq, sbuf))) => match srq.complete(sbuf, wqe_counter) {
-                    Some(id) => a.wr_id = id,
-                    None => {
-                        failed = Some("mlx5: a CQE names an SRQ WQE outside the SRQ");
-                        break;
-                    }
-                },
-                _ => {
-                    failed = Some("mlx5: a CQE names no QP or SRQ of this context");
-                    break;
-                }
             }
-            out[n].set(wc);
-            n += 1;
-            self.ci = self.ci.wrapping_add(1);
+            ci = ci.wrapping_add(1);
         }
         let result = match failed {
             Some(why) if n == 0 => {
-                self.ci = self.ci.wrapping_add(1);
+                ci = ci.wrapping_add(1);
                 Err(Error::new(VERB, ErrorKind::Malformed).with_detail(why))
             }
             _ => Ok(n),
         };
-        self.update_ci(buf);
+        self.ci = ci;
         result
+    }
+
+    /// The completion of the software-owned CQE at index `ci`, of any
+    /// kind ([`parse`]), retiring what it covers in the queue `queues`
+    /// finds.
+    #[inline(never)]
+    pub(super) fn complete_one(&self, buf: &WqBuf, ci: u32, queues: &mut impl Queues) -> Step {
+        let Some(c) = buf.get::<Cqe64>(self.cqe64_at(ci)) else { return Step::Fail("mlx5: the buffer does not hold this CQ") };
+        let p = match parse(&c, self.cqe_version) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Step::Skip,
+            Err(why) => return Step::Fail(why),
+        };
+        let from_record = c.op_own >> 4 == CQE_REQ && !matches!((c.sop_drop_qpn.get() >> 24) as u8, OPCODE_RDMA_WRITE_IMM
+            | OPCODE_RDMA_WRITE | OPCODE_SEND_IMM | OPCODE_SEND | OPCODE_SEND_INVAL | OPCODE_RDMA_READ | OPCODE_ATOMIC_CS | OPCODE_ATOMIC_FA | OPCODE_TSO);
+        let mut wc = p.wc;
+        let a = wc.as_abi_mut();
+        match (p.source, queues.find(p.source)) {
+            (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
+                let e = sq.complete(wqe_counter);
+                a.wr_id = e.wr_id;
+                if from_record {
+                    a.opcode = e.wr_data;
+                }
+            }
+            (Source::Recv { .. }, Some(Target::Recv(rq))) => a.wr_id = rq.complete(),
+            (Source::Recv { wqe_counter, .. }, Some(Target::Srq(srq, sbuf))) => match srq.complete(sbuf, wqe_counter) {
+                Some(id) => a.wr_id = id,
+                None => return Step::Fail("mlx5: a CQE names an SRQ WQE outside the SRQ"),
+            },
+            _ => return Step::Fail("mlx5: a CQE names no QP or SRQ of this context"),
+        }
+        Step::Done(wc)
     }
 
     /// `ibv_req_notify_cq`: stores the arm word into the doorbell record

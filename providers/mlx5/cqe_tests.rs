@@ -2,6 +2,7 @@
 //! owner bit, parsing, retirement and the doorbell record.
 
 use super::*;
+use super::ring::Step;
 use crate::providers::mlx5::sizing::{rq_size, sq_size, srq_size, DeviceLimits};
 use crate::providers::mlx5::sq::{BlueFlame, SqConfig};
 use crate::qp::QpType;
@@ -265,4 +266,59 @@ fn umr_completions_take_their_opcode_from_the_wqe_record() {
     let mut out = [Wc::ZERO; 1];
     assert_eq!(r.poll(&b, &mut out, &mut q).unwrap(), 1);
     assert_eq!((out[0].wr_id(), out[0].opcode()), (5, WcOpcode::LocalInv));
+}
+
+/// The poll loop's own reading of requester CQEs (word by word, straight
+/// into `out`) against [`parse`] and the general path ([`CqRing::complete_one`],
+/// which `tests/mlx5diff.rs` holds to libmlx5): every WQE opcode byte,
+/// every low `op_own` bit pattern, both CQE sizes and versions, a QP the
+/// CQE names and one it does not; the same completion, the same error, the
+/// same retirement and consumer index.
+#[test]
+fn fast_requester_path_equals_the_general_one() {
+    let mut compared = 0;
+    for (size, version) in [(64, 1), (128, 1), (64, 0), (128, 0)] {
+        for sop in 0..=255u32 {
+            for low in 0..4u8 {
+                for named in [true, false] {
+                    let mut c = cqe(CQE_REQ, 0);
+                    c.op_own |= low << 1;
+                    let qpn = if named && version == 0 { 7 } else { 0x42 };
+                    c.srqn_uidx = U32::new(0xab00_0000 | if named { 7 } else { 9 });
+                    c.sop_drop_qpn = U32::new(sop << 24 | qpn);
+                    c.byte_cnt = U32::new(0x1234_5678);
+                    c.wqe_counter = U16::new(3);
+                    c.imm_inval_pkey = U32::new(0x5566_7788);
+                    c.slid = U16::new(9);
+                    let run = |general: bool| {
+                        let mut q = qs();
+                        for i in 0..4 {
+                            let wr = SendWr::new(100 + i, crate::wr::SendOp::Send, &[SGE]).signaled();
+                            q.sq.post(&mut q.qbuf, &[wr], |_| None).unwrap();
+                        }
+                        let (mut r, mut b) = cq(size, version);
+                        put(&mut b, size, 0, c);
+                        let mut out = [Wc::ZERO; 1];
+                        let got = if general {
+                            match r.complete_one(&b, 0, &mut q) {
+                                Step::Done(wc) => {
+                                    out[0] = wc;
+                                    Ok(1)
+                                }
+                                Step::Skip => Ok(0),
+                                Step::Fail(why) => Err(why),
+                            }
+                        } else {
+                            r.poll(&b, &mut out, &mut q).map_err(|e| e.detail().unwrap_or_default())
+                        };
+                        (got, out[0], q.sq.indices())
+                    };
+                    let (fast, general) = (run(false), run(true));
+                    assert_eq!(fast, general, "sop {sop:#x} op_own low {low} size {size} version {version} named {named}");
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 4 * 256 * 4 * 2);
 }

@@ -14,8 +14,8 @@ use super::sq::StraightRing;
 use crate::ah::Ah;
 use crate::providers::seam::StraightWr;
 use crate::error::ErrorKind;
-use crate::wc::WcOut;
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wc::{Wc, WcOut};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
 fn gone(verb: &'static str) -> PostError {
     PostError::new(verb, ErrorKind::InvalidArgument, 0)
@@ -63,6 +63,18 @@ pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), Post
     match &mut *g {
         Entry::Qp { rq: Some(rq), buf, .. } => rq.post(buf, wrs),
         _ => Err(gone(VERB)),
+    }
+}
+
+/// `ibv_post_recv` of one request of at most one SGE on the QP in slot
+/// `uidx` ([`RecvQueue::post_one`](super::rq::RecvQueue::post_one)):
+/// `false`, nothing written, if not taken.
+#[inline(always)]
+pub fn post_recv_one(reg: &RegRef, uidx: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+    let Some(mut g) = reg.lock(uidx) else { return false };
+    match &mut *g {
+        Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, wr_id, sge),
+        _ => false,
     }
 }
 
@@ -134,9 +146,42 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
         return Ok(0);
     }
     let mut look = Lookup { reg, held: None };
-    match ring.poll(buf, out, &mut look) {
-        Ok(n) => Ok(n),
-        Err(_) => Err(0),
+    let r = ring.poll(buf, out, &mut look);
+    let ci = ring.ci();
+    drop(look);
+    g.publish(ci);
+    r.map_err(|_| 0)
+}
+
+/// One completion of the CQ in slot `cq` into `out[0]` for `poll_with`
+/// (1, or 0: empty, or a CQE this provider cannot complete, consumed and
+/// skipped), its doorbell record left for [`store_ci`].
+#[inline(always)]
+pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
+    let Some(mut g) = reg.lock(cq) else { return 0 };
+    let Entry::Cq { ring, buf } = &mut *g else { return 0 };
+    let mut look = Lookup { reg, held: None };
+    let n = match ring.poll_deferred(buf, out, &mut look) {
+        Ok(n) => n,
+        Err(_) => {
+            // The CQE was consumed: its entry goes back to the device now.
+            ring.update_ci(buf);
+            0
+        }
+    };
+    let ci = ring.ci();
+    drop(look);
+    g.publish(ci);
+    n
+}
+
+/// Stores the consumer index of the CQ in slot `cq` into its doorbell
+/// record (after [`poll_one`]s).
+pub fn store_ci(reg: &RegRef, cq: u32) {
+    if let Some(g) = reg.lock(cq) {
+        if let Entry::Cq { ring, buf } = &*g {
+            ring.update_ci(buf);
+        }
     }
 }
 

@@ -32,7 +32,7 @@ use crate::cmd::channel::RingFailed;
 use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, StraightWr, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
 use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
-use crate::wr::{PostError, RecvWr, SendWr};
+use crate::wr::{PostError, RecvWr, SendWr, Sge};
 
 /// The mlx5 provider (ConnectX-4 and later, `mlx5_ib`).
 #[derive(Clone, Copy, Debug)]
@@ -187,14 +187,27 @@ pub struct Mlx5Cq {
     /// on rxe and siw. The slot lock itself is never held across caller
     /// code.
     lent: AtomicU8,
+    /// The owner bytes of its ring, for [`Mlx5Cq::peek_empty`].
+    peek: Option<peek::Peek>,
 }
 
-/// Gives a lent CQ back when `poll_with` returns or its closure unwinds.
-struct Unlend<'a>(&'a AtomicU8);
+#[path = "cq_peek.rs"]
+mod peek;
+
+/// Gives a lent CQ back when `poll_with` returns or its closure unwinds,
+/// after storing its consumer index into the doorbell record if anything
+/// was consumed (once per batch).
+struct Unlend<'a> {
+    cq: &'a Mlx5Cq,
+    consumed: bool,
+}
 
 impl Drop for Unlend<'_> {
     fn drop(&mut self) {
-        self.0.store(Claim::Free as u8, Ordering::Release);
+        if self.consumed {
+            ops::store_ci(&self.cq.reg, self.cq.slot);
+        }
+        self.cq.lent.store(Claim::Free as u8, Ordering::Release);
     }
 }
 
@@ -230,8 +243,13 @@ impl ProviderCq for Mlx5Cq {
         let cqn = u32::from_ne_bytes([out[0], out[1], out[2], out[3]]);
         let ring = mem.ring(verb, resp.cqe, cqn, info.cqe_version)?;
         let ncqe = mem.ncqe;
+        let peek = peek::Peek::new(&ring, &mem.buf);
         let (reg, slot) = slot.fill(Entry::Cq { ring, buf: mem.buf });
-        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8) })
+        // A slot used before holds an old CQ's index: this CQ starts at 0.
+        if let Some(g) = reg.lock(slot) {
+            g.publish(0);
+        }
+        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8), peek })
     }
 
     /// `mlx5_resize_cq`: a new buffer (every entry invalid), `RESIZE_CQ`
@@ -261,6 +279,11 @@ impl ProviderCq for Mlx5Cq {
         let mut g = self.reg.lock(self.slot).ok_or_else(|| dead("mlx5: the CQ has no slot"))?;
         let Entry::Cq { ring, buf } = &mut *g else { return Err(dead("mlx5: the CQ's slot holds no CQ")) };
         let moved = ring.move_to(buf, mem.buf, mem.ncqe);
+        // The old buffer may be gone: the peek follows the ring (P1 of
+        // `cq_peek.rs`), whatever the outcome.
+        self.peek = peek::Peek::new(ring, buf);
+        let ci = ring.ci();
+        g.publish(ci);
         self.ncqe = mem.ncqe;
         moved.map_err(dead)
     }
@@ -281,9 +304,9 @@ impl ProviderCq for Mlx5Cq {
         reset::clean_cq(&self.reg, self.slot, qp_num);
     }
 
-    #[inline]
+    #[inline(always)]
     fn is_empty(&self) -> bool {
-        ops::is_empty(&self.reg, self.slot)
+        self.peek_empty()
     }
 
     #[inline]
@@ -299,20 +322,24 @@ impl ProviderCq for Mlx5Cq {
         self.poll(out)
     }
 
-    /// Each completion is consumed (its CQE freed, its WQE retired)
-    /// before `f` sees it, one at a time, so a panic in `f` loses none
-    /// but the one handed out; the CQ is lent to `f` meanwhile.
+    /// Each completion is consumed (its WQE retired, the consumer index
+    /// past it) before `f` sees it, one at a time, so a panic in `f` loses
+    /// none but the one handed out; the CQ is lent to `f` meanwhile (no
+    /// slot lock is held while `f` runs). The doorbell record, which
+    /// frees the entries for the device, is stored once for the batch,
+    /// also when `f` unwinds.
     fn poll_with(&self, max: usize, mut f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         if self.lent.compare_exchange(Claim::Free as u8, Claim::Lent as u8, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(Claim::Lent);
         }
-        let _back = Unlend(&self.lent);
+        let mut back = Unlend { cq: self, consumed: false };
         let mut done = 0;
         while done < max {
-            let mut one = [Wc::default()];
-            if ops::poll(&self.reg, self.slot, &mut one).unwrap_or_else(|n| n) == 0 {
+            let mut one = [Wc::ZERO];
+            if ops::poll_one(&self.reg, self.slot, &mut one) == 0 {
                 break;
             }
+            back.consumed = true;
             done += 1;
             f(&one[0]);
         }
@@ -423,7 +450,20 @@ impl ProviderQp for Mlx5Qp {
         if self.slots.1.is_none() {
             return Err(no_recv_queue());
         }
+        // One request of at most one SGE, the common case: the straight
+        // path; anything it does not take (a full queue, no room for an
+        // SGE) goes the general way, which names the error.
+        if let [wr] = wrs {
+            if wr.sg_list.len() <= 1 && ops::post_recv_one(&self.reg, self.slot, wr.wr_id, wr.sg_list.first()) {
+                return Ok(());
+            }
+        }
         ops::post_recv(&self.reg, self.slot, wrs)
+    }
+
+    #[inline(always)]
+    fn post_recv_straight(&mut self, _: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
+        self.slots.1.is_some() && ops::post_recv_one(&self.reg, self.slot, wr_id, sge)
     }
 
     fn queue_slots(&self) -> (u32, Option<u32>) {

@@ -105,6 +105,10 @@ pub enum Entry {
 
 struct Slot {
     lock: AtomicU32,
+    /// A CQ's consumer index as its last holder left it, for the test
+    /// for a waiting completion that takes no lock (stored only under the
+    /// lock, read by anyone: an atomic outside the entry, so not G2's).
+    published: AtomicU32,
     entry: UnsafeCell<Entry>,
 }
 
@@ -162,7 +166,7 @@ impl RegRef {
             // Slot 0 is never handed out: an AH's number is its slot, and
             // 0 is the "no number" of `Ah::ah_num` on every provider.
             let entry = if i == 0 { Entry::Reserved } else { Entry::Free };
-            let slot = Slot { lock: AtomicU32::new(0), entry: UnsafeCell::new(entry) };
+            let slot = Slot { lock: AtomicU32::new(0), published: AtomicU32::new(0), entry: UnsafeCell::new(entry) };
             // SAFETY: as above; slot `i < SLOTS` of the array.
             unsafe { field::<Slot>(r, offset_of!(Region, slots) + i * size_of::<Slot>()).write(slot) };
         }
@@ -201,6 +205,13 @@ impl RegRef {
             core::hint::spin_loop();
         }
         Some(SlotGuard { slot })
+    }
+
+    /// The consumer index the last holder of slot `uidx` published
+    /// ([`SlotGuard::publish`]), read without its lock (acquire).
+    #[inline(always)]
+    pub fn published(&self, uidx: u32) -> Option<u32> {
+        Some(self.region().slots.get(uidx as usize)?.published.load(Ordering::Acquire))
     }
 
     /// Puts `entry` in a free slot and returns its index (the `uidx` to
@@ -272,6 +283,14 @@ impl core::ops::DerefMut for SlotGuard<'_> {
     fn deref_mut(&mut self) -> &mut Entry {
         // SAFETY: the lock is held by this guard, borrowed mutably (G2).
         unsafe { &mut *self.slot.entry.get() }
+    }
+}
+
+impl SlotGuard<'_> {
+    /// Publishes a CQ's consumer index for [`RegRef::published`] (release).
+    #[inline(always)]
+    pub fn publish(&self, ci: u32) {
+        self.slot.published.store(ci, Ordering::Release);
     }
 }
 

@@ -33,14 +33,17 @@ pub fn clean_cq(reg: &RegRef, cq: u32, qpn: u32) -> u32 {
 fn clean_slot(reg: &RegRef, cq: u32, uidx: u32, qpn: u32, srq: Option<u32>) -> u32 {
     let Some(mut g) = reg.lock(cq) else { return 0 };
     let Entry::Cq { ring, buf } = &mut *g else { return 0 };
-    ring.clean(buf, uidx, qpn, |wqe_counter| {
+    let freed = ring.clean(buf, uidx, qpn, |wqe_counter| {
         let Some(s) = srq else { return };
         if let Some(mut sg) = reg.lock(s) {
             if let Entry::Srq { srq, buf, .. } = &mut *sg {
                 let _ = srq.complete(buf, wqe_counter);
             }
         }
-    })
+    });
+    let ci = ring.ci();
+    g.publish(ci);
+    freed
 }
 
 /// The QP in slot `uidx` was destroyed (`mlx5_destroy_qp`): its

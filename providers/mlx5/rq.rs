@@ -105,6 +105,41 @@ impl RecvQueue {
         Ok(())
     }
 
+    /// One receive of at most one SGE (the straight path of
+    /// `ibv_post_recv`, and [`Self::post`]'s for a list of one): its WQE
+    /// (the data segment unless the SGE is empty, the terminator if the
+    /// WQE has room), its `wr_id`, the doorbell record. `false`, nothing
+    /// changed, if the queue is full, takes no SGE, or the buffer does not
+    /// hold the slot: the general path then names the error. A WQE slot
+    /// written and not counted by the record is not the device's yet.
+    #[inline(always)]
+    pub fn post_one(&mut self, buf: &mut WqBuf, wr_id: u64, sge: Option<&Sge>) -> bool {
+        let max_gs = self.size.max_gs as usize;
+        if self.head.wrapping_sub(self.tail) >= self.size.max_post() || (sge.is_some() && max_gs == 0) {
+            return false;
+        }
+        let ind = self.head & (self.size.wqe_cnt - 1);
+        let at = self.offset + ((ind as usize) << self.size.wqe_shift);
+        let j = match sge {
+            Some(s) if s.length != 0 => {
+                if !buf.put(at, data_seg(s)) {
+                    return false;
+                }
+                1
+            }
+            _ => 0,
+        };
+        if j < max_gs && !buf.put(at + j * SEG, END) {
+            return false;
+        }
+        let Some(db) = buf.atomic_u32(self.dbrec_offset + 4 * RCV_DBR as usize) else { return false };
+        let Some(slot) = self.wrid.get_mut(ind as usize) else { return false };
+        *slot = wr_id;
+        self.head = self.head.wrapping_add(1);
+        db.store((self.head & 0xffff).to_be(), Ordering::Release);
+        true
+    }
+
     /// The QP went to RESET (`mlx5_init_qp_indices`): the queue starts
     /// over at WQE 0; nothing posted is kept.
     pub fn reset(&mut self) {

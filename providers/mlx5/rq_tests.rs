@@ -101,6 +101,37 @@ fn srq_free_list_posts_and_completions() {
     assert_eq!(srq.complete(&mut b, 3), Some(13));
 }
 
+/// The straight path writes what the general one writes for a list of
+/// one (bytes of the ring, doorbell record, indices, `wr_id`), for every
+/// geometry up to 2 SGEs and every shape of request, until the queue is
+/// full; where it declines, the general path refuses too (or the shape is
+/// not one it takes).
+#[test]
+fn post_one_equals_post_of_a_list_of_one() {
+    let zero = Sge { length: 0, ..SGE };
+    for (wr, gs) in [(4, 0), (4, 1), (8, 2), (2, 1)] {
+        let Ok(Some(size)) = rq_size(&LIM, wr, gs, false) else { continue };
+        for sge in [None, Some(SGE), Some(zero)] {
+            let (mut a, mut b) = (RecvQueue::new("t", size, 0, DB).unwrap(), RecvQueue::new("t", size, 0, DB).unwrap());
+            let (mut ba, mut bb) = (filled(DB), filled(DB));
+            for i in 0..size.wqe_cnt as u64 + 1 {
+                let list: &[Sge] = match &sge {
+                    Some(s) => core::slice::from_ref(s),
+                    None => &[],
+                };
+                let straight = a.post_one(&mut ba, 10 + i, sge.as_ref());
+                let general = b.post(&mut bb, &[RecvWr::new(10 + i, list)]);
+                assert_eq!(straight, general.is_ok(), "geometry {wr}/{gs}, {sge:?}, request {i}");
+                assert_eq!(ba.get::<[u8; DB + 8]>(0), bb.get::<[u8; DB + 8]>(0));
+                assert_eq!(a.indices(), b.indices());
+            }
+            while a.indices().1 != a.indices().0 {
+                assert_eq!(a.complete(), b.complete());
+            }
+        }
+    }
+}
+
 #[test]
 fn srq_of_max_wr_0_links_nothing_and_is_full() {
     let size = srq_size(&LIM, 0, 1).unwrap();

@@ -368,6 +368,24 @@ impl<T: FromBytes> SlotReader<'_, T> {
         }
     }
 
+    /// The `T` of the one slot of index `index` (masked into the ring):
+    /// for a consumer that takes a single element (`poll_with` of one
+    /// completion), without the two runs of [`SlotReader::for_each`].
+    /// Only meaningful for a slot the consumer owns, as there.
+    #[inline(always)]
+    pub fn get(&self, index: u32) -> T {
+        let p = self.base.wrapping_add(slot_offset(self.mask, self.log2, index));
+        // SAFETY: `slot_offset` masks `index` into `0..slots`, so `p` is
+        // the address of one of the ring's slots, inside the mapping (Q1:
+        // the header was checked by `Queue::map`); a `T` fits in it
+        // (`size_of::<T>() <= MIN` at compile time when this reader was
+        // made, `MIN <= elem_size` by `Queue::map`), `T: FromBytes`
+        // accepts any bytes, and the read is unaligned-tolerant. As in
+        // `walk`: the kernel does not write a slot the consumer owns (Q2),
+        // any other is still live memory (M1); the mapping outlives `'q`.
+        unsafe { p.cast::<T>().read_unaligned() }
+    }
+
     /// Fills `dst` with `map` of the `T`s of the `dst.len()` slots from
     /// index `start` (at most one lap: `dst` is cut at the slot count),
     /// as [`SlotReader::for_each`] but driven by the destination, so the

@@ -31,7 +31,7 @@ use std::time::Instant;
 use verbs::cm::{CmId, ConnParam, EventChannel, EventKind, PortSpace};
 use verbs::qp::{Init, QpCap, QpInitAttr, RcQp, Rts};
 use verbs::wr::{RecvWr, SendWr, Sge};
-use verbs::{AccessFlags, Context, Cq, Mr, Pd, Wc, WcStatus};
+use verbs::{AccessFlags, CompChannel, Context, Cq, Mr, Pd, Wc, WcStatus};
 
 /// perftest's receive size for the exchange (`sizeof(struct pingpong_dest)`).
 pub(crate) const MSG: u32 = 56;
@@ -82,8 +82,10 @@ type ExchangeQp = (&'static Context, RcQp<'static, Init>, [&'static Cq<'static>;
 fn exchange_qp(id: &CmId<'static>) -> Result<ExchangeQp, String> {
     let ctx = leak(id.open_device().map_err(s("rdma_cm_id.verbs"))?);
     let pd = leak(Pd::alloc(ctx).map_err(s("ibv_alloc_pd"))?);
-    let send_cq = leak(Cq::create(ctx, 4, None, 0).map_err(s("ibv_create_cq"))?);
-    let recv_cq = leak(Cq::create(ctx, 4, None, 0).map_err(s("ibv_create_cq"))?);
+    // Each CQ has a completion channel of its own, on which `one` sleeps.
+    let chan = || CompChannel::create(ctx).map(leak).map_err(s("ibv_create_comp_channel"));
+    let send_cq = leak(Cq::create(ctx, 4, Some(chan()?), 0).map_err(s("ibv_create_cq"))?);
+    let recv_cq = leak(Cq::create(ctx, 4, Some(chan()?), 0).map_err(s("ibv_create_cq"))?);
     let mr = Mr::alloc(pd, 4096, AccessFlags::LOCAL_WRITE).map_err(s("ibv_reg_mr"))?;
     let cap = QpCap { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let attr = QpInitAttr { send_cq, recv_cq, srq: None, cap, sq_sig_all: false };
@@ -155,22 +157,25 @@ impl CmLink {
     }
 
     /// Waits for one completion on `cq`; it must be successful, or have
-    /// the status `also` if given.
+    /// the status `also` if given. Sleeps on the CQ's completion channel
+    /// (`Cq::wait_spin` without a spin: arm, poll once, `poll(2)`) rather
+    /// than polling: the exchange at start and end then costs about the
+    /// same instructions in every run, however long the peer takes, and
+    /// moves no per-iteration count of the loop measured between two runs
+    /// (BENCHMARKS.md, the latency loop under callgrind).
     fn one(cq: &Cq<'_>, what: &str, also: Option<WcStatus>) -> Result<Wc, String> {
-        let t0 = Instant::now();
         let mut wc = [Wc::ZERO; 1];
-        loop {
-            if cq.poll(&mut wc).map_err(s("ibv_poll_cq"))? == 1 {
-                return match wc[0].status() {
-                    WcStatus::Success => Ok(wc[0]),
-                    st if Some(st) == also => Ok(wc[0]),
-                    st => Err(format!("{what}: completion with status {st:?}")),
-                };
+        let limit = Duration::from_millis(STEP_MS as u64 * 4);
+        match cq.wait_spin(&mut wc, Duration::ZERO, Some(limit)) {
+            Ok(_) => match wc[0].status() {
+                WcStatus::Success => Ok(wc[0]),
+                st if Some(st) == also => Ok(wc[0]),
+                st => Err(format!("{what}: completion with status {st:?}")),
+            },
+            Err(e) if e.kind() == verbs::ErrorKind::TimedOut => {
+                Err(format!("{what}: the peer sent nothing for {} s", STEP_MS * 4 / 1000))
             }
-            if t0.elapsed() > Duration::from_millis(STEP_MS as u64 * 4) {
-                return Err(format!("{what}: the peer sent nothing for {} s", STEP_MS * 4 / 1000));
-            }
-            std::thread::yield_now();
+            Err(e) => Err(format!("{what}: waiting for a completion: {e}")),
         }
     }
 

@@ -226,7 +226,7 @@ macro_rules! registry {
         #[allow(unused_variables, unreachable_code)]
         impl AnyQueues {
             /// See [`ProviderQp::create`].
-            pub(crate) fn create(ctx: &AnyCtx, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+            pub(crate) fn create<C: QpCreateCmd>(ctx: &AnyCtx, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
                 match *ctx {
                     $( #[cfg(feature = $feat)] AnyCtx::$V(ref c) =>
                         <<$P as Provider>::Qp as ProviderQp>::create(c, dc).map(AnyQueues::$V), )*

@@ -29,7 +29,7 @@ use core::mem::MaybeUninit;
 use rustix::fd::BorrowedFd;
 
 use crate::abi::uverbs::{
-    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, RegMr, RegMrResp,
+    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, ModifySrq, RegMr, RegMrResp,
     ResizeCq,
 };
 use crate::abi::RdmaDriverId;
@@ -40,7 +40,7 @@ use crate::error::{ErrorKind, Result};
 use crate::qp::kind::{QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
-use seam::{SrqCreateCmd, 
+use seam::{QpCreateCmd, SrqCreateCmd, 
     DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed, StraightWr,
 };
 

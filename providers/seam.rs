@@ -42,8 +42,8 @@ use zerocopy::FromZeros;
 
 use super::claim::Claim;
 use crate::abi::uverbs::{
-    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, CreateSrqResp, ModifySrq, RegMr,
-    RegMrResp, ResizeCq, WriteCommand,
+    AllocPd, AllocPdResp, CreateAh, CreateAhResp, CreateCq, CreateQp, CreateQpResp, CreateSrqResp, ExCreateQp,
+    ModifySrq, RegMr, RegMrResp, ResizeCq, WriteCommand,
 };
 use crate::abi::RdmaDriverId;
 use crate::cmd::channel::RingFailed;
@@ -95,6 +95,19 @@ pub struct Caps {
     /// flushes only on the transition to ERROR, so such requests would
     /// never complete (siw).
     pub refuses_posts_in_error: bool,
+    /// QP creation flags (`IBV_QP_CREATE_*` of `ibv_create_qp_ex`) the
+    /// provider's library passes to the kernel, which then judges them
+    /// for the QP type and the device; the others are refused before the
+    /// kernel (`Unsupported`), as rdma-core's providers do.
+    pub qp_create_flags: u32,
+    /// `ibv_alloc_td` and `ibv_alloc_parent_domain` exist (libmlx5 has
+    /// them; rdma-core's rxe and siw do not).
+    pub parent_domains: bool,
+    /// `ibv_query_qp`'s send capacities (`max_send_wr`, `max_send_sge`,
+    /// `max_inline_data`) are the library's, granted at creation: the
+    /// kernel answers 0 for a user QP's (mlx5_ib), and libmlx5's
+    /// `mlx5_query_qp` reports its send queue's own.
+    pub query_qp_send_caps_from_library: bool,
 }
 
 /// A core command on its way to the kernel, lent to the provider to add
@@ -345,9 +358,10 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     type Ctx;
 
     /// `ibv_create_qp`: sends `dc` (its `qp_type`, `is_srq`, `sq_sig_all`
-    /// and capacities are the request) with the driver data and sets up
-    /// the queues. The granted capacities are in the response.
-    fn create(ctx: &Self::Ctx, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self>;
+    /// and capacities are the request, [`QpCreateCmd::request`]) with the
+    /// driver data and sets up the queues. The granted capacities are in
+    /// the response ([`QpCreateCmd::base`]).
+    fn create<C: QpCreateCmd>(ctx: &Self::Ctx, dc: &mut DriverCmd<'_, C>) -> Result<Self>;
 
     /// `ibv_post_send`: all or nothing, then the doorbell (`dev`: the
     /// device file, for providers whose doorbell is a command).
@@ -388,6 +402,66 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     /// in the CQs are dropped by [`ProviderCq::discard_qp`].
     fn state_changed(&mut self, to: QpStateKind) {
         let _ = to;
+    }
+}
+
+/// A command that creates a QP: `CREATE_QP`, or the extended
+/// `CREATE_QP` when creation flags are asked for (libibverbs'
+/// `ibv_cmd_create_qp_ex2`, which libmlx5 uses then). The driver data is
+/// the same after either.
+pub trait QpCreateCmd: WriteCommand<Resp: FromZeros + Copy> {
+    /// The request as the legacy command holds it.
+    fn request(&self) -> CreateQp;
+    /// `IB_UVERBS_QP_CREATE_*` bits (none in the legacy command).
+    fn create_flags(&self) -> u32;
+    /// The legacy part of the response.
+    fn base(resp: &Self::Resp) -> &CreateQpResp;
+    /// The legacy part of the response, for a provider that reports what
+    /// it granted ([`DriverCmd::sent_mut`]).
+    fn base_mut(resp: &mut Self::Resp) -> &mut CreateQpResp;
+}
+
+impl QpCreateCmd for CreateQp {
+    fn request(&self) -> CreateQp {
+        *self
+    }
+    fn create_flags(&self) -> u32 {
+        0
+    }
+    fn base(resp: &CreateQpResp) -> &CreateQpResp {
+        resp
+    }
+    fn base_mut(resp: &mut CreateQpResp) -> &mut CreateQpResp {
+        resp
+    }
+}
+
+impl QpCreateCmd for ExCreateQp {
+    fn request(&self) -> CreateQp {
+        let mut c = CreateQp::new_zeroed();
+        c.user_handle = self.user_handle;
+        c.pd_handle = self.pd_handle;
+        c.send_cq_handle = self.send_cq_handle;
+        c.recv_cq_handle = self.recv_cq_handle;
+        c.srq_handle = self.srq_handle;
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+        c.sq_sig_all = self.sq_sig_all;
+        c.qp_type = self.qp_type;
+        c.is_srq = self.is_srq;
+        c
+    }
+    fn create_flags(&self) -> u32 {
+        self.create_flags
+    }
+    fn base(resp: &crate::abi::uverbs::ExCreateQpResp) -> &CreateQpResp {
+        &resp.base
+    }
+    fn base_mut(resp: &mut crate::abi::uverbs::ExCreateQpResp) -> &mut CreateQpResp {
+        &mut resp.base
     }
 }
 

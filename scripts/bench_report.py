@@ -224,8 +224,9 @@ def loop_where(keys):
     return fn.split("@")[0].split("'")[0].rsplit("::", 1)[-1] if "::" in fn else fn.split("@")[0]
 
 
-# our library's calls in the latency loops, as short_fn names them
-LIB_CALLS = ("Cq::poll_with", "lat::post", "run::{{closure}}", "write")
+# verbs-perf's statistics after a latency loop, as short_fn names them (the library's calls are
+# inlined into the loop: `lat::send_lat`, `lat::write_lat`)
+STATS_FNS = ("select::partition_at_index", "report::lat_stats", "from_iter", "pivot::median3_rec")
 
 
 def short_fn(ob, fn):
@@ -304,9 +305,10 @@ def render_loop(res, w, summary, label):
       "each instruction ran. An instruction spins if it ran 16 or more times per iteration in one of the two "
       "runs (the iteration proper runs an instruction a few times: a post, a successful poll per completion, "
       "a timestamp; the samples' sort up to ~13 times at 600 iterations), unless it ran equally often in "
-      "both runs (setup), or equally often per iteration (a fixed-length loop of the iteration proper: one "
-      "instruction of librxe's post_send runs 18 times per call; a wait's spins per iteration differ from "
-      "run to run), or it is a `rep` instruction of the C library's memset/memcpy (counted per byte). In "
+      "both runs (setup), or equally often per iteration and a whole number of times more per extra "
+      "iteration (a fixed-length loop of the iteration proper: one instruction of librxe's post_send runs 18 "
+      "times per call; a wait's spins per iteration differ from run to run, and their growth over the extra "
+      "iterations is no whole number even where two waits average within 1 % of each other), or it is a `rep` instruction of the C library's memset/memcpy (counted per byte). In "
       "each function, spinning instructions whose counts lie within 2.5 per iteration of each other form "
       "one loop, and its smallest count is its number of spins (the instructions only an empty poll runs, "
       "run once per empty poll); waiting = the spins of its loop for each spinning instruction, and what "
@@ -349,31 +351,37 @@ def render_loop(res, w, summary, label):
             txt = "; ".join(f"`{short_fn(ob, fn)}` {v:.0f}" for ob, fn, v in rows)
             w(f"| {test} | {'perftest' if side == 'c' else 'ours'} | {txt} |")
         w("")
-    ours_lib = {t: sum(v for ob, fn, v in rows if short_fn(ob, fn) in LIB_CALLS)
-                for (t, side), rows in where.items() if side == "ours"}
-    if ours_lib:
-        w("What bounds the loop without the waiting: one iteration must post the message (`lat::post`: the "
-          "library's post_send with rxe's or siw's doorbell `write()`), poll its completion and, in send_lat, the "
-          "peer's message (`Cq::poll_with`, one call each, out of line in the library) and post a receive back "
-          "(`run::{{closure}}`: the receives perftest's and ours post for the first iterations, then one per "
-          "iteration); those library calls alone are " +
-          ", ".join(f"{fmt(v, 0)} ({t})" for t, v in sorted(ours_lib.items())) +
-          " instructions per iteration of ours, which the per-call rows above bound (their floors). The program's "
-          "own share is the rest: the cycle-counter timestamp (`rdtsc`, as perftest's `get_cycles`), the loop's "
-          "steps and the statistics (a selection of the median and percentiles and one pass for min, max and "
-          "mean, where perftest sorts the samples: its `msort`): " +
-          ", ".join(f"{fmt(split[(t, 'ours')]['loop'] - v, 0)} ({t})" for t, v in sorted(ours_lib.items())
+    ours_stats = {t: sum(v for ob, fn, v in rows if short_fn(ob, fn) in STATS_FNS)
+                  for (t, side), rows in where.items() if side == "ours"}
+    if ours_stats:
+        w("What the loop without the waiting holds, for ours: the statistics after the loop (`select`, "
+          "`lat_stats`, `from_iter`: a selection of the median and percentiles and one pass for min, max, mean "
+          "and deviation, where perftest sorts the samples: its `msort`, ~180) are " +
+          ", ".join(f"{fmt(v, 0)} ({t})" for t, v in sorted(ours_stats.items())) +
+          "; the rest is the iteration itself: post the message (the library's post_send with the doorbell "
+          "`write()`: inlined into `lat::<test>` on rxe, `SiwQp::post_send` on siw), poll its completion and, in "
+          "send_lat, the peer's message (`Cq::poll_with` of one completion, inlined into the loop: its claim, "
+          "one slot read, the consumer index and the claim released), post a receive back (`run::{{closure}}`: "
+          "the receives posted for the first iterations, then one per iteration), the cycle-counter timestamp "
+          "(`rdtsc`, as perftest's `get_cycles`) and the loop's steps: " +
+          ", ".join(f"{fmt(split[(t, 'ours')]['loop'] - v, 0)} ({t})" for t, v in sorted(ours_stats.items())
                     if (t, "ours") in split) +
-          f"; at {INS_TARGET}x perftest with these library calls it would have to be at most " +
-          ", ".join(f"{fmt(INS_TARGET * split[(t, 'c')]['loop'] - v, 0)} ({t})" for t, v in sorted(ours_lib.items())
+          f". The per-call rows above bound the library's part (their floors); at {INS_TARGET}x perftest the "
+          "whole loop may be " +
+          ", ".join(f"{fmt(INS_TARGET * split[(t, 'c')]['loop'], 0)} ({t})" for t in sorted(ours_stats)
                     if (t, "c") in split) + ".\n")
+    w("Both clients also wait for the completion of their own message after posting it. Where that completion "
+      "is usually there at the first poll (siw; rxe's write_lat), the few polls that find it not there yet stay "
+      "below the rule's 16 per iteration and count as loop work of whichever run had them, on either side: "
+      "between two boots perftest's rxe write_lat moved from 599 to 1240 so (its provider's poll, `librxe "
+      "0x2ca0`, 535 per iteration), and ours on siw by up to ~130, so a row close to its target can pass in one "
+      "boot and miss in the next.\n")
     if label.startswith("siw"):
-        w("On siw0 (-R) both programs also wait on their rdma_cm exchange at start and end (perftest polls the "
-          "exchange QP's CQ; verbs-perf's `CmLink::one` polls it with a yield and a clock read per poll) for as "
-          "long as the peer takes. Those few hundred spins are far below the rule's 16 per iteration, so they "
-          "stay in the loop work of whichever run had them and move a siw row by up to ~150 instructions per "
-          "iteration, either way, from one measurement to the next (the negative `CmLink::one`, "
-          "`Instant::elapsed`, `clock_gettime` entries above). The rxe rows use the TCP exchange, which blocks.\n")
+        w("On siw0 (-R) both programs also wait on their rdma_cm exchange at start and end. perftest polls the "
+          "exchange QP's CQ for as long as the peer takes: those few hundred spins are far below the rule's 16 "
+          "per iteration, so they stay in the loop work of whichever of its runs had them (negative entries "
+          "above). verbs-perf's `CmLink::one` sleeps on a completion channel instead (`Cq::wait_spin` without "
+          "a spin), the same few instructions in every run. The rxe rows use the TCP exchange, which blocks.\n")
 
 
 def cg_listing_mod():

@@ -20,9 +20,12 @@ for both programs and from their own profiles only:
    runs: the iteration proper runs an instruction a few times (a post, a successful poll
    per completion, a timestamp; the samples' sort up to ~13 times at 600 iterations), a
    spin loop once per spin. Never spinning: an instruction that ran equally often in both
-   runs (setup, teardown), or equally often per iteration (within 1 %: a loop of fixed
-   length in the iteration proper, e.g. one of librxe's post_send runs 18 times per call;
-   a wait's spins per iteration differ from run to run), and the C library's string
+   runs (setup, teardown), or equally often per iteration (within 1 %) and a whole number
+   of times more per extra iteration (within 0.01: a loop of fixed length in the iteration
+   proper, e.g. one of librxe's post_send runs 18 times per call; a wait's spins per
+   iteration differ from run to run, and where two waits happen to average within 1 % of
+   each other, as perftest's rxe send_lat once did at 195.5 and 196.7 spins, their
+   difference over the extra iterations is no whole number), and the C library's string
    functions (memset, memcpy: their `rep` instructions count once per byte, a size, not a
    repetition);
 2. in each run and function, spinning instructions whose counts lie within TOL = 2.5 per
@@ -84,12 +87,16 @@ def steady(runs):
     """[(count, iterations)] of one instruction: equal in every run (setup, teardown) or the
     same number of times per iteration in every run (within 1 %: a loop of fixed length in
     the iteration proper, e.g. over a work request's fields). A wait's spins per iteration
-    differ from run to run."""
+    differ from run to run; two waits that happen to average within 1 % of each other still
+    differ by no whole number of spins per extra iteration: a fixed loop's count grows by
+    exactly its length with each iteration, checked to 0.01."""
     counts = [c for c, _ in runs]
     if len(set(counts)) == 1:
         return True
     rates = [c / n for c, n in runs]
-    return max(rates) <= 1.01 * min(rates)
+    (c0, n0), (c1, n1) = runs[0], runs[-1]
+    step = (c1 - c0) / (n1 - n0) if n1 != n0 else 0.0
+    return max(rates) <= 1.01 * min(rates) and abs(step - round(step)) <= 0.01
 
 
 def string_op(key):
@@ -170,6 +177,15 @@ def selftest():
     (t1, w1, _), (t2, w2, _) = split_dicts([run(100, 40, 13), run(600, 20, 15)], [100, 600])
     assert (w1, w2) == (5 * 40 * 100, 5 * 20 * 600), (w1, w2)
     assert t1 - w1 == 4 * 5000 + 2 * 18 * 100 + 3 * 13 * 100 + 40 * 100
+    # a wait of 195.5 and 196.7 spins per iteration (within 1 %, as perftest's once): its
+    # count grows by 196.9 per extra iteration, no whole number: still waiting
+    def run2(n, spins_total):
+        c = run(n, 0, 13)
+        c.update({("p", "wait", i): spins_total for i in range(5)})
+        return c
+    (_, w1, _), (_, w2, _) = split_dicts([run2(100, 19550), run2(600, 118000)], [100, 600])
+    assert (w1, w2) == (5 * 19550, 5 * 118000), (w1, w2)
+    assert steady([(1800 + 7, 100), (10800 + 7, 600)]), "a fixed loop of 18 and a constant"
     print("cg_waits selftest: ok")
 
 

@@ -80,6 +80,20 @@ pub(crate) extern "C" fn ibv_open_device(device: *mut IbvDevice) -> *mut IbvCont
     // SAFETY: only the pointer's type is erased: verbs.h's ibv_create_qp_ex
     // calls verbs_context.create_qp_ex with exactly this signature.
     vctx.create_qp_ex = Some(unsafe { core::mem::transmute::<CreateQpEx, unsafe extern "C" fn()>(create_qp_ex) });
+    type AllocTd = unsafe extern "C" fn(*mut IbvContext, *mut crate::abi::objects::IbvTdInitAttr) -> *mut crate::abi::objects::IbvTd;
+    let alloc_td: AllocTd = crate::domain::alloc_td;
+    // SAFETY: only the pointer's type is erased: verbs.h's ibv_alloc_td
+    // calls verbs_context.alloc_td with exactly this signature.
+    vctx.alloc_td = Some(unsafe { core::mem::transmute::<AllocTd, unsafe extern "C" fn()>(alloc_td) });
+    type DeallocTd = extern "C" fn(*mut crate::abi::objects::IbvTd) -> c_int;
+    let dealloc_td: DeallocTd = crate::domain::dealloc_td;
+    // SAFETY: as above (ibv_dealloc_td, verbs_context.dealloc_td).
+    vctx.dealloc_td = Some(unsafe { core::mem::transmute::<DeallocTd, unsafe extern "C" fn()>(dealloc_td) });
+    type AllocParent = unsafe extern "C" fn(*mut IbvContext, *mut crate::abi::objects::IbvParentDomainInitAttr) -> *mut crate::abi::objects::IbvPd;
+    let alloc_parent: AllocParent = crate::domain::alloc_parent_domain;
+    // SAFETY: as above (ibv_alloc_parent_domain,
+    // verbs_context.alloc_parent_domain).
+    vctx.alloc_parent_domain = Some(unsafe { core::mem::transmute::<AllocParent, unsafe extern "C" fn()>(alloc_parent) });
     vctx.sz = size_of::<VerbsContext>();
     vctx.context.device = device;
     vctx.context.ops = crate::ops::context_ops();

@@ -50,6 +50,7 @@ use crate::comp_channel::{self, CCompChannel};
 use crate::context;
 use crate::errno::{errno_of, fail_errno, fail_neg1, fail_null};
 use crate::names::{Names, UNKNOWN};
+use crate::pd::{self, CPd};
 use crate::registry::{self, Kind};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsCQ\0");
@@ -69,6 +70,9 @@ pub(crate) struct CCq {
     /// QPs and SRQs borrowing `cq` (see the module docs).
     users: AtomicU32,
     channel: Option<&'static CCompChannel>,
+    /// The parent domain of `ibv_create_cq_ex` (`IBV_CQ_INIT_ATTR_MASK_PD`),
+    /// held until the CQ is destroyed.
+    domain: Option<&'static CPd>,
     user_handle: u64,
     /// The extended polling API's current completion.
     current: Mutex<IbvWc>,
@@ -204,7 +208,7 @@ pub(crate) extern "C" fn ibv_create_cq(
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
 ) -> *mut IbvCq {
-    create(context, cqe, cq_context, channel, comp_vector, false)
+    create(context, cqe, cq_context, channel, comp_vector, None)
 }
 
 /// The `read_*` fields every provider here fills (`IBV_WC_STANDARD_FLAGS`:
@@ -217,8 +221,11 @@ const CQ_CREATE_FLAGS: u32 = 0x3;
 
 /// `verbs_context.create_cq_ex` (behind the `ibv_create_cq_ex` inline): a
 /// CQ with the extended polling API; NULL with errno (`EOPNOTSUPP` for
-/// timestamps, flow tags, TM info or a parent domain, as librxe; `EINVAL`
-/// for unknown mask bits).
+/// timestamps, flow tags or TM info, and for a parent domain where the
+/// provider has none, as librxe; `EINVAL` for unknown mask bits, and for
+/// a `parent_domain` that is not a parent domain of this context, as
+/// libmlx5). The parent domain is held until the CQ is destroyed
+/// (`EBUSY` for its `ibv_dealloc_pd` meanwhile).
 ///
 /// # Safety
 ///
@@ -232,16 +239,25 @@ pub(crate) unsafe extern "C" fn create_cq_ex(context: *mut IbvContext, attr: *mu
     if a.comp_mask & !CQ_INIT_ATTR_MASKS != 0 {
         return fail_null(libc::EINVAL);
     }
+    let Some(c) = context::from_c(context) else { return fail_null(libc::EINVAL) };
+    let wants_domain = a.comp_mask & 2 != 0 && !a.parent_domain.is_null();
     if a.wc_flags & !WC_STANDARD_FLAGS != 0
         || (a.comp_mask & 1 != 0 && a.flags & !CQ_CREATE_FLAGS != 0)
-        || (a.comp_mask & 2 != 0 && !a.parent_domain.is_null())
+        || (wants_domain && !c.ctx.provider_caps().parent_domains)
     {
         return fail_null(libc::EOPNOTSUPP);
     }
+    let domain: Option<&'static CPd> = match wants_domain {
+        false => None,
+        true => match pd::from_c(a.parent_domain) {
+            Some(d) if d.is_parent() && d.context() == c.as_c() => Some(d),
+            _ => return fail_null(libc::EINVAL),
+        },
+    };
     let (Ok(cqe), Ok(vector)) = (c_int::try_from(a.cqe), c_int::try_from(a.comp_vector)) else {
         return fail_null(libc::EINVAL);
     };
-    create(context, cqe, a.cq_context, a.channel, vector, true).cast()
+    create(context, cqe, a.cq_context, a.channel, vector, Some(domain)).cast()
 }
 
 /// As a C function pointer of the extended CQ API.
@@ -361,7 +377,7 @@ fn create(
     cq_context: *mut c_void,
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
-    ex: bool,
+    ex: Option<Option<&'static CPd>>,
 ) -> *mut IbvCq {
     let Some(c) = context::from_c(context) else { return fail_null(libc::EINVAL) };
     let ch: Option<&'static CCompChannel> = if channel.is_null() {
@@ -382,11 +398,18 @@ fn create(
     if let Some(ch) = ch {
         ch.hold();
     }
+    let domain = ex.flatten();
+    if let Some(d) = domain {
+        d.hold();
+    }
     let cq = match Cq::create(ctx, cqe, ch.map(|ch| &ch.ch), vector) {
         Ok(cq) => cq,
         Err(e) => {
             if let Some(ch) = ch {
                 ch.release();
+            }
+            if let Some(d) = domain {
+                d.release();
             }
             return fail_null(errno_of(&e));
         }
@@ -400,7 +423,7 @@ fn create(
     ibv.cq_context = cq_context;
     ibv.handle = cq.handle();
     ibv.cqe = cq.cqe() as c_int;
-    if ex {
+    if ex.is_some() {
         set_poll_api(&mut ibv);
     }
     let user_handle = cq.user_handle();
@@ -412,6 +435,7 @@ fn create(
         live: AtomicPtr::new(core::ptr::null_mut()),
         users: AtomicU32::new(0),
         channel: ch,
+        domain,
         user_handle,
         // SAFETY: IbvWc is plain integers: all-zero is valid.
         current: Mutex::new(unsafe { core::mem::zeroed() }),
@@ -484,6 +508,9 @@ pub(crate) extern "C" fn ibv_destroy_cq(cq: *mut IbvCq) -> c_int {
     drop(g);
     if let Some(ch) = c.channel {
         ch.release();
+    }
+    if let Some(d) = c.domain {
+        d.release();
     }
     registry::remove(c.user_handle);
     c.wait_acks(done.comp_events_reported, done.async_events_reported);

@@ -7,7 +7,7 @@
 //! built against rdma-core runs on it by `LD_LIBRARY_PATH`, unmodified.
 //!
 //! Layers: [`exports`] binds the C names (and their versions) to the Rust
-//! functions of [`device`], [`context`], [`pd`], [`comp_channel`], [`mr`],
+//! functions of [`device`], [`context`], [`pd`] (and [`domain`]), [`comp_channel`], [`mr`],
 //! [`cq`], [`qp`], [`srq`], [`ah`], [`mw`], [`misc`]; the data path of
 //! `ibv_context_ops` ([`ops`]) is in [`cq`] (poll, notify) and [`post`].
 //! These call only the `verbs` crate's API (its `internals` for the
@@ -36,6 +36,7 @@ mod comp_channel;
 mod context;
 mod cq;
 mod device;
+mod domain;
 mod errno;
 #[cfg(not(test))]
 mod init;

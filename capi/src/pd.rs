@@ -1,6 +1,7 @@
 //! # Safety
 //!
-//! Protection domains: `ibv_alloc_pd`, `ibv_dealloc_pd`.
+//! Protection domains: `ibv_alloc_pd`, `ibv_dealloc_pd` (also of a parent
+//! domain, `domain.rs`).
 //!
 //! A PD is a boxed [`CPd`] whose first field is the C `struct ibv_pd`. Its
 //! `verbs::Pd<'static>` borrows the `Context` inside the `Arc` the same box
@@ -20,6 +21,7 @@ use crate::abi::device::IbvContext;
 use crate::abi::objects::IbvPd;
 use crate::context;
 use crate::errno::{errno_of, fail_errno, fail_null};
+use crate::domain::Parent;
 use crate::names::{Names, UNKNOWN};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsPD\0");
@@ -33,8 +35,12 @@ pub(crate) struct CPd {
     names: Names,
     /// `None` only transiently inside `ibv_dealloc_pd`.
     pd: Option<Pd<'static>>,
-    /// Objects borrowing `pd` (see the module docs).
+    /// Objects borrowing `pd` (see the module docs), and for a PD the
+    /// parent domains extending it.
     pub(crate) users: AtomicU32,
+    /// For a parent domain (`pd` is then `None`): the PD it extends, whose
+    /// `Pd` [`CPd::pd`] answers, and its TD (`domain.rs`).
+    parent: Option<Parent>,
     /// Keeps the context `pd` borrows alive; dropped after `pd`.
     _ctx: Arc<Context>,
 }
@@ -59,11 +65,20 @@ impl CPd {
     /// The Rust PD, borrowed for as long as the caller keeps a count in
     /// [`CPd::users`] (taken by [`CPd::hold`]).
     pub(crate) fn pd(&self) -> Option<&'static Pd<'static>> {
+        if let Some(parent) = &self.parent {
+            // The PD it extends, held while the parent domain lives.
+            return parent.protection.pd();
+        }
         let p: *const Pd<'static> = self.pd.as_ref()?;
         // SAFETY: the Pd lives in this leaked box and is neither moved nor
         // dropped while `users` is not 0 (ibv_dealloc_pd checks it first);
         // callers take a count (hold) before keeping the borrow.
         Some(unsafe { &*p })
+    }
+
+    /// Whether this is a parent domain (`ibv_alloc_parent_domain`).
+    pub(crate) fn is_parent(&self) -> bool {
+        self.parent.is_some()
     }
 
     /// Counts one more object borrowing the PD.
@@ -112,8 +127,18 @@ pub(crate) extern "C" fn ibv_alloc_pd(context: *mut IbvContext) -> *mut IbvPd {
     };
     let ibv = IbvPd { context: c.as_c(), handle: pd.handle() };
     let names = Names::new(ibv.context, ibv.handle);
-    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, names, pd: Some(pd), users: AtomicU32::new(0), _ctx: arc }));
+    let b = Box::into_raw(Box::new(CPd { ibv, magic: MAGIC, names, pd: Some(pd), users: AtomicU32::new(0), parent: None, _ctx: arc }));
     b.cast::<IbvPd>()
+}
+
+/// The box of a parent domain of context `c` (`domain.rs` made and
+/// checked `parent`): its C `handle` is its PD's.
+pub(crate) fn new_parent(c: &context::CContext, parent: Parent) -> *mut IbvPd {
+    let ibv = IbvPd { context: c.as_c(), handle: parent.protection.ibv.handle };
+    let names = Names::new(ibv.context, ibv.handle);
+    let arc = Arc::clone(&c.ctx);
+    let b = CPd { ibv, magic: MAGIC, names, pd: None, users: AtomicU32::new(0), parent: Some(parent), _ctx: arc };
+    Box::into_raw(Box::new(b)).cast::<IbvPd>()
 }
 
 /// `ibv_dealloc_pd`: 0, or the errno value (`EBUSY` while objects use the
@@ -125,6 +150,15 @@ pub(crate) extern "C" fn ibv_dealloc_pd(pd: *mut IbvPd) -> c_int {
     }
     if c.users.load(Ordering::Acquire) != 0 {
         return fail_errno(libc::EBUSY);
+    }
+    if let Some(parent) = &c.parent {
+        // A parent domain: no kernel object of its own (libmlx5's
+        // mlx5_free_pd); its PD and TD are given back.
+        parent.release();
+        c.magic = 0;
+        // SAFETY: as below: the live box, magic cleared, freed once.
+        drop(unsafe { Box::from_raw(c as *mut CPd) });
+        return 0;
     }
     let Some(inner) = c.pd.take() else { return fail_errno(libc::EINVAL) };
     if let Err(e) = inner.destroy() {

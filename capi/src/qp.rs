@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
 use zerocopy::FromZeros;
-use verbs::qp::{AnyQp, QpCap, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
+use verbs::qp::{AnyQp, QpCap, QpCreateFlags, QpInitAttr, QpStateKind, QueuePair, Rc, TransitionAttr, Uc, Ud};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvAhAttr, IbvGlobalRoute, IbvPd, IbvQp, IbvQpAttr, IbvQpCap, IbvQpEx, IbvQpInitAttr, IbvQpInitAttrEx};
@@ -461,9 +461,11 @@ const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 /// `verbs_context.create_qp_ex` (behind the `ibv_create_qp_ex` inline when
 /// the mask is more than `IBV_QP_INIT_ATTR_PD`): a QP of a PD as
 /// `ibv_create_qp` makes it, with the `ibv_wr_*` table when send
-/// operations are asked for (`crate::qp_ex`). Creation flags are refused
-/// with `EOPNOTSUPP` (the rxe and siw kernels take none), as are TSO and
-/// ATOMIC_WRITE send operations, XRC domains, RSS and a source QPN.
+/// operations are asked for (`crate::qp_ex`). Creation flags go to
+/// `QueuePair::create_with_flags` (the provider passes them to the kernel
+/// or refuses them, `EOPNOTSUPP`: rxe and siw take none); SOURCE_QPN and
+/// unknown flags are refused with `EOPNOTSUPP`, as are TSO and
+/// ATOMIC_WRITE send operations, XRC domains and RSS.
 ///
 /// # Safety
 ///
@@ -479,8 +481,9 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
         return fail_null(libc::EINVAL);
     }
     let send_ops = if a.comp_mask & QP_INIT_ATTR_SEND_OPS_FLAGS != 0 { a.send_ops_flags } else { 0 };
+    let create_flags = if a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 { a.create_flags } else { 0 };
+    let Some(create_flags) = QpCreateFlags::from_bits(create_flags) else { return fail_null(libc::EOPNOTSUPP) };
     if a.comp_mask & !(QP_INIT_ATTR_PD | QP_INIT_ATTR_CREATE_FLAGS | QP_INIT_ATTR_SEND_OPS_FLAGS) != 0
-        || (a.comp_mask & QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
         || send_ops & !crate::qp_ex::SUPPORTED_SEND_OPS != 0
     {
         return fail_null(libc::EOPNOTSUPP);
@@ -496,7 +499,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
     // ibv_qp_init_attr (layout test), which create reads and writes back
     // (the granted caps), as verbs.h's own PD-only path does.
-    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context)) }
+    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context), create_flags) }
 }
 
 /// `ibv_create_qp`: see [`create`].
@@ -506,7 +509,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
 /// As [`create`].
 pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr) -> *mut IbvQp {
     // SAFETY: the caller's promise, passed on.
-    unsafe { create(pd, init_attr, false, None) }
+    unsafe { create(pd, init_attr, false, None, QpCreateFlags::empty()) }
 }
 
 /// `ibv_create_qp` and `create_qp_ex`: an RC, UC or UD QP in RESET; `init_attr->cap` is set
@@ -519,7 +522,14 @@ pub(crate) unsafe extern "C" fn ibv_create_qp(pd: *mut IbvPd, init_attr: *mut Ib
 /// `context`: the context the command goes to (`ibv_create_qp_ex`'s
 /// argument), else `pd->context` (`ibv_create_qp`); the PD, CQs and SRQ
 /// are named by their C fields, as rdma-core names them (`names.rs`).
-unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, context: Option<*mut IbvContext>) -> *mut IbvQp {
+/// `flags`: `ibv_create_qp_ex`'s creation flags.
+unsafe fn create(
+    pd: *mut IbvPd,
+    init_attr: *mut IbvQpInitAttr,
+    wr_api: bool,
+    context: Option<*mut IbvContext>,
+    flags: QpCreateFlags,
+) -> *mut IbvQp {
     let Some(cpd) = pd::from_c(pd) else { return fail_null(libc::EINVAL) };
     let cpd: &'static CPd = cpd;
     if init_attr.is_null() {
@@ -580,9 +590,9 @@ unsafe fn create(pd: *mut IbvPd, init_attr: *mut IbvQpInitAttr, wr_api: bool, co
         sq_sig_all: ia.sq_sig_all != 0,
     };
     let made = match ia.qp_type {
-        QPT_RC => QueuePair::<Rc, _>::create(rpd, init).map(|q| Any::Rc(q.into())),
-        QPT_UC => QueuePair::<Uc, _>::create(rpd, init).map(|q| Any::Uc(q.into())),
-        _ => QueuePair::<Ud, _>::create(rpd, init).map(|q| Any::Ud(q.into())),
+        QPT_RC => QueuePair::<Rc, _>::create_with_flags(rpd, init, flags).map(|q| Any::Rc(q.into())),
+        QPT_UC => QueuePair::<Uc, _>::create_with_flags(rpd, init, flags).map(|q| Any::Uc(q.into())),
+        _ => QueuePair::<Ud, _>::create_with_flags(rpd, init, flags).map(|q| Any::Ud(q.into())),
     };
     let qp = match made {
         Ok(q) => q,
@@ -781,13 +791,21 @@ pub(crate) unsafe extern "C" fn ibv_query_qp(qp: *mut IbvQp, attr: *mut IbvQpAtt
         Ok(r) => r,
         Err(e) => return fail_errno(errno_of(&e)),
     };
-    let cap = IbvQpCap {
+    let mut cap = IbvQpCap {
         max_send_wr: r.max_send_wr,
         max_recv_wr: r.max_recv_wr,
         max_send_sge: r.max_send_sge,
         max_recv_sge: r.max_recv_sge,
         max_inline_data: r.max_inline_data,
     };
+    if ctx.provider_caps().query_qp_send_caps_from_library {
+        // As libmlx5's mlx5_query_qp: the send queue's own (mlx5_ib answers
+        // 0 for a user QP's).
+        let granted = each!(any, q => q.cap());
+        cap.max_send_wr = granted.max_send_wr;
+        cap.max_send_sge = granted.max_send_sge;
+        cap.max_inline_data = granted.max_inline_data;
+    }
     let out = IbvQpAttr {
         qp_state: c_int::from(r.qp_state),
         cur_qp_state: c_int::from(r.cur_qp_state),

@@ -19,7 +19,7 @@ use super::registry::{Entry, RegRef};
 use super::res::{CqMem, QpMem, SrqMem, CQE_SIZE};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
-use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ResizeCq};
+use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, ModifySrq, ResizeCq};
 use crate::ah::AhAttr;
 use crate::cmd::device::query_gid_entry;
 use crate::query::{GidEntry, GID_TYPE_ROCE_V2};
@@ -29,7 +29,7 @@ use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::providers::claim::Claim;
 use crate::cmd::channel::RingFailed;
-use crate::providers::seam::{SrqCreateCmd, no_recv_queue, Caps, StraightWr, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
+use crate::providers::seam::{QpCreateCmd, SrqCreateCmd, no_recv_queue, Caps, StraightWr, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed};
 use crate::qp::{QpCap, QpStateKind, QpType};
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendWr, Sge};
@@ -69,6 +69,16 @@ impl Provider for Mlx5 {
         // refuses it at ibv_create_qp_ex (EOPNOTSUPP), and so does our
         // send queue (sq_check.rs)
         send_ops: !(1 << 12),
+        // libmlx5's create_qp passes ibv_create_qp_ex's create_flags to the
+        // kernel as they are (the extended CREATE_QP), and mlx5_ib judges
+        // them: BLOCK_SELF_MCAST_LB, SCATTER_FCS, CVLAN_STRIPPING and
+        // PCI_WRITE_END_PADDING (SOURCE_QPN, an IPoIB underlay QP, is not
+        // implemented here).
+        qp_create_flags: crate::qp::QpCreateFlags::all().bits(),
+        // libmlx5 has thread and parent domains (src/domain.rs: a TD gives no
+        // dedicated UAR here yet)
+        parent_domains: true,
+        query_qp_send_caps_from_library: true,
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: false,
@@ -378,9 +388,9 @@ impl Drop for Mlx5Qp {
 impl ProviderQp for Mlx5Qp {
     type Ctx = Mlx5Context;
 
-    fn create(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+    fn create<C: QpCreateCmd>(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let verb = dc.verb();
-        let core = *dc.core();
+        let core = dc.core().request();
         let qp_type = match core.qp_type {
             2 => QpType::Rc,
             3 => QpType::Uc,
@@ -403,7 +413,7 @@ impl ProviderQp for Mlx5Qp {
         let mem = QpMem::new(verb, &info.limits, qp_type, &cap, uses_srq, info.cache_line_size)?;
         let slot = ctx.reserve(verb)?;
         let mut out = Mlx5CreateQpResp::new_zeroed();
-        let resp = dc.send(mem.request(slot.i).as_bytes(), out.as_mut_bytes())?;
+        let resp = *C::base(&dc.send(mem.request(slot.i).as_bytes(), out.as_mut_bytes())?);
         let db = ctx.reg.uars().doorbell(out.bfreg_index).ok_or_else(|| {
             Error::new(verb, ErrorKind::Malformed).with_detail("mlx5: the kernel gave the QP a BlueFlame register the context does not have")
         })?;
@@ -413,7 +423,7 @@ impl ProviderQp for Mlx5Qp {
         // mlx5_ib echoes the requested capacities for a user QP; libmlx5
         // reports what its queues hold (`create_qp`, `mlx5_calc_sq_size`),
         // and so does this provider: the posts check against these.
-        if let Some(r) = dc.sent_mut() {
+        if let Some(r) = dc.sent_mut().map(C::base_mut) {
             r.max_send_wr = granted.max_send_wr;
             r.max_recv_wr = granted.max_recv_wr;
             r.max_recv_sge = granted.max_recv_sge;

@@ -14,7 +14,7 @@ use super::qp::RxeQp;
 use super::queue::Mminfo;
 use super::srq::{ModifySrqCmd, RxeSrq};
 use crate::abi::uverbs::{
-    CreateAh, CreateAhResp, CreateCq, CreateQp, ModifySrq, ReqNotifyCq, ResizeCq,
+    CreateAh, CreateAhResp, CreateCq, ModifySrq, ReqNotifyCq, ResizeCq,
 };
 use crate::abi::RdmaDriverId;
 use crate::cmd::channel::RingFailed;
@@ -22,7 +22,7 @@ use crate::cmd::device::{get_context, ContextReply};
 use crate::cmd::Channel;
 use crate::error::Result;
 use crate::providers::claim::Claim;
-use crate::providers::seam::{SrqCreateCmd, 
+use crate::providers::seam::{QpCreateCmd, SrqCreateCmd, 
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
     StraightWr,
 };
@@ -55,6 +55,11 @@ impl Provider for Rxe {
         doorbell_names_qp: true,
         notify_names_cq: true,
         refuses_posts_in_error: false,
+        // rdma-core's rxe_create_qp_ex takes no creation flags
+        // (RXE_QP_CREATE_FLAGS_SUP is 0: EOPNOTSUPP), nor does the kernel.
+        qp_create_flags: 0,
+        parent_domains: false,
+        query_qp_send_caps_from_library: false,
     };
     type Context = RxeContext;
     type Cq = RxeCq;
@@ -146,11 +151,11 @@ impl ProviderCq for RxeCq {
 impl ProviderQp for RxeQp {
     type Ctx = RxeContext;
 
-    fn create(_: &RxeContext, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+    fn create<C: QpCreateCmd>(_: &RxeContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let mut drv_out = [0u8; 32];
-        let resp = dc.send(&[], &mut drv_out)?;
+        let resp = *C::base(&dc.send(&[], &mut drv_out)?);
         let lim = SendLimits { max_sge: resp.max_send_sge, max_inline: resp.max_inline_data };
-        let has_srq = dc.core().is_srq != 0;
+        let has_srq = dc.core().request().is_srq != 0;
         RxeQp::map(dc.verb(), dc.channel(), &drv_out, has_srq, resp.qp_handle, lim)
     }
 

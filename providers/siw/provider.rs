@@ -15,7 +15,7 @@ use super::post::SendLimits;
 use super::qp::SiwQp;
 use super::srq::SiwSrq;
 use super::{poll, post, straight};
-use crate::abi::uverbs::{CreateCq, CreateQp, ModifySrq, RegMr, RegMrResp};
+use crate::abi::uverbs::{CreateCq, ModifySrq, RegMr, RegMrResp};
 use crate::abi::RdmaDriverId;
 use crate::cmd::device::{get_context, ContextReply};
 use crate::cmd::channel::RingFailed;
@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::providers::claim::Claim;
 use crate::providers::seam::{
     no_recv_queue, Caps, DriverCmd, Provider, ProviderContext, ProviderCq, ProviderQp, ProviderSrq, ResizeFailed,
-    SrqCreateCmd, StraightWr,
+    QpCreateCmd, SrqCreateCmd, StraightWr,
 };
 use crate::qp::kind::QpType;
 use crate::wc::{Wc, WcOut};
@@ -56,6 +56,11 @@ impl Provider for Siw {
         doorbell_names_qp: false,
         notify_names_cq: false,
         refuses_posts_in_error: true,
+        // rdma-core's siw has no create_qp_ex (ibv_create_qp_ex with any
+        // creation flag is EOPNOTSUPP).
+        qp_create_flags: 0,
+        parent_domains: false,
+        query_qp_send_caps_from_library: false,
     };
     type Context = SiwContext;
     type Cq = SiwCq;
@@ -143,10 +148,10 @@ impl ProviderCq for SiwCq {
 impl ProviderQp for SiwQp {
     type Ctx = SiwContext;
 
-    fn create(_: &SiwContext, dc: &mut DriverCmd<'_, CreateQp>) -> Result<Self> {
+    fn create<C: QpCreateCmd>(_: &SiwContext, dc: &mut DriverCmd<'_, C>) -> Result<Self> {
         let mut drv_out = [0u8; 32];
-        let resp = dc.send(&[], &mut drv_out)?;
-        let core = dc.core();
+        let resp = *C::base(&dc.send(&[], &mut drv_out)?);
+        let core = dc.core().request();
         let lim = SendLimits::new(resp.max_send_sge, resp.max_inline_data, core.sq_sig_all != 0);
         SiwQp::map(dc.verb(), dc.channel(), &drv_out, core.is_srq != 0, resp.qp_handle, lim)
     }

@@ -29,6 +29,7 @@
 #![cfg_attr(not(any(feature = "rxe", feature = "siw")), allow(unused_variables, unreachable_code))]
 pub mod attr;
 pub mod connect;
+mod create_flags;
 mod dynamic;
 pub(crate) mod kind;
 pub mod state;
@@ -49,12 +50,12 @@ use core::marker::PhantomData;
 use rustix::fd::{AsFd, BorrowedFd};
 use zerocopy::FromZeros;
 
-use crate::abi::uverbs::{CreateQp, DestroyQp, QueryQp};
+use crate::abi::uverbs::{CreateQp, DestroyQp, ExCreateQp, QueryQp};
 use crate::context::Context;
 use crate::cq::Cq;
 use crate::error::{ErrorKind, Result};
 use crate::pd::{DestroyError, Pd};
-use crate::providers::seam::DriverCmd;
+use crate::providers::seam::{DriverCmd, QpCreateCmd};
 use crate::providers::AnyQueues;
 use crate::srq::Srq;
 
@@ -64,6 +65,7 @@ pub use attr::{
     UcRtrAttr, UdInitAttr, UdRtrAttr,
 };
 pub use connect::{ConnectError, ConnectOpts, Endpoint};
+pub use create_flags::QpCreateFlags;
 pub use dynamic::AnyQp;
 pub use state::{
     CanPostRecv, CanPostSend, Error, Init, QpState, QpStateKind, QpType, Rc, Reset, Rtr, Rts, Sqd,
@@ -185,7 +187,22 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
     /// an `Unsupported` error naming `ibv_create_qp`.
     #[doc(alias = "ibv_create_qp")]
     pub fn create(pd: &'a Pd<'a>, init: QpInitAttr<'a>) -> Result<Self> {
-        const VERB: &str = "ibv_create_qp";
+        Self::create_inner("ibv_create_qp", pd, init, QpCreateFlags::empty())
+    }
+
+    /// `ibv_create_qp_ex` with `IBV_QP_INIT_ATTR_CREATE_FLAGS`: as
+    /// [`create`](Self::create), with creation flags. Flags the provider's
+    /// library does not pass are `Unsupported` before the kernel (all of
+    /// them on rxe and siw, as rdma-core's providers answer); the kernel
+    /// refuses the ones the device or the QP type cannot have (mlx5_ib:
+    /// `SCATTER_FCS` and `CVLAN_STRIPPING` are for raw packet QPs,
+    /// `Unsupported` here). No flag: exactly [`create`](Self::create).
+    #[doc(alias = "ibv_create_qp_ex")]
+    pub fn create_with_flags(pd: &'a Pd<'a>, init: QpInitAttr<'a>, flags: QpCreateFlags) -> Result<Self> {
+        Self::create_inner("ibv_create_qp_ex", pd, init, flags)
+    }
+
+    fn create_inner(verb: &'static str, pd: &'a Pd<'a>, init: QpInitAttr<'a>, flags: QpCreateFlags) -> Result<Self> {
         let ctx = pd.context();
         let limit = i32::MAX as u32;
         let c = init.cap;
@@ -199,7 +216,12 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         .iter()
         .any(|&v| v > limit)
         {
-            return Err(crate::Error::new(VERB, ErrorKind::InvalidArgument));
+            return Err(crate::Error::new(verb, ErrorKind::InvalidArgument));
+        }
+        let passed = ctx.provider_caps().qp_create_flags;
+        if flags.bits() & !passed != 0 {
+            return Err(crate::Error::new(verb, ErrorKind::Unsupported)
+                .with_detail("the provider takes none of these QP creation flags"));
         }
         let user_handle = crate::user_handle::next();
         let mut cmd = CreateQp::new_zeroed();
@@ -218,17 +240,11 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
         cmd.max_inline_data = c.max_inline_data;
         cmd.sq_sig_all = u8::from(init.sq_sig_all);
         cmd.qp_type = T::QP_TYPE as u8;
-        let has_srq = init.srq.is_some();
-        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd);
-        let made = AnyQueues::create(ctx.provider_state(), &mut dc).map_err(|e| {
-            // The kernel's bare EINVAL: name the capacity the device refuses
-            // (an extra query, on this error path only).
-            match (e.kind(), cap_over_device_limit(ctx, &c, has_srq)) {
-                (ErrorKind::InvalidArgument, Some(detail)) if dc.sent().is_none() => e.with_detail(detail),
-                _ => e,
-            }
-        });
-        let (ring, resp) = dc.finish(made, |r| destroy_cmd(ctx, r.qp_handle))?;
+        let (ring, resp) = if flags.is_empty() {
+            send_create(ctx, verb, cmd, &c, init.srq.is_some())?
+        } else {
+            send_create(ctx, verb, extended(&cmd, flags), &c, init.srq.is_some())?
+        };
         let cap = QpCap {
             max_send_wr: resp.max_send_wr,
             max_recv_wr: resp.max_recv_wr,
@@ -255,6 +271,49 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
             _state: PhantomData,
         })
     }
+}
+
+/// Sends a QP's create command through its provider: the queues and
+/// the legacy part of the response.
+fn send_create<C: QpCreateCmd>(
+    ctx: &Context,
+    verb: &'static str,
+    cmd: C,
+    c: &QpCap,
+    has_srq: bool,
+) -> Result<(AnyQueues, crate::abi::uverbs::CreateQpResp)> {
+    let mut dc = DriverCmd::new(ctx.channel(), verb, cmd);
+    let made = AnyQueues::create(ctx.provider_state(), &mut dc).map_err(|e| {
+        // The kernel's bare EINVAL: name the capacity the device refuses
+        // (an extra query, on this error path only).
+        match (e.kind(), cap_over_device_limit(ctx, c, has_srq)) {
+            (ErrorKind::InvalidArgument, Some(detail)) if dc.sent().is_none() => e.with_detail(detail),
+            _ => e,
+        }
+    });
+    let (ring, resp) = dc.finish(made, |r| destroy_cmd(ctx, C::base(&r).qp_handle))?;
+    Ok((ring, *C::base(&resp)))
+}
+
+/// The extended `CREATE_QP` of `cmd` with creation flags (what
+/// libibverbs' `ibv_cmd_create_qp_ex2` sends).
+fn extended(cmd: &CreateQp, flags: QpCreateFlags) -> ExCreateQp {
+    let mut x = ExCreateQp::new_zeroed();
+    x.user_handle = cmd.user_handle;
+    x.pd_handle = cmd.pd_handle;
+    x.send_cq_handle = cmd.send_cq_handle;
+    x.recv_cq_handle = cmd.recv_cq_handle;
+    x.srq_handle = cmd.srq_handle;
+    x.max_send_wr = cmd.max_send_wr;
+    x.max_recv_wr = cmd.max_recv_wr;
+    x.max_send_sge = cmd.max_send_sge;
+    x.max_recv_sge = cmd.max_recv_sge;
+    x.max_inline_data = cmd.max_inline_data;
+    x.sq_sig_all = cmd.sq_sig_all;
+    x.qp_type = cmd.qp_type;
+    x.is_srq = cmd.is_srq;
+    x.create_flags = flags.bits();
+    x
 }
 
 /// Which requested capacity is above the device's limit
@@ -361,7 +420,14 @@ impl<'a, T: Transport, S: QpState> QueuePair<'a, T, S> {
             .ctx()
             .channel()
             .exec("ibv_query_qp", &cmd, &[], &mut [])?;
-        Ok(QpAttr::from_kernel(&r))
+        let mut a = QpAttr::from_kernel(&r);
+        if self.ctx().provider_caps().query_qp_send_caps_from_library {
+            let granted = self.inner.cap;
+            a.cap.max_send_wr = granted.max_send_wr;
+            a.cap.max_send_sge = granted.max_send_sge;
+            a.cap.max_inline_data = granted.max_inline_data;
+        }
+        Ok(a)
     }
 
     /// `ibv_destroy_qp`, in any state: destroys the QP, then unmaps its

@@ -148,7 +148,13 @@ fn rxe_ud_and_uc_transitions() {
     let cq = Cq::create(&ctx, 16, None, 0).unwrap();
     let ud = UdQp::create(&pd, init(&cq)).expect("ibv_create_qp UD");
     let ud = ud.into_init(UdInitAttr { pkey_index: 0, port_num: 1, qkey: 0x1111_1111 }).expect("UD INIT");
-    assert_eq!(ud.query().unwrap().qkey, 0x1111_1111);
+    let q = ud.query().unwrap();
+    assert_eq!(q.qkey, 0x1111_1111);
+    // The capacities granted at creation, also where the kernel answers 0
+    // for the send queue's (mlx5_ib: the library reports them).
+    let (c, g) = (q.cap, ud.cap());
+    assert_eq!((c.max_send_wr, c.max_send_sge, c.max_inline_data), (g.max_send_wr, g.max_send_sge, g.max_inline_data), "{c:?} vs {g:?}");
+    assert!(c.max_recv_wr >= CAP.max_recv_wr && c.max_recv_sge >= CAP.max_recv_sge, "{c:?}");
     let ud = ud.into_rtr(UdRtrAttr).expect("UD RTR");
     let ud = ud.into_rts(SqPsnAttr { sq_psn: 77 }).expect("UD RTS");
     let a = ud.query().unwrap();
@@ -280,4 +286,46 @@ fn siw_failed_transition_hands_the_qp_back() {
     let qp = e.qp;
     assert_eq!(qp.query().unwrap(), before, "the failed RTS changed nothing");
     qp.destroy().expect("destroy the handed-back QP");
+}
+
+/// `ibv_create_qp_ex` with creation flags: rxe and siw take none (refused
+/// before the kernel, as rdma-core's providers do); on mlx5 the kernel
+/// judges them (mlx5_ib: BLOCK_SELF_MCAST_LB where the device blocks
+/// multicast loopback, SCATTER_FCS only on raw packet QPs: EOPNOTSUPP).
+fn create_flags(name: &str) {
+    use verbs::qp::QpCreateFlags;
+    let ctx = open(name);
+    let pd = Pd::alloc(&ctx).unwrap();
+    let cq = Cq::create(&ctx, 64, None, 0).unwrap();
+    let block = QpCreateFlags::BLOCK_SELF_MCAST_LB;
+    let plain = UdQp::create_with_flags(&pd, init(&cq), QpCreateFlags::empty()).expect("no flag: as ibv_create_qp");
+    drop(plain);
+    let passed = QpCreateFlags::from_bits_retain(ctx.provider_caps().qp_create_flags);
+    if passed.is_empty() {
+        let e = UdQp::create_with_flags(&pd, init(&cq), block).unwrap_err();
+        assert_eq!((e.verb(), e.kind(), e.errno()), ("ibv_create_qp_ex", ErrorKind::Unsupported, None), "{e}");
+        let e = RcQp::create_with_flags(&pd, init(&cq), QpCreateFlags::PCI_WRITE_END_PADDING).unwrap_err();
+        assert_eq!((e.kind(), e.errno()), (ErrorKind::Unsupported, None), "{e}");
+    } else {
+        assert_eq!(passed, QpCreateFlags::all());
+        let qp = UdQp::create_with_flags(&pd, init(&cq), block).expect("UD QP that blocks its own multicast");
+        assert!(qp.cap().max_send_wr >= CAP.max_send_wr, "{:?}", qp.cap());
+        let qp = qp.into_init(UdInitAttr { pkey_index: 0, port_num: 1, qkey: 0x1111 }).expect("UD INIT");
+        assert_eq!(qp.query().expect("ibv_query_qp").qp_state, Some(QpStateKind::Init));
+        let e = RcQp::create_with_flags(&pd, init(&cq), QpCreateFlags::SCATTER_FCS).unwrap_err();
+        assert_eq!((e.verb(), e.kind()), ("ibv_create_qp_ex", ErrorKind::Unsupported), "{e}");
+        assert_eq!(e.errno(), Some(verbs::error::Errno::OPNOTSUPP), "refused by the kernel: {e}");
+    }
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn rxe_qp_create_flags() {
+    create_flags(&rxe_name());
+}
+
+#[test]
+#[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
+fn siw_qp_create_flags() {
+    create_flags(&siw_name());
 }

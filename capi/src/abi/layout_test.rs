@@ -42,6 +42,9 @@ fn rust_rows() -> Vec<Row> {
         "ibv_cq_init_attr_ex" => IbvCqInitAttrEx {
             cqe, cq_context, channel, comp_vector, wc_flags, comp_mask, flags, parent_domain }
         "ibv_poll_cq_attr" => IbvPollCqAttr { comp_mask }
+        "ibv_td" => IbvTd { context }
+        "ibv_td_init_attr" => IbvTdInitAttr { comp_mask }
+        "ibv_parent_domain_init_attr" => IbvParentDomainInitAttr { pd, td, comp_mask, alloc, free, pd_context }
         "ibv_device" => IbvDevice { _ops, node_type, transport_type, name, dev_name, dev_path, ibdev_path }
         "ibv_context_ops" => IbvContextOps {
             _compat_query_device, _compat_query_port, _compat_alloc_pd, _compat_dealloc_pd,

@@ -13,6 +13,34 @@ pub(crate) struct IbvPd {
     pub(crate) handle: u32,
 }
 
+/// `struct ibv_td`.
+#[repr(C)]
+pub(crate) struct IbvTd {
+    pub(crate) context: *mut IbvContext,
+}
+
+/// `struct ibv_td_init_attr`.
+#[repr(C)]
+pub(crate) struct IbvTdInitAttr {
+    pub(crate) comp_mask: u32,
+}
+
+/// `ibv_parent_domain_init_attr.alloc`.
+pub(crate) type PdAllocFn = unsafe extern "C" fn(*mut IbvPd, *mut core::ffi::c_void, usize, usize, u64) -> *mut core::ffi::c_void;
+/// `ibv_parent_domain_init_attr.free`.
+pub(crate) type PdFreeFn = unsafe extern "C" fn(*mut IbvPd, *mut core::ffi::c_void, *mut core::ffi::c_void, u64);
+
+/// `struct ibv_parent_domain_init_attr`.
+#[repr(C)]
+pub(crate) struct IbvParentDomainInitAttr {
+    pub(crate) pd: *mut IbvPd,
+    pub(crate) td: *mut IbvTd,
+    pub(crate) comp_mask: u32,
+    pub(crate) alloc: Option<PdAllocFn>,
+    pub(crate) free: Option<PdFreeFn>,
+    pub(crate) pd_context: *mut core::ffi::c_void,
+}
+
 /// `struct ibv_mr`.
 #[repr(C)]
 pub(crate) struct IbvMr {

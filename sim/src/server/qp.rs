@@ -15,8 +15,6 @@ pub struct QpExtra {
     pub dest: [u8; 32],
     /// Alternate path (kept, never used).
     pub alt_dest: [u8; 32],
-    /// Caps granted: max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline.
-    pub caps: [u32; 5],
     /// Path migration state.
     pub mig_state: u8,
     /// Alternate pkey index / port / timeout.
@@ -121,7 +119,7 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
             max_recv_sge: if rq_cnt > 0 { (1 << rq_shift) / 16 } else { 0 },
         },
     );
-    st.qpx.insert(qpn, QpExtra { caps, ..Default::default() });
+    st.qpx.insert(qpn, QpExtra::default());
     let mut core = Out::new(if req.ex { 40 } else { 32 });
     core.u32(0, qpn).u32(4, qpn).u32(8, caps[0]).u32(12, caps[1]).u32(16, caps[2]).u32(20, caps[3]).u32(24, caps[4]);
     if req.ex {
@@ -282,11 +280,14 @@ pub fn query_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     let mut o = Out::new(128);
     o.bytes(0, &x.dest)
         .bytes(32, &x.alt_dest)
-        .u32(64, x.caps[0])
-        .u32(68, qp.rq.wqe_cnt) // the receive queue as made (mlx5_ib: rq.wqe_cnt, rq.max_gs)
-        .u32(72, x.caps[2])
+        // mlx5_ib_query_qp of a user QP: the receive queue as made
+        // (rq.wqe_cnt, rq.max_gs); 0 for max_send_wr, max_send_sge and
+        // max_inline_data (the send queue is the library's to report)
+        .u32(64, 0)
+        .u32(68, qp.rq.wqe_cnt)
+        .u32(72, 0)
         .u32(76, qp.max_recv_sge)
-        .u32(80, x.caps[4])
+        .u32(80, 0)
         .u32(84, a.qkey)
         .u32(88, a.rq_psn)
         .u32(92, a.sq_psn)

@@ -42,7 +42,7 @@ pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
     // the k-th smallest, 0-based, for k rising: each selection leaves
     // everything above its element to its right, where the next one looks
     let mut done = 0;
-    let mut nth = |k: usize| -> u64 {
+    let mut nth = |rtt_ns: &mut [u64], k: usize| -> u64 {
         let k = k.max(done);
         let (_, &mut x, _) = rtt_ns[done..].select_nth_unstable(k - done);
         done = k;
@@ -50,12 +50,15 @@ pub(crate) fn lat_stats(rtt_ns: &mut [u64], factor: f64) -> Option<LatStats> {
     };
     let pct_index = |p: f64| ((n as f64 * p).ceil() as usize).clamp(1, n) - 1;
     let median = if n % 2 == 1 {
-        nth(n / 2) as f64
+        nth(rtt_ns, n / 2) as f64
     } else {
-        let lo = nth(n / 2 - 1);
-        (lo as f64 + nth(n / 2) as f64) / 2.0
+        // the upper middle is the smallest of what the lower one's
+        // selection left to its right: a scan, not a second selection
+        let lo = nth(rtt_ns, n / 2 - 1);
+        let hi = rtt_ns[n / 2..].iter().copied().min().unwrap_or(lo);
+        (lo as f64 + hi as f64) / 2.0
     };
-    let (p99, p999) = (nth(pct_index(0.99)), nth(pct_index(0.999)));
+    let (p99, p999) = (nth(rtt_ns, pct_index(0.99)), nth(rtt_ns, pct_index(0.999)));
     Some(LatStats {
         min: us(min as f64),
         max: us(max as f64),

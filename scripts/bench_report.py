@@ -513,8 +513,14 @@ FLOORS = {
         (7, "the doorbell decision siw's protocol needs: a full fence (the kernel's `smp_store_mb` on the other "
             "side), the previous element's address, its flags loaded and tested"),
         (4, "move the position (increment, wrap, store)"),
-        (13, "ring the doorbell, a zero-WR POST_SEND `write()`: argument set-up, the call, glibc's wrapper with "
-             "the `syscall`, the result check"),
+        (15, "ring the doorbell, a zero-WR POST_SEND `write()`: argument set-up and the call (4), glibc's "
+             "wrapper with the `syscall` (7: the listing's instructions outside the binary), the result check, "
+             "negative and short (4)"),
+        (1, "after a doorbell that went through, clear the flag a failed one sets (elements the kernel was not "
+            "told of stay valid, so the previous-element test would never ring again and the queue would stall: "
+            "the next post rings whatever it finds)"),
+        (2, "the provider: compare the QP's driver tag, branch (a library of several providers; rdma-core's "
+            "`ibv_post_send` is an indirect call through the context's ops)"),
         _RET], ""),
     ("siw", "post_recv"): ("`ibv_post_recv` of one WR with one SGE on siw", [
         (6, "find the element: load the position, address the element (base and multiply), load its flags, "

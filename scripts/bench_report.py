@@ -513,8 +513,14 @@ FLOORS = {
         (7, "the doorbell decision siw's protocol needs: a full fence (the kernel's `smp_store_mb` on the other "
             "side), the previous element's address, its flags loaded and tested"),
         (4, "move the position (increment, wrap, store)"),
-        (13, "ring the doorbell, a zero-WR POST_SEND `write()`: argument set-up, the call, glibc's wrapper with "
-             "the `syscall`, the result check"),
+        (15, "ring the doorbell, a zero-WR POST_SEND `write()`: argument set-up and the call (4), glibc's "
+             "wrapper with the `syscall` (7: the listing's instructions outside the binary), the result check, "
+             "negative and short (4)"),
+        (1, "after a doorbell that went through, clear the flag a failed one sets (elements the kernel was not "
+            "told of stay valid, so the previous-element test would never ring again and the queue would stall: "
+            "the next post rings whatever it finds)"),
+        (2, "the provider: compare the QP's driver tag, branch (a library of several providers; rdma-core's "
+            "`ibv_post_send` is an indirect call through the context's ops)"),
         _RET], ""),
     ("siw", "post_recv"): ("`ibv_post_recv` of one WR with one SGE on siw", [
         (6, "find the element: load the position, address the element (base and multiply), load its flags, "
@@ -596,10 +602,14 @@ FLOORS = {
         "opcode, byte length, QP number, flags: ~7) and step (~3): ~31 per completion, 496 for 16; per call: take "
         "the CQ from other pollers and release it (~4), hold and release the QP (~4), store the consumer index into "
         "the doorbell record (swap, release store: ~3), plus the frame and " + _RET_TEXT + " (~28).")),
-    ("mlx5", "poll_with"): (420, (
+    ("mlx5", "poll_with"): (708, (
         "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures: per completion the "
         "ownership test (~6), the fields it needs (~6), the queue (~2), `wr_id` and retirement (~5), the closure "
-        "(~3) and the step (~3): ~25, 400 for 16; per call ~20 as for `poll_cq`.")),
+        "(~3) and the step (~3): ~25; and, because the closure runs between two completions with no lock held "
+        "(it may post to the QP, whose slot lock a held poll would deadlock on, or destroy a QP, which cleans its "
+        "CQEs out of this CQ under the CQ's lock), per completion again: take and release the CQ's slot (~5), "
+        "load the ring's state (~4), take and release the QP's slot and find it again (~9): ~18; ~43 per "
+        "completion, 688 for 16; per call ~20 (lend the CQ and give it back, the doorbell record once, the frame).")),
     ("mlx5", "poll_cq_empty"): (20, (
         "By contract `ibv_poll_cq` on an empty mlx5 CQ must take the CQ from other pollers and release it (~4), "
         "address the CQE at the consumer index and test its owner byte (~6), and return 0 with the frame (~10).")),

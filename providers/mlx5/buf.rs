@@ -381,10 +381,22 @@ impl Window<'_> {
     pub fn put_bytes(&mut self, at: usize, src: &[u8]) -> bool {
         match at.checked_add(src.len()) {
             Some(end) if end <= self.len => {
+                let dst = self.ptr.wrapping_add(at);
+                // 8 to 16 bytes (the common inline sizes): two 8-byte
+                // stores, the second ending at `end`, instead of a call.
+                if let (Some(head), Some(tail), true) = (src.first_chunk::<8>(), src.last_chunk::<8>(), src.len() <= 16) {
+                    // SAFETY: `at..at + 8` lies inside `at..end` (8 <=
+                    // len), inside the window and the live mapping (B1,
+                    // B2); an unaligned store, no reference (B3).
+                    unsafe { dst.cast::<[u8; 8]>().write_unaligned(*head) };
+                    // SAFETY: as above for `end - 8..end`.
+                    unsafe { dst.wrapping_add(src.len() - 8).cast::<[u8; 8]>().write_unaligned(*tail) };
+                    return true;
+                }
                 // SAFETY: `at..end` is inside the window, so inside the
                 // live mapping (B1, B2); `src` cannot overlap it (no
                 // reference into a `WqBuf` exists, B3).
-                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.wrapping_add(at), src.len()) };
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
                 true
             }
             _ => false,
@@ -508,11 +520,13 @@ mod tests {
         let mut w = b.window(4096 - 128, 128).unwrap();
         w.put::<0, u64>(0x0102_0304_0506_0708);
         w.put::<56, u64>(9);
+        assert!(w.put_bytes(100, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]), "12 bytes: two overlapping words");
         assert!(w.put_bytes(120, &[7; 8]), "the window's last bytes");
         assert!(!w.put_bytes(121, &[7; 8]), "past the window");
         assert_eq!(b.get::<u64>(4096 - 128), Some(0x0102_0304_0506_0708));
         assert_eq!(b.get::<u64>(4096 - 72), Some(9));
         assert_eq!(b.get::<[u8; 8]>(4088), Some([7; 8]));
+        assert_eq!(b.get::<[u8; 16]>(4096 - 32), Some([0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]));
         assert_eq!(b.get::<u64>(4096 - 64), Some(0), "nothing else stored");
     }
 

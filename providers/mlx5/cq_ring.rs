@@ -134,20 +134,20 @@ impl CqRing {
     /// they stay as they were.
     #[inline(always)]
     pub fn poll_deferred<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
-        let ring = match self.fits(buf) {
-            true => buf.cqe_ring(self.ncqe, self.cqe_size),
-            false => None,
-        };
-        let Some(ring) = ring else {
+        // (The doorbell record is checked where it is stored.)
+        let Some(ring) = buf.cqe_ring(self.ncqe, self.cqe_size) else {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
         };
+        let log = self.ncqe.trailing_zeros();
+        let v1 = self.cqe_version == 1;
         let mut ci = self.ci;
         let mut n = 0;
         let mut failed = None;
         while n < out.len() {
             let w7 = ring.word(ci, 7);
             let op_own = (w7 >> 56) as u8;
-            if op_own >> 4 == CQE_INVALID || (op_own & CQE_OWNER_MASK != 0) != (ci & self.ncqe != 0) {
+            // Not INVALID, and the owner bit is the index's wrap bit.
+            if op_own >= CQE_INVALID << 4 || (u32::from(op_own) ^ (ci >> log)) & u32::from(CQE_OWNER_MASK) != 0 {
                 break;
             }
             // The owner byte said the CQE is complete: the rest of it is
@@ -168,7 +168,7 @@ impl CqRing {
             };
             if let Some((opcode, byte_len, wc_flags)) = fast {
                 let qp_num = sop & 0xff_ffff;
-                let rsn = if self.cqe_version == 1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { qp_num };
+                let rsn = if v1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { qp_num };
                 let wqe_counter = u16::from_be((w7 >> 32) as u16);
                 if let Some(Target::Send(sq)) = queues.find(Source::Send { rsn, wqe_counter }) {
                     let wr_id = sq.complete(wqe_counter).wr_id;

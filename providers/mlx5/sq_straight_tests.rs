@@ -64,8 +64,11 @@ fn straight_writes_what_the_general_path_writes() {
     let sg0 = [Sge { addr: 0x1000, length: 0, lkey: 7 }];
     let sg_big = [Sge { addr: 0x1000, length: (1 << 31) + 1, lkey: 7 }];
     let sg2 = [sg8[0], Sge { addr: 0x2000, length: 16, lkey: 9 }];
-    let data = [0x5au8; 200];
-    let payloads: [Payload<'_>; 11] = [
+    let data: [u8; 200] = core::array::from_fn(|i| i as u8 ^ 0x5a);
+    let payloads: [Payload<'_>; 14] = [
+        Payload::Inline(&data[..1]),
+        Payload::Inline(&data[..12]),
+        Payload::Inline(&data[..16]),
         Payload::Sges(&[]),
         Payload::Sges(&sg8),
         Payload::Sges(&sg0),

@@ -555,32 +555,36 @@ pub fn post_recv(
     max_sge: u32,
     wrs: &[RecvWr<'_>],
 ) -> Result<(), PostError> {
-    if let [wr] = wrs {
-        // One request of at most one SGE, the common case: the straight
-        // path's stores (one SGE always fits the element: no run-time
-        // bound check) and no loop. What it does not take (more SGEs, a
-        // queue that takes none, a full queue) goes the general way,
-        // which names the error.
-        let sge = match wr.sg_list {
-            [] => Some(None),
-            [g] if max_sge > 0 => Some(Some(g)),
-            _ => None,
-        };
-        if let Some(sge) = sge {
-            if let Some(mut slot) = prod.slot(0) {
-                put_recv_one(&mut slot, wr.wr_id, sge);
-                prod.publish(1);
-                return Ok(());
-            }
-        }
+    if put_recv_first(&mut prod, max_sge, wrs) {
+        prod.publish(1);
+        return Ok(());
     }
     post_recv_list(verb, prod, max_sge, wrs)
+}
+
+/// The one-request path of [`post_recv`]: one request of at most one SGE
+/// (the common case), written into the first free slot with the straight
+/// path's stores (one SGE always fits the element: no run-time bound
+/// check) and no loop; the caller then publishes one slot. `false`,
+/// nothing written, for what it does not take (a list, more SGEs, a queue
+/// that takes none, a full queue): the general way names the error.
+#[inline(always)]
+pub fn put_recv_first(prod: &mut Producer<'_, RECV_MIN>, max_sge: u32, wrs: &[RecvWr<'_>]) -> bool {
+    let [wr] = wrs else { return false };
+    let sge = match wr.sg_list {
+        [] => None,
+        [g] if max_sge > 0 => Some(g),
+        _ => return false,
+    };
+    let Some(mut slot) = prod.slot(0) else { return false };
+    put_recv_one(&mut slot, wr.wr_id, sge);
+    true
 }
 
 /// [`post_recv`] of what its one-request path leaves, out of line (its
 /// loop and checks would give that path their registers and frame).
 #[inline(never)]
-fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+pub fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RECV_MIN>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
     let free = prod.free();
     if wrs.len() > free as usize {
         return Err(refuse(verb, FULL, free as usize));

@@ -11,7 +11,7 @@ use super::ah::RxeCreateAhResp;
 use super::cq::{RxeCq, CQ_RESP_LEN};
 use super::post::{self, SendLimits};
 use super::qp::RxeQp;
-use super::queue::Mminfo;
+use super::queue::{Mminfo, RecvQueue};
 use super::srq::{ModifySrqCmd, RxeSrq};
 use crate::abi::uverbs::{
     CreateAh, CreateAhResp, CreateCq, ModifySrq, ReqNotifyCq, ResizeCq,
@@ -166,10 +166,16 @@ impl ProviderQp for RxeQp {
 
     #[inline(always)]
     fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        match self.rq_mut() {
-            Some(rq) => post::post_recv("ibv_post_recv", rq.producer_mut(), max_sge, wrs),
-            None => Err(no_recv_queue()),
+        let Some(rq) = self.rq_mut() else { return Err(no_recv_queue()) };
+        let mut prod = rq.producer_mut();
+        if post::put_recv_first(&mut prod, max_sge, wrs) {
+            prod.publish(1);
+            return Ok(());
         }
+        drop(prod);
+        // Out of line and in tail position: the one-request path above
+        // keeps no register and no stack frame for it.
+        post_recv_general(rq, max_sge, wrs)
     }
 
     #[inline(always)]
@@ -193,6 +199,12 @@ impl ProviderQp for RxeQp {
     fn queue_slots(&self) -> (u32, Option<u32>) {
         (self.sq().slots(), self.rq().map(|q| q.slots()))
     }
+}
+
+/// A QP's `ibv_post_recv` past its one-request path: lists and refusals.
+#[inline(never)]
+fn post_recv_general(rq: &mut RecvQueue, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+    post::post_recv_list("ibv_post_recv", rq.producer_mut(), max_sge, wrs)
 }
 
 impl ProviderSrq for RxeSrq {

@@ -32,6 +32,8 @@ use super::abi::{
     SIW_WQE_INLINE, SIW_WQE_READ_FENCE, SIW_WQE_SIGNALLED, SIW_WQE_SOLICITED, SIW_WQE_VALID,
 };
 use super::ring::{Producer, SendRing, SlotMut};
+use super::straight;
+use crate::abi::uverbs::WR_RDMA_READ;
 use crate::error::ErrorKind;
 use crate::qp::kind::QpType;
 use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr};
@@ -204,6 +206,61 @@ pub fn post_send(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Res
     Ok(ring)
 }
 
+/// The straight path of `ibv_post_send` on siw, inlined into the caller:
+/// one request of one SGE (or inline data, see below) on an RC QP, of
+/// one of siw's four operations, written and handed over. `Some(ring)`
+/// (whether the kernel must be told, as [`post_send`] returns it) if it
+/// was; `None`, nothing written, for anything else and for anything
+/// [`post_send`] would refuse, which the caller then hands to it. This
+/// path never refuses on its own, so there is one place where requests
+/// are judged: it takes exactly what `check_siw_send` lets through with
+/// one SGE, and writes the element as `write_send` and `sqe_flags` do.
+#[inline(always)]
+pub fn post_gather(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> Option<bool> {
+    let [wr @ SendWr { payload: Payload::Sges([g]), ud: None, .. }] = wrs else { return None };
+    // Unknown flag bits, a queue that takes no SGE, a message over 2^31
+    // bytes: the general way names the error.
+    let flags = wr.flags.bits();
+    if flags & !SendFlags::all().bits() != 0 || lim.max_sge == 0 || g.length > 1 << 31 {
+        return None;
+    }
+    // siw's four operations (a bit test of the tag, which is the
+    // `ibv_wr_opcode`); the rest, and a fenced RDMA READ (iWARP cannot),
+    // the general way refuses.
+    let tag = wr.op.opcode();
+    let (ok, opcode) = straight::siw_op(tag);
+    if !ok || tag == WR_RDMA_READ && flags & SendFlags::FENCE.bits() != 0 {
+        return None;
+    }
+    let mut prod = sq.producer_mut();
+    let mut slot = prod.first()?;
+    // Each arm stores what its operation carries, so that none of it
+    // stays in a register past the match. SEND: zeros (the kernel does
+    // not read them).
+    match wr.op {
+        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            slot.put::<SQE_RKEY, u32>(rkey);
+            slot.put::<SQE_RADDR, u64>(remote_addr);
+        }
+        SendOp::SendWithInv { invalidate_rkey } => {
+            slot.put::<SQE_RKEY, u32>(invalidate_rkey);
+            slot.put::<SQE_RADDR, u64>(0);
+        }
+        _ => {
+            slot.put::<SQE_RKEY, u32>(0);
+            slot.put::<SQE_RADDR, u64>(0);
+        }
+    }
+    slot.put::<SQE_ID, u64>(wr.wr_id);
+    slot.put::<SQE_NUM_SGE, [u8; 2]>([1, opcode]);
+    // `ibv_sge` and `siw_sge` are one layout.
+    slot.put::<SQE_SGE, crate::wr::Sge>(*g);
+    prod.give(0, straight::sqe_flags(flags, lim.sig_all));
+    let ring = prod.capacity() == 1 || !prod.previous_pending();
+    prod.advance(1);
+    Some(ring)
+}
+
 /// [`post_send`] of a list other than one request, out of line (its
 /// loops would give the one-request case their registers and frame).
 #[inline(never)]
@@ -251,27 +308,40 @@ fn write_recv(slot: &mut SlotMut<'_, RQE>, wr: &RecvWr<'_>, max_sge: u32) -> Res
 /// for every receive of `wrs`, checks and writes each, then hands them
 /// over in order (flags exactly `SIW_WQE_VALID`). No doorbell. If a
 /// request is refused nothing is handed over.
-#[inline]
+#[inline(always)]
 pub fn post_recv(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-    if let [wr] = wrs {
-        // One request (the common case): one element, no loops.
-        let Some(mut slot) = prod.first() else {
-            return Err(refuse(verb, FULL, 0));
-        };
-        if let Err(why) = write_recv(&mut slot, wr, max_sge) {
-            return Err(refuse(verb, why, 0));
-        }
-        prod.give(0, SIW_WQE_VALID);
+    if give_recv_one(&mut prod, max_sge, wrs) {
         prod.advance(1);
         return Ok(());
     }
     post_recv_list(verb, prod, max_sge, wrs)
 }
 
-/// [`post_recv`] of a list other than one request, out of line (its
-/// loops would give the one-request case their registers and frame).
+/// The one-request path of [`post_recv`]: one request of one SGE (the
+/// common case), written with the straight path's stores (one
+/// SGE always fits the element: no run-time bound check), no loop, and
+/// handed over; the caller then advances `prod` by one. `false`, nothing
+/// written, for what it does not take (a list, more SGEs, a queue that
+/// takes none, a full queue): the general way ([`post_recv_list`]) names
+/// the error.
+#[inline(always)]
+pub fn give_recv_one(prod: &mut Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> bool {
+    // A receive without SGEs (only zero-length messages land in it; siw
+    // has no immediate data) goes the general way too.
+    let [RecvWr { wr_id, sg_list: [g] }] = wrs else { return false };
+    if max_sge == 0 {
+        return false;
+    }
+    let Some(mut slot) = prod.first() else { return false };
+    straight::put_recv_one(&mut slot, *wr_id, Some(g));
+    prod.give(0, SIW_WQE_VALID)
+}
+
+/// [`post_recv`] of what its one-request path leaves, out of line (its
+/// loops and checks would give that path their registers and frame):
+/// lists, and every request that is refused.
 #[inline(never)]
-fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+pub fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
     let n = wrs.len().min(u32::MAX as usize) as u32;
     let free = prod.reserve(n);
     if (free as usize) < wrs.len() {

@@ -12,6 +12,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::cq::SiwCq;
 use super::mr::{SiwUreqRegMr, SiwUrespRegMr};
 use super::post::SendLimits;
+use super::ring::RecvRing;
 use super::qp::SiwQp;
 use super::srq::SiwSrq;
 use super::{poll, post, straight};
@@ -163,10 +164,16 @@ impl ProviderQp for SiwQp {
 
     #[inline(always)]
     fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        match self.rq_mut() {
-            Some(rq) => post::post_recv("ibv_post_recv", rq.producer_mut(), max_sge, wrs),
-            None => Err(no_recv_queue()),
+        let Some(rq) = self.rq_mut() else { return Err(no_recv_queue()) };
+        let mut prod = rq.producer_mut();
+        if post::give_recv_one(&mut prod, max_sge, wrs) {
+            prod.advance(1);
+            return Ok(());
         }
+        drop(prod);
+        // Out of line and in tail position: the one-request path above
+        // keeps no register and no stack frame for it.
+        post_recv_general(rq, max_sge, wrs)
     }
 
     #[inline(always)]
@@ -190,6 +197,12 @@ impl ProviderQp for SiwQp {
     fn queue_slots(&self) -> (u32, Option<u32>) {
         (self.num_sqe(), self.rq().map(|_| self.num_rqe()))
     }
+}
+
+/// A QP's `ibv_post_recv` past its one-request path: lists and refusals.
+#[inline(never)]
+fn post_recv_general(rq: &mut RecvRing, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+    post::post_recv_list("ibv_post_recv", rq.producer_mut(), max_sge, wrs)
 }
 
 impl ProviderSrq for SiwSrq {

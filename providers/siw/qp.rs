@@ -57,15 +57,38 @@ impl SiwQp {
     /// through `dev` unless the kernel is still working through the
     /// queue. A doorbell that fails is reported at index `wrs.len()`: the
     /// requests are posted, the kernel was not told.
-    #[inline]
+    ///
+    /// The straight path ([`post::post_gather`]) and the doorbell are
+    /// inlined; everything else is one out-of-line call in tail position,
+    /// so the inlined part keeps nothing in registers across a call.
+    #[inline(always)]
     pub fn post_send(&mut self, dev: BorrowedFd<'_>, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
+        match post::post_gather(&mut self.sq, &self.lim, wrs) {
+            Some(ring) if ring || self.must_ring => self.ring(dev, 1),
+            Some(_) => Ok(()),
+            None => self.post_send_general(dev, wrs),
+        }
+    }
+
+    /// Rings the doorbell after `posted` requests; a failure is reported
+    /// at index `posted` (the requests are queued, the kernel was not
+    /// told) and makes the next post ring whatever it finds.
+    #[inline(always)]
+    fn ring(&mut self, dev: BorrowedFd<'_>, posted: usize) -> core::result::Result<(), PostError> {
+        let r = self.doorbell.ring(dev, "ibv_post_send");
+        self.must_ring = r.is_err();
+        r.map_err(|error| PostError { error, index: posted })
+    }
+
+    /// [`SiwQp::post_send`] past its straight path: lists, inline data,
+    /// and every request that is refused.
+    #[inline(never)]
+    fn post_send_general(&mut self, dev: BorrowedFd<'_>, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         let ring = post::post_send(&mut self.sq, &self.lim, wrs)?;
         if !(ring || self.must_ring && !wrs.is_empty()) {
             return Ok(());
         }
-        let r = self.doorbell.ring(dev, "ibv_post_send");
-        self.must_ring = r.is_err();
-        r.map_err(|error| PostError { error, index: wrs.len() })
+        self.ring(dev, wrs.len())
     }
 
     /// [`SiwQp::post_send`] of one request through the straight path

@@ -26,7 +26,7 @@
 //!   `n` (the positions stay in `0..n`: every store of the position is of
 //!   a value below `n`, [`Ring::map`]'s 0 and the wrapped ones of
 //!   [`Producer::advance`], [`Consumer::take_each`] and a [`Run`]'s drop,
-//!   which [`Ring::next_flags8`] relies on without reducing it again), so element `i` occupies
+//!   which [`Ring::next_flags8`] and [`Producer`] rely on without reducing it again), so element `i` occupies
 //!   `base + i * ELEM .. + ELEM`, inside the mapping. Accesses within an
 //!   element are checked against `ELEM`: at compile time for
 //!   [`SlotMut::put`] and [`Consumer::take`], at run time for
@@ -277,18 +277,26 @@ pub struct Producer<'q, const ELEM: usize> {
 impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     #[inline(always)]
     fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
-        // Positions are kept in `0..n`: the division is for anything else.
-        let (h, n) = (q.next.load(Ordering::Relaxed), q.n);
-        Self { q, base: q.base.as_ptr(), n, claimed, head: if h < n { h } else { h % n }, ready: 0 }
+        // The position is below `n` (S1: every store of it is), as
+        // `Ring::next_flags8` relies on too: not reduced again.
+        let (head, n) = (q.next.load(Ordering::Relaxed), q.n);
+        debug_assert!(head < n);
+        Self { q, base: q.base.as_ptr(), n, claimed, head, ready: 0 }
     }
 
     /// Index of the `k`-th element from the position, for `k <= n`: one
     /// add and one conditional subtraction (`head < n`, so the sum is
-    /// below `2n`), in 64 bits (no overflow for any `n`).
+    /// below `2n`), in 64 bits (no overflow for any `n`); for `k == 1`
+    /// the sum is at most `n` and the wrap a compare with it.
     #[inline(always)]
     fn index(&self, k: u32) -> u32 {
         if k == 0 {
             return self.head;
+        }
+        if k == 1 {
+            // `head < n <= u32::MAX`: no overflow.
+            let i = self.head + 1;
+            return if i == self.n { 0 } else { i };
         }
         let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.n));
         (if i >= n { i - n } else { i }) as u32

@@ -16,7 +16,7 @@ use super::abi::{
 use super::post::{
     SendLimits, RQE, RQE_ID, RQE_NUM_SGE, RQE_SGE, SQE_ID, SQE_INLINE, SQE_NUM_SGE, SQE_RADDR, SQE_RKEY, SQE_SGE,
 };
-use super::ring::{Producer, SendRing};
+use super::ring::{Producer, SendRing, SlotMut};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_INV};
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::kind::QpType;
@@ -62,6 +62,44 @@ const SQE_FLAGS: u64 = {
 };
 const _: () = assert!(SendFlags::all().bits() == 7 && SIW_WQE_READ_FENCE < 256);
 
+/// Whether the `ibv_wr_opcode` `opcode` is one of siw's four operations
+/// (one bit test; an opcode of 32 or more is none), and if so its
+/// `SIW_OP_*` (one shift of a table word).
+#[inline(always)]
+pub(super) fn siw_op(opcode: u32) -> (bool, u8) {
+    let ok = STRAIGHT_OPS.checked_shr(opcode).unwrap_or(0) & 1 != 0;
+    (ok, (SIW_OPS >> (4 * (opcode & 15))) as u8 & 15)
+}
+
+/// The `SIW_WQE_*` flags of a request with the known `IBV_SEND_*` bits
+/// `flags` (at most `SendFlags::all()`: the caller checked) on a QP with
+/// `sq_sig_all` `sig_all`: `VALID`, and `SIGNALLED`, `SOLICITED`,
+/// `READ_FENCE` as asked (without `INLINE`). One shift of a table word.
+/// One table load: [`SQE_FLAGS_ALL`].
+#[inline(always)]
+pub(super) fn sqe_flags(flags: u32, sig_all: bool) -> u16 {
+    debug_assert!(flags <= SendFlags::all().bits());
+    u16::from(SQE_FLAGS_ALL[(flags & 7) as usize | usize::from(sig_all) << 3])
+}
+
+/// The `SIW_WQE_*` flags a request is handed over with (without
+/// `INLINE`), by its `IBV_SEND_*` bits (low three bits of the index) and
+/// `sq_sig_all` (bit 3).
+static SQE_FLAGS_ALL: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        let mut f = SIW_WQE_VALID | (SQE_FLAGS >> (8 * (i & 7))) as u8 as u16;
+        if i & 8 != 0 {
+            f |= SIW_WQE_SIGNALLED;
+        }
+        t[i] = f as u8;
+        i += 1;
+    }
+    t
+};
+const _: () = assert!((SIW_WQE_VALID | SIW_WQE_SIGNALLED | SIW_WQE_SOLICITED | SIW_WQE_READ_FENCE) >> 8 == 0);
+
 /// Writes and hands over one straight request `s` on the send queue `sq`
 /// (of transport `qp_type`, capacities `lim`): `Some(ring)` if it was,
 /// with whether the kernel must be told (as [`post::post_send`](super::post::post_send)
@@ -73,9 +111,9 @@ const _: () = assert!(SendFlags::all().bits() == 7 && SIW_WQE_READ_FENCE < 256);
 pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: QpType, lim: &SendLimits, s: &W) -> Option<bool> {
     let opcode = s.opcode();
     let flags = s.flags();
-    // `checked_shr`: an opcode of 32 or more is no straight one. siw's
-    // QPs are RC.
-    if qp_type != QpType::Rc || STRAIGHT_OPS.checked_shr(opcode).unwrap_or(0) & 1 == 0 || flags & !SendFlags::all().bits() != 0 {
+    // siw's QPs are RC.
+    let (ok, siw_op) = siw_op(opcode);
+    if qp_type != QpType::Rc || !ok || flags & !SendFlags::all().bits() != 0 {
         return None;
     }
     let read = opcode == WR_RDMA_READ;
@@ -97,7 +135,6 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: Qp
     }
     let mut prod = sq.producer_mut();
     let mut slot = prod.first()?;
-    let siw_op = (SIW_OPS >> (4 * opcode)) as u8 & 15;
     let (num_sge, inline) = match data {
         Plain::Empty => (0u8, 0),
         Plain::Sge(g) => {
@@ -122,11 +159,7 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: Qp
     let (raddr, rkey) = s.remote();
     slot.put::<SQE_RKEY, u32>(if opcode == WR_SEND_WITH_INV { s.ex() } else { rkey });
     slot.put::<SQE_RADDR, u64>(raddr);
-    let mut f = SIW_WQE_VALID | inline | (SQE_FLAGS >> (8 * flags)) as u8 as u16;
-    if lim.sig_all {
-        f |= SIW_WQE_SIGNALLED;
-    }
-    prod.give(0, f);
+    prod.give(0, inline | sqe_flags(flags, lim.sig_all));
     let ring = prod.capacity() == 1 || !prod.previous_pending();
     prod.advance(1);
     Some(ring)
@@ -144,19 +177,24 @@ pub fn post_recv_straight(mut prod: Producer<'_, RQE>, max_sge: u32, wr_id: u64,
         return false;
     }
     let Some(mut slot) = prod.first() else { return false };
+    put_recv_one(&mut slot, wr_id, sge);
+    prod.give(0, SIW_WQE_VALID);
+    prod.advance(1);
+    true
+}
+
+/// Writes a receive of at most one SGE into `slot` (everything but the
+/// flags): its id, the SGE count and the SGE. One SGE always fits the
+/// element (`SIW_MAX_SGE` of them do).
+#[inline(always)]
+pub(super) fn put_recv_one(slot: &mut SlotMut<'_, RQE>, wr_id: u64, sge: Option<&Sge>) {
+    slot.put::<RQE_ID, u64>(wr_id);
     match sge {
         Some(g) => {
-            slot.put::<RQE_ID, u64>(wr_id);
             slot.put::<RQE_NUM_SGE, u8>(1);
             // `ibv_sge` and `siw_sge` are one layout.
             slot.put::<RQE_SGE, Sge>(*g);
         }
-        None => {
-            slot.put::<RQE_ID, u64>(wr_id);
-            slot.put::<RQE_NUM_SGE, u8>(0);
-        }
+        None => slot.put::<RQE_NUM_SGE, u8>(0),
     }
-    prod.give(0, SIW_WQE_VALID);
-    prod.advance(1);
-    true
 }

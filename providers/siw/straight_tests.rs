@@ -9,7 +9,7 @@ use core::mem::size_of;
 use rustix::fd::OwnedFd;
 
 use super::abi::*;
-use super::post::{post_recv, post_send, SendLimits};
+use super::post::{give_recv_one, post_gather, post_recv, post_recv_list, post_send, SendLimits};
 use super::ring::{RecvRing, Ring, SendRing};
 use super::straight::{post_recv_straight, post_send_straight};
 use crate::abi::uverbs::{WR_ATOMIC_CMP_AND_SWP, WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV};
@@ -194,6 +194,113 @@ fn a_straight_receive_writes_what_the_general_path_writes() {
         assert_eq!(post_recv_straight(b.producer_mut(), 0, 78, sge), sge.is_none());
         if sge.is_some() {
             assert_eq!(bytes::<RQE>(&mut kb, 0), before, "nothing written");
+        }
+    }
+}
+
+/// The native straight path ([`post_gather`]): every request it takes is
+/// written byte for byte as the general path writes it, with the same
+/// doorbell decision; every request it leaves is left untouched, and it
+/// leaves everything the general path refuses.
+#[test]
+fn the_native_straight_send_writes_what_the_general_path_writes() {
+    let g = [Sge { addr: 0x1000, length: 8, lkey: 7 }, Sge { addr: 0x2000, length: 4, lkey: 8 }];
+    let big = [Sge { addr: 0x1000, length: (1 << 31) + 1, lkey: 7 }];
+    let max = [Sge { addr: 0x1000, length: 1 << 31, lkey: 7 }];
+    let payloads: [Payload<'_>; 6] =
+        [Payload::Sges(&[]), Payload::Sges(&g[..1]), Payload::Sges(&g), Payload::Sges(&big), Payload::Sges(&max), Payload::Inline(b"x")];
+    let ops = [
+        SendOp::Send,
+        SendOp::SendWithInv { invalidate_rkey: 0x55 },
+        SendOp::RdmaWrite { remote_addr: 0xdead_0000, rkey: 99 },
+        SendOp::RdmaRead { remote_addr: 0xbeef_0000, rkey: 98 },
+        SendOp::SendWithImm { imm: 3 },
+        SendOp::RdmaWriteWithImm { remote_addr: 1, rkey: 2, imm: 3 },
+        SendOp::AtomicFetchAdd { remote_addr: 8, rkey: 2, add: 1 },
+        SendOp::LocalInv { rkey: 4 },
+    ];
+    let mut taken = 0;
+    for (sig_all, max_sge) in [(false, 2), (true, 2), (false, 0)] {
+        let lim = SendLimits { max_sge, max_inline: 64, sig_all };
+        for op in ops {
+            for flags in [0, 1, 2, 3, 4, 5, 6, 7, 8, 0x80] {
+                for payload in payloads {
+                    let wr = SendWr { wr_id: 0x1234_5678_9abc, payload, op, flags: SendFlags::from_bits_retain(flags), ud: None };
+                    for pending in [false, true] {
+                        let (_f1, mut a, mut ka) = ring::<SQE>(4);
+                        let (_f2, mut b, mut kb) = ring::<SQE>(4);
+                        let (a, b): (&mut SendRing, &mut SendRing) = (&mut a, &mut b);
+                        // The third element of each; the one before it still
+                        // the kernel's, or taken.
+                        for q in [&mut *a, &mut *b] {
+                            let w = SendWr::send(0, &[]);
+                            assert!(post_send(q, &SendLimits { max_sge: 2, ..lim }, &[w, w]).is_ok());
+                        }
+                        assert!(kb.write::<u16>(8, 0) && ka.write::<u16>(8, 0));
+                        if !pending {
+                            assert!(kb.write::<u16>(SQE + 8, 0) && ka.write::<u16>(SQE + 8, 0));
+                        }
+                        let general = post_send(a, &lim, &[wr]);
+                        let straight = post_gather(b, &lim, &[wr]);
+                        let what = format!("{op:?} {payload:?} flags {flags} sig_all {sig_all} max_sge {max_sge}");
+                        match straight {
+                            Some(ring) => assert_eq!(general.ok(), Some(ring), "{what}: the doorbell decision"),
+                            None => {
+                                assert!(bytes::<SQE>(&mut kb, 2).iter().all(|&x| x == 0), "{what}: nothing written");
+                                continue;
+                            }
+                        }
+                        taken += 1;
+                        assert_eq!(bytes::<SQE>(&mut ka, 2), bytes::<SQE>(&mut kb, 2), "{what}");
+                        // The next post starts at the next element in both.
+                        assert!(post_send(a, &lim, &[SendWr::send(9, &[])]).is_ok());
+                        assert!(post_send(b, &lim, &[SendWr::send(9, &[])]).is_ok());
+                        assert_eq!(bytes::<SQE>(&mut ka, 3), bytes::<SQE>(&mut kb, 3), "{what}");
+                    }
+                }
+            }
+        }
+    }
+    // Four operations (RDMA READ unfenced only), one SGE of an allowed
+    // length, known flags, max_sge 2: (3 * 8 + 4 unfenced READs) * 2
+    // payloads * 2 sig_all * 2 pending.
+    assert_eq!(taken, (3 * 8 + 4) * 2 * 2 * 2);
+    // A full queue: left for the general path, which names it.
+    let lim = SendLimits { max_sge: 1, max_inline: 0, sig_all: false };
+    let w = SendWr::new(1, SendOp::RdmaWrite { remote_addr: 2, rkey: 3 }, &g[..1]);
+    let (_f, mut q, _k) = ring::<SQE>(1);
+    assert_eq!(post_gather(&mut q, &lim, &[w]), Some(true), "an array of one always rings");
+    assert_eq!(post_gather(&mut q, &lim, &[w]), None);
+    // Lists are the general path's.
+    let (_f, mut q, _k) = ring::<SQE>(4);
+    assert_eq!(post_gather(&mut q, &lim, &[w, w]), None);
+    assert_eq!(post_gather(&mut q, &lim, &[]), None);
+}
+
+/// The one-request receive path writes what the list path writes, and
+/// leaves (untouched) what it does not take.
+#[test]
+fn the_one_request_receive_writes_what_the_list_path_writes() {
+    let g = [Sge { addr: 0x3000, length: 64, lkey: 3 }, Sge { addr: 0x4000, length: 8, lkey: 4 }];
+    for sg in [&g[..0], &g[..1], &g[..]] {
+        for max_sge in [0, 1, 2] {
+            let (_f1, mut a, mut ka) = ring::<RQE>(2);
+            let (_f2, mut b, mut kb) = ring::<RQE>(2);
+            let wr = [RecvWr::new(77, sg)];
+            let list = post_recv_list("ibv_post_recv", a.producer_mut(), max_sge, &wr);
+            let mut prod = b.producer_mut();
+            let one = give_recv_one(&mut prod, max_sge, &wr);
+            if one {
+                prod.advance(1);
+                assert!(list.is_ok(), "{sg:?} {max_sge}");
+                assert_eq!(bytes::<RQE>(&mut ka, 0), bytes::<RQE>(&mut kb, 0));
+                assert_eq!(a.next(), b.next());
+            } else {
+                drop(prod);
+                assert!(bytes::<RQE>(&mut kb, 0).iter().all(|&x| x == 0), "nothing written");
+                assert_eq!(b.next(), 0);
+            }
+            assert_eq!(one, sg.len() == 1 && max_sge >= 1, "{sg:?} {max_sge}");
         }
     }
 }

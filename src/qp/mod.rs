@@ -506,17 +506,17 @@ impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {
     #[doc(alias = "ibv_post_recv")]
     #[inline(always)]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        if S::KIND == QpStateKind::Error {
-            self.inner.can_flush_late_recv(wrs)?;
+        if S::KIND != QpStateKind::Error {
+            // The result as it is: a `?` and a new `Ok(())` would copy it
+            // through memory.
+            return self.inner.post_recv(wrs);
         }
+        self.inner.can_flush_late_recv(wrs)?;
         self.inner.post_recv(wrs)?;
-        if S::KIND == QpStateKind::Error {
-            // Receives posted in ERROR must complete with a flush error;
-            // see `flush_recv`. Not on the fast path: only a QP typed as
-            // ERROR pays for it.
-            self.inner.flush_recv().map_err(|error| PostError { error, index: wrs.len() })?;
-        }
-        Ok(())
+        // Receives posted in ERROR must complete with a flush error; see
+        // `flush_recv`. Not on the fast path: only a QP typed as ERROR
+        // pays for it.
+        self.inner.flush_recv().map_err(|error| PostError { error, index: wrs.len() })
     }
 }
 

@@ -298,11 +298,12 @@ fn create_flags(name: &str) {
     let pd = Pd::alloc(&ctx).unwrap();
     let cq = Cq::create(&ctx, 64, None, 0).unwrap();
     let block = QpCreateFlags::BLOCK_SELF_MCAST_LB;
-    let plain = UdQp::create_with_flags(&pd, init(&cq), QpCreateFlags::empty()).expect("no flag: as ibv_create_qp");
+    // RC: every provider has it (siw has no UD).
+    let plain = RcQp::create_with_flags(&pd, init(&cq), QpCreateFlags::empty()).expect("no flag: as ibv_create_qp");
     drop(plain);
     let passed = QpCreateFlags::from_bits_retain(ctx.provider_caps().qp_create_flags);
     if passed.is_empty() {
-        let e = UdQp::create_with_flags(&pd, init(&cq), block).unwrap_err();
+        let e = RcQp::create_with_flags(&pd, init(&cq), block).unwrap_err();
         assert_eq!((e.verb(), e.kind(), e.errno()), ("ibv_create_qp_ex", ErrorKind::Unsupported, None), "{e}");
         let e = RcQp::create_with_flags(&pd, init(&cq), QpCreateFlags::PCI_WRITE_END_PADDING).unwrap_err();
         assert_eq!((e.kind(), e.errno()), (ErrorKind::Unsupported, None), "{e}");

@@ -9,6 +9,7 @@ mod provider;
 pub mod qp;
 pub mod ring;
 pub mod srq;
+mod sqe_bits;
 pub mod straight;
 
 pub use provider::{Siw, SiwContext};

@@ -32,11 +32,11 @@ use super::abi::{
     SIW_WQE_INLINE, SIW_WQE_READ_FENCE, SIW_WQE_SIGNALLED, SIW_WQE_SOLICITED, SIW_WQE_VALID,
 };
 use super::ring::{Producer, SendRing, SlotMut};
-use super::straight;
+use super::sqe_bits;
 use crate::abi::uverbs::WR_RDMA_READ;
 use crate::error::ErrorKind;
 use crate::qp::kind::QpType;
-use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr};
+use crate::wr::{check_recv, check_send, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge};
 
 const SQE: usize = core::mem::size_of::<SiwSqe>();
 pub(super) const RQE: usize = core::mem::size_of::<SiwRqe>();
@@ -228,7 +228,7 @@ pub fn post_gather(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> O
     // `ibv_wr_opcode`); the rest, and a fenced RDMA READ (iWARP cannot),
     // the general way refuses.
     let tag = wr.op.opcode();
-    let (ok, opcode) = straight::siw_op(tag);
+    let (ok, opcode) = sqe_bits::siw_op(tag);
     if !ok || tag == WR_RDMA_READ && flags & SendFlags::FENCE.bits() != 0 {
         return None;
     }
@@ -255,7 +255,7 @@ pub fn post_gather(sq: &mut SendRing, lim: &SendLimits, wrs: &[SendWr<'_>]) -> O
     slot.put::<SQE_NUM_SGE, [u8; 2]>([1, opcode]);
     // `ibv_sge` and `siw_sge` are one layout.
     slot.put::<SQE_SGE, crate::wr::Sge>(*g);
-    prod.give(0, straight::sqe_flags(flags, lim.sig_all));
+    prod.give(0, sqe_bits::sqe_flags(flags, lim.sig_all));
     let ring = prod.capacity() == 1 || !prod.previous_pending();
     prod.advance(1);
     Some(ring)
@@ -333,7 +333,7 @@ pub fn give_recv_one(prod: &mut Producer<'_, RQE>, max_sge: u32, wrs: &[RecvWr<'
         return false;
     }
     let Some(mut slot) = prod.first() else { return false };
-    straight::put_recv_one(&mut slot, *wr_id, Some(g));
+    put_recv_one(&mut slot, *wr_id, Some(g));
     prod.give(0, SIW_WQE_VALID)
 }
 
@@ -361,4 +361,20 @@ pub fn post_recv_list(verb: &'static str, mut prod: Producer<'_, RQE>, max_sge: 
     }
     prod.advance(n);
     Ok(())
+}
+
+/// Writes a receive of at most one SGE into `slot` (everything but the
+/// flags): its id, the SGE count and the SGE. One SGE always fits the
+/// element (`SIW_MAX_SGE` of them do).
+#[inline(always)]
+pub(crate) fn put_recv_one(slot: &mut SlotMut<'_, RQE>, wr_id: u64, sge: Option<&Sge>) {
+    slot.put::<RQE_ID, u64>(wr_id);
+    match sge {
+        Some(g) => {
+            slot.put::<RQE_NUM_SGE, u8>(1);
+            // `ibv_sge` and `siw_sge` are one layout.
+            slot.put::<RQE_SGE, Sge>(*g);
+        }
+        None => slot.put::<RQE_NUM_SGE, u8>(0),
+    }
 }

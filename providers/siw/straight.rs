@@ -9,14 +9,12 @@
 
 use core::mem::offset_of;
 
-use super::abi::{
-    SiwSge, SiwSqe, SIW_OP_READ, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_WRITE, SIW_WQE_INLINE,
-    SIW_WQE_READ_FENCE, SIW_WQE_SIGNALLED, SIW_WQE_SOLICITED, SIW_WQE_VALID,
-};
+use super::abi::{SiwSge, SiwSqe, SIW_WQE_INLINE, SIW_WQE_VALID};
 use super::post::{
-    SendLimits, RQE, RQE_ID, RQE_NUM_SGE, RQE_SGE, SQE_ID, SQE_INLINE, SQE_NUM_SGE, SQE_RADDR, SQE_RKEY, SQE_SGE,
+    put_recv_one, SendLimits, RQE, SQE_ID, SQE_INLINE, SQE_NUM_SGE, SQE_RADDR, SQE_RKEY, SQE_SGE,
 };
-use super::ring::{Producer, SendRing, SlotMut};
+use super::ring::{Producer, SendRing};
+use super::sqe_bits::{siw_op, sqe_flags};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_INV};
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::kind::QpType;
@@ -25,80 +23,6 @@ use crate::wr::{SendFlags, Sge};
 // `num_sge` and `opcode`, adjacent bytes after the flags word: one store.
 const _: () = assert!(SQE_NUM_SGE + 1 == offset_of!(SiwSqe, opcode));
 
-/// siw's operations (one bit per `ibv_wr_opcode`): SEND, SEND with
-/// invalidate, RDMA WRITE, RDMA READ (siw has no immediate data, no
-/// atomics; local invalidate and binds are for kernel clients).
-const STRAIGHT_OPS: u32 = 1 << WR_SEND | 1 << WR_SEND_WITH_INV | 1 << WR_RDMA_WRITE | 1 << WR_RDMA_READ;
-
-/// The `SIW_OP_*` of each straight `ibv_wr_opcode`, four bits each
-/// (opcodes below 16): one shift and mask instead of a match.
-const SIW_OPS: u64 = (SIW_OP_SEND as u64) << (4 * WR_SEND)
-    | (SIW_OP_SEND_REMOTE_INV as u64) << (4 * WR_SEND_WITH_INV)
-    | (SIW_OP_WRITE as u64) << (4 * WR_RDMA_WRITE)
-    | (SIW_OP_READ as u64) << (4 * WR_RDMA_READ);
-const _: () = assert!(WR_SEND_WITH_INV < 16 && WR_SEND < 16 && WR_RDMA_WRITE < 16 && WR_RDMA_READ < 16);
-
-/// The `SIW_WQE_*` flags (without `VALID`, `INLINE`) of each of the 8
-/// combinations of `IBV_SEND_FENCE`, `_SIGNALED`, `_SOLICITED`, a byte
-/// each: one shift instead of three tests.
-const SQE_FLAGS: u64 = {
-    let mut t = 0u64;
-    let mut f = 0;
-    while f < 8 {
-        let mut b = 0u16;
-        if f & SendFlags::FENCE.bits() != 0 {
-            b |= SIW_WQE_READ_FENCE;
-        }
-        if f & SendFlags::SIGNALED.bits() != 0 {
-            b |= SIW_WQE_SIGNALLED;
-        }
-        if f & SendFlags::SOLICITED.bits() != 0 {
-            b |= SIW_WQE_SOLICITED;
-        }
-        t |= (b as u64) << (8 * f);
-        f += 1;
-    }
-    t
-};
-const _: () = assert!(SendFlags::all().bits() == 7 && SIW_WQE_READ_FENCE < 256);
-
-/// Whether the `ibv_wr_opcode` `opcode` is one of siw's four operations
-/// (one bit test; an opcode of 32 or more is none), and if so its
-/// `SIW_OP_*` (one shift of a table word).
-#[inline(always)]
-pub(super) fn siw_op(opcode: u32) -> (bool, u8) {
-    let ok = STRAIGHT_OPS.checked_shr(opcode).unwrap_or(0) & 1 != 0;
-    (ok, (SIW_OPS >> (4 * (opcode & 15))) as u8 & 15)
-}
-
-/// The `SIW_WQE_*` flags of a request with the known `IBV_SEND_*` bits
-/// `flags` (at most `SendFlags::all()`: the caller checked) on a QP with
-/// `sq_sig_all` `sig_all`: `VALID`, and `SIGNALLED`, `SOLICITED`,
-/// `READ_FENCE` as asked (without `INLINE`). One shift of a table word.
-/// One table load: [`SQE_FLAGS_ALL`].
-#[inline(always)]
-pub(super) fn sqe_flags(flags: u32, sig_all: bool) -> u16 {
-    debug_assert!(flags <= SendFlags::all().bits());
-    u16::from(SQE_FLAGS_ALL[(flags & 7) as usize | usize::from(sig_all) << 3])
-}
-
-/// The `SIW_WQE_*` flags a request is handed over with (without
-/// `INLINE`), by its `IBV_SEND_*` bits (low three bits of the index) and
-/// `sq_sig_all` (bit 3).
-static SQE_FLAGS_ALL: [u8; 16] = {
-    let mut t = [0u8; 16];
-    let mut i = 0;
-    while i < 16 {
-        let mut f = SIW_WQE_VALID | (SQE_FLAGS >> (8 * (i & 7))) as u8 as u16;
-        if i & 8 != 0 {
-            f |= SIW_WQE_SIGNALLED;
-        }
-        t[i] = f as u8;
-        i += 1;
-    }
-    t
-};
-const _: () = assert!((SIW_WQE_VALID | SIW_WQE_SIGNALLED | SIW_WQE_SOLICITED | SIW_WQE_READ_FENCE) >> 8 == 0);
 
 /// Writes and hands over one straight request `s` on the send queue `sq`
 /// (of transport `qp_type`, capacities `lim`): `Some(ring)` if it was,
@@ -181,20 +105,4 @@ pub fn post_recv_straight(mut prod: Producer<'_, RQE>, max_sge: u32, wr_id: u64,
     prod.give(0, SIW_WQE_VALID);
     prod.advance(1);
     true
-}
-
-/// Writes a receive of at most one SGE into `slot` (everything but the
-/// flags): its id, the SGE count and the SGE. One SGE always fits the
-/// element (`SIW_MAX_SGE` of them do).
-#[inline(always)]
-pub(super) fn put_recv_one(slot: &mut SlotMut<'_, RQE>, wr_id: u64, sge: Option<&Sge>) {
-    slot.put::<RQE_ID, u64>(wr_id);
-    match sge {
-        Some(g) => {
-            slot.put::<RQE_NUM_SGE, u8>(1);
-            // `ibv_sge` and `siw_sge` are one layout.
-            slot.put::<RQE_SGE, Sge>(*g);
-        }
-        None => slot.put::<RQE_NUM_SGE, u8>(0),
-    }
 }

@@ -199,7 +199,10 @@ impl<'a, T: Transport> QueuePair<'a, T, Reset> {
     /// `Unsupported` here). No flag: exactly [`create`](Self::create).
     #[doc(alias = "ibv_create_qp_ex")]
     pub fn create_with_flags(pd: &'a Pd<'a>, init: QpInitAttr<'a>, flags: QpCreateFlags) -> Result<Self> {
-        Self::create_inner("ibv_create_qp_ex", pd, init, flags)
+        // No flag is `ibv_create_qp` (what a C caller of it reaches here
+        // through the C library), and its errors name that verb.
+        let verb = if flags.is_empty() { "ibv_create_qp" } else { "ibv_create_qp_ex" };
+        Self::create_inner(verb, pd, init, flags)
     }
 
     fn create_inner(verb: &'static str, pd: &'a Pd<'a>, init: QpInitAttr<'a>, flags: QpCreateFlags) -> Result<Self> {

@@ -438,21 +438,7 @@ impl QpCreateCmd for CreateQp {
 
 impl QpCreateCmd for ExCreateQp {
     fn request(&self) -> CreateQp {
-        let mut c = CreateQp::new_zeroed();
-        c.user_handle = self.user_handle;
-        c.pd_handle = self.pd_handle;
-        c.send_cq_handle = self.send_cq_handle;
-        c.recv_cq_handle = self.recv_cq_handle;
-        c.srq_handle = self.srq_handle;
-        c.max_send_wr = self.max_send_wr;
-        c.max_recv_wr = self.max_recv_wr;
-        c.max_send_sge = self.max_send_sge;
-        c.max_recv_sge = self.max_recv_sge;
-        c.max_inline_data = self.max_inline_data;
-        c.sq_sig_all = self.sq_sig_all;
-        c.qp_type = self.qp_type;
-        c.is_srq = self.is_srq;
-        c
+        self.base()
     }
     fn create_flags(&self) -> u32 {
         self.create_flags

@@ -301,22 +301,7 @@ fn send_create<C: QpCreateCmd>(
 /// The extended `CREATE_QP` of `cmd` with creation flags (what
 /// libibverbs' `ibv_cmd_create_qp_ex2` sends).
 fn extended(cmd: &CreateQp, flags: QpCreateFlags) -> ExCreateQp {
-    let mut x = ExCreateQp::new_zeroed();
-    x.user_handle = cmd.user_handle;
-    x.pd_handle = cmd.pd_handle;
-    x.send_cq_handle = cmd.send_cq_handle;
-    x.recv_cq_handle = cmd.recv_cq_handle;
-    x.srq_handle = cmd.srq_handle;
-    x.max_send_wr = cmd.max_send_wr;
-    x.max_recv_wr = cmd.max_recv_wr;
-    x.max_send_sge = cmd.max_send_sge;
-    x.max_recv_sge = cmd.max_recv_sge;
-    x.max_inline_data = cmd.max_inline_data;
-    x.sq_sig_all = cmd.sq_sig_all;
-    x.qp_type = cmd.qp_type;
-    x.is_srq = cmd.is_srq;
-    x.create_flags = flags.bits();
-    x
+    ExCreateQp::from_base(cmd, flags.bits())
 }
 
 /// Which requested capacity is above the device's limit

@@ -101,6 +101,49 @@ abi_struct! {
     }
 }
 const_assert_eq!(size_of::<ExCreateQp>(), 64);
+
+impl ExCreateQp {
+    /// The extended command of the base `cmd` with `create_flags` (what
+    /// libibverbs' `ibv_cmd_create_qp_ex2` sends): the fields the two share,
+    /// copied in one place so that [`base`](Self::base) stays its inverse.
+    pub fn from_base(cmd: &CreateQp, create_flags: u32) -> Self {
+        let mut x = <Self as zerocopy::FromZeros>::new_zeroed();
+        x.user_handle = cmd.user_handle;
+        x.pd_handle = cmd.pd_handle;
+        x.send_cq_handle = cmd.send_cq_handle;
+        x.recv_cq_handle = cmd.recv_cq_handle;
+        x.srq_handle = cmd.srq_handle;
+        x.max_send_wr = cmd.max_send_wr;
+        x.max_recv_wr = cmd.max_recv_wr;
+        x.max_send_sge = cmd.max_send_sge;
+        x.max_recv_sge = cmd.max_recv_sge;
+        x.max_inline_data = cmd.max_inline_data;
+        x.sq_sig_all = cmd.sq_sig_all;
+        x.qp_type = cmd.qp_type;
+        x.is_srq = cmd.is_srq;
+        x.create_flags = create_flags;
+        x
+    }
+
+    /// The base `CREATE_QP` fields of this command (without the flags).
+    pub fn base(&self) -> CreateQp {
+        let mut c = <CreateQp as zerocopy::FromZeros>::new_zeroed();
+        c.user_handle = self.user_handle;
+        c.pd_handle = self.pd_handle;
+        c.send_cq_handle = self.send_cq_handle;
+        c.recv_cq_handle = self.recv_cq_handle;
+        c.srq_handle = self.srq_handle;
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+        c.sq_sig_all = self.sq_sig_all;
+        c.qp_type = self.qp_type;
+        c.is_srq = self.is_srq;
+        c
+    }
+}
 const_assert_eq!(offset_of!(ExCreateQp, sq_sig_all), 44);
 const_assert_eq!(offset_of!(ExCreateQp, comp_mask), 48);
 const_assert_eq!(offset_of!(ExCreateQp, source_qpn), 60);

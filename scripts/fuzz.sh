@@ -3,7 +3,8 @@
 # Runs on the stable toolchain: RUSTC_BOOTSTRAP=1 lets stable rustc accept the
 # -Z sanitizer flags cargo-fuzz passes (the ASan runtime ships with stable).
 #   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET...]   (default 15 s, all targets)
-# Installs cargo-fuzz (crates.io) if missing. Exit status: non-zero if any target
+# Each input gets 20 s (-timeout): a hang (a poll waiting for a slot it can never get)
+# counts as a crash. Installs cargo-fuzz (crates.io) if missing. Exit status: non-zero if any target
 # found a crash (the reproducer is left in fuzz/artifacts/<target>/).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +22,7 @@ for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
     [ -d "seeds/$t" ] && cp -n "seeds/$t"/* "corpus/$t/" 2>/dev/null
     start=$(date +%s)
-    if cargo fuzz run "$t" "corpus/$t" -- -max_total_time="$SECS" -print_final_stats=1 > "/tmp/fuzz-$t.log" 2>&1; then
+    if cargo fuzz run "$t" "corpus/$t" -- -max_total_time="$SECS" -timeout=20 -print_final_stats=1 > "/tmp/fuzz-$t.log" 2>&1; then
         runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "/tmp/fuzz-$t.log" | grep -o '[0-9]*$')
         echo "fuzz: $t ok (${runs:-?} runs in $(( $(date +%s) - start ))s)"
         pass=$((pass + 1))

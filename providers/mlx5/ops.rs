@@ -108,7 +108,7 @@ impl Queues for Lookup<'_> {
         };
         if !matches!(&self.held, Some((r, s, _)) if *r == rsn && *s == send) {
             self.held = None;
-            let mut g = self.reg.lock(rsn)?;
+            let mut g = self.reg.lock_queue(rsn)?;
             // A QP on an SRQ: its receives complete in the SRQ's slot
             // (libmlx5 `get_resp_ctx_v1`).
             let srq = match &*g {
@@ -117,7 +117,7 @@ impl Queues for Lookup<'_> {
             };
             if let Some(s) = srq {
                 drop(g);
-                g = self.reg.lock(s)?;
+                g = self.reg.lock_queue(s)?;
             }
             self.held = Some((rsn, send, g));
         }

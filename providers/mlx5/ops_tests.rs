@@ -185,6 +185,29 @@ fn concurrent_straight_posts_keep_the_ring_whole() {
     }
 }
 
+/// A CQE naming the CQ's own slot (or a slot no queue holds) is consumed
+/// and skipped: the poll neither waits for the slot it holds nor reaches
+/// into the CQ's entry; the next completion is polled as usual.
+#[test]
+fn cqe_naming_the_cq_itself_is_skipped_not_waited_for() {
+    let w = world();
+    let wr = SendWr::rdma_write(0x77, &[SGE], 0x2000, 5).signaled();
+    post_send(&w.reg, w.qp, w.db, &[wr]).unwrap();
+    let bogus = Cqe64 { srqn_uidx: U32::new(w.cq), sop_drop_qpn: U32::new(u32::from(OPCODE_RDMA_WRITE) << 24 | 0x42), op_own: CQE_REQ << 4, ..Default::default() };
+    let good = Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(u32::from(OPCODE_RDMA_WRITE) << 24 | 0x42), op_own: CQE_REQ << 4, ..Default::default() };
+    complete(&w, 0, bogus);
+    complete(&w, 1, good);
+    let mut out = [Wc::default(); 4];
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Err(0), "the bogus CQE is refused");
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(1));
+    assert_eq!(out[0].wr_id(), 0x77);
+    // The same through the one-at-a-time poll.
+    complete(&w, 2, bogus);
+    let mut one = [Wc::default()];
+    assert_eq!(poll_one(&w.reg, w.cq, &mut one), 0);
+    assert!(is_empty(&w.reg, w.cq));
+}
+
 /// A CQ of 128-byte entries (`mlx5dv_create_cq` `cqe_size` 128): the
 /// device writes each CQE into the last 64 bytes of its slot, and the poll
 /// reads it there, whatever the first 64 bytes hold.

@@ -124,7 +124,7 @@ struct Slot<'r> {
 impl Slot<'_> {
     fn fill(mut self, e: Entry) -> (RegRef, u32) {
         if let Some(mut g) = self.reg.lock(self.i) {
-            *g = e;
+            g.put(e);
         }
         self.keep = true;
         (self.reg.share(), self.i)

@@ -46,7 +46,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use rustix::mm::{MapFlags, ProtFlags};
 
@@ -109,6 +109,10 @@ struct Slot {
     /// for a waiting completion that takes no lock (stored only under the
     /// lock, read by anyone: an atomic outside the entry, so not G2's).
     published: AtomicU32,
+    /// Whether the slot holds a CQ: set when one is put in (under the
+    /// lock, before any poll of it can hold the slot), cleared when it is
+    /// taken out; read without the lock by [`RegRef::lock_queue`].
+    cq: AtomicBool,
     entry: UnsafeCell<Entry>,
 }
 
@@ -166,7 +170,7 @@ impl RegRef {
             // Slot 0 is never handed out: an AH's number is its slot, and
             // 0 is the "no number" of `Ah::ah_num` on every provider.
             let entry = if i == 0 { Entry::Reserved } else { Entry::Free };
-            let slot = Slot { lock: AtomicU32::new(0), published: AtomicU32::new(0), entry: UnsafeCell::new(entry) };
+            let slot = Slot { lock: AtomicU32::new(0), published: AtomicU32::new(0), cq: AtomicBool::new(false), entry: UnsafeCell::new(entry) };
             // SAFETY: as above; slot `i < SLOTS` of the array.
             unsafe { field::<Slot>(r, offset_of!(Region, slots) + i * size_of::<Slot>()).write(slot) };
         }
@@ -207,6 +211,29 @@ impl RegRef {
         Some(SlotGuard { slot })
     }
 
+    /// Locks slot `uidx` for a poll, which already holds its CQ's slot:
+    /// `None` if there is no such slot or it holds a CQ. A CQE naming a
+    /// CQ is bogus (only QPs and SRQs are created with a user index), and
+    /// waiting for a CQ's slot while holding one could wait forever (the
+    /// poll's own CQ; or two pollers, each holding the CQ the other's CQE
+    /// names). A CQ's slot is marked before anyone can poll it, so a
+    /// waiter on it sees the mark and gives up; every other holder (a
+    /// poster, a poll holding a QP's or SRQ's slot) lets go without
+    /// waiting for a CQ's slot, so this wait ends.
+    #[inline]
+    pub fn lock_queue(&self, uidx: u32) -> Option<SlotGuard<'_>> {
+        let slot = self.region().slots.get(uidx as usize)?;
+        loop {
+            if slot.cq.load(Ordering::Relaxed) {
+                return None;
+            }
+            if slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return Some(SlotGuard { slot });
+            }
+            core::hint::spin_loop();
+        }
+    }
+
     /// The consumer index the last holder of slot `uidx` published
     /// ([`SlotGuard::publish`]), read without its lock (acquire).
     #[inline(always)]
@@ -223,7 +250,7 @@ impl RegRef {
             let i = ((start + k) % SLOTS) as u32;
             let Some(mut g) = self.lock(i) else { continue };
             if matches!(*g, Entry::Free) {
-                *g = entry;
+                g.put(entry);
                 self.region().hint.store((i + 1) % SLOTS as u32, Ordering::Relaxed);
                 return Some(i);
             }
@@ -234,7 +261,7 @@ impl RegRef {
     /// Takes slot `uidx`'s entry out, leaving it free.
     pub fn remove(&self, uidx: u32) -> Entry {
         match self.lock(uidx) {
-            Some(mut g) => core::mem::take(&mut *g),
+            Some(mut g) => g.take(),
             None => Entry::Free,
         }
     }
@@ -287,6 +314,19 @@ impl core::ops::DerefMut for SlotGuard<'_> {
 }
 
 impl SlotGuard<'_> {
+    /// Puts `e` in the slot (dropping what was there), marking the slot
+    /// as a CQ's if `e` is one (for [`RegRef::lock_queue`]).
+    pub fn put(&mut self, e: Entry) {
+        self.slot.cq.store(matches!(e, Entry::Cq { .. }), Ordering::Relaxed);
+        **self = e;
+    }
+
+    /// Takes the entry out, leaving the slot free and unmarked.
+    pub fn take(&mut self) -> Entry {
+        self.slot.cq.store(false, Ordering::Relaxed);
+        core::mem::take(&mut **self)
+    }
+
     /// Publishes a CQ's consumer index for [`RegRef::published`] (release).
     #[inline(always)]
     pub fn publish(&self, ci: u32) {

@@ -171,8 +171,10 @@ impl CqRing {
                 let rsn = if v1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { qp_num };
                 let wqe_counter = u16::from_be((w7 >> 32) as u16);
                 if let Some(Target::Send(sq)) = queues.find(Source::Send { rsn, wqe_counter }) {
-                    let wr_id = sq.complete(wqe_counter).wr_id;
-                    out[n].set(Wc::from_abi(AbiWc { wr_id, opcode, byte_len, qp_num, wc_flags, ..AbiWc::default() }));
+                    let e = sq.complete(wqe_counter);
+                    // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.
+                    let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { opcode };
+                    out[n].set(Wc::from_abi(AbiWc { wr_id: e.wr_id, opcode, byte_len, qp_num, wc_flags, ..AbiWc::default() }));
                     n += 1;
                     ci = ci.wrapping_add(1);
                     continue;
@@ -221,7 +223,7 @@ impl CqRing {
             (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
                 let e = sq.complete(wqe_counter);
                 a.wr_id = e.wr_id;
-                if from_record {
+                if from_record || e.wr_data == WC_DRIVER2 {
                     a.opcode = e.wr_data;
                 }
             }

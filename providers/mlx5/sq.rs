@@ -439,6 +439,9 @@ impl SendQueue {
 
 #[path = "sq_check.rs"]
 mod check;
+#[path = "sq_raw.rs"]
+mod raw;
+pub use raw::WC_DRIVER2;
 #[path = "sq_straight.rs"]
 mod straight;
 pub use straight::StraightRing;

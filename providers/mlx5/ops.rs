@@ -169,7 +169,7 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
 
 /// Up to `out.len()` completions of the CQ in slot `cq` for `poll_with`
 /// (0: empty, or a CQE this provider cannot complete, consumed and
-/// skipped), the doorbell record left for [`store_ci`].
+/// skipped), the doorbell record left for [`finish_chunks`].
 #[inline(always)]
 pub fn poll_chunk(reg: &RegRef, cq: u32, out: &mut [Wc]) -> usize {
     let Some(mut g) = reg.lock(cq) else { return 0 };
@@ -183,6 +183,9 @@ pub fn poll_chunk(reg: &RegRef, cq: u32, out: &mut [Wc]) -> usize {
             0
         }
     };
+    // Lent until `finish_chunks`: polls meanwhile are refused, not
+    // answered "empty" by the test that takes no lock.
+    ring.set_lent(true);
     let published = ring.published();
     drop(look);
     g.publish(published);
@@ -202,14 +205,18 @@ pub fn put_back(reg: &RegRef, cq: u32, wcs: &[Wc]) -> bool {
     kept
 }
 
-/// Stores the consumer index of the CQ in slot `cq` into its doorbell
-/// record (after [`poll_chunk`]s).
-pub fn store_ci(reg: &RegRef, cq: u32) {
-    if let Some(g) = reg.lock(cq) {
-        if let Entry::Cq { ring, buf } = &*g {
-            ring.update_ci(buf);
-        }
+/// The end of a `poll_with` on the CQ in slot `cq`: its consumer index
+/// into the doorbell record if anything was consumed, and the CQ no
+/// longer lent (after [`poll_chunk`]s).
+pub fn finish_chunks(reg: &RegRef, cq: u32, consumed: bool) {
+    let Some(mut g) = reg.lock(cq) else { return };
+    let Entry::Cq { ring, buf } = &mut *g else { return };
+    if consumed {
+        ring.update_ci(buf);
     }
+    ring.set_lent(false);
+    let published = ring.published();
+    g.publish(published);
 }
 
 /// Whether the CQ in slot `cq` has no completion waiting.

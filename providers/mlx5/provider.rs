@@ -218,9 +218,7 @@ struct Unlend<'a> {
 
 impl Drop for Unlend<'_> {
     fn drop(&mut self) {
-        if self.consumed {
-            ops::store_ci(&self.cq.reg, self.cq.slot);
-        }
+        ops::finish_chunks(&self.cq.reg, self.cq.slot, self.consumed);
         self.cq.lent.store(Claim::Free as u8, Ordering::Release);
     }
 }

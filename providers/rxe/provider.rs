@@ -131,7 +131,7 @@ impl ProviderCq for RxeCq {
 
     #[inline(always)]
     fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
-        post::poll_nonempty(self.queue(), out).map(|n| n as usize)
+        post::poll_copy(self.queue(), out).map(|n| n as usize)
     }
 
     #[inline(always)]

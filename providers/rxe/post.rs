@@ -32,6 +32,7 @@ use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::kind::QpType;
+use crate::swap_cell::Held;
 use crate::wc::Wc;
 use crate::wr::{
     check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,
@@ -724,6 +725,70 @@ fn copy_claimed<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> 
             polled(n)
         }
     }
+}
+
+/// `Cq::poll`'s copy on rxe, holding the CQ's resize guard `cq` (see
+/// `ProviderCq::poll_leave`): the uncontended poll of records before the
+/// end of the ring at rxe's element stride, inline into `Cq::poll`'s one
+/// out-of-line function with the guard's release and the `Result`; the
+/// rest (a claim another poller holds, a batch that wraps, another
+/// stride) a tail call that takes the guard along, so the common poll
+/// needs no stack frame. `out` may be empty (nothing copied, the index
+/// stored as it was).
+#[inline(always)]
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let Some(c) = cq.get().queue().consumer_now() else {
+        return poll_leave_slow(cq, out);
+    };
+    let (cons, n) = c.ready(out.len());
+    // `ready` caps `n` at `out.len()`.
+    let got = out.get_mut(..n as usize).unwrap_or_default();
+    // The records are copied as they are, their flag words ORed together
+    // on the way (one instruction each); only a batch in which one of the
+    // two swapped bits is set is gone over again to put them right.
+    let copied = c.reader::<AbiWc>().copy_fast::<WC_FLAGS, CQE_LOG2, _>(cons, got, |slot, wc| {
+        slot.set(Wc::from_abi(wc));
+    });
+    let Some(flags) = copied else {
+        // Nothing copied: the general way, claimed afresh.
+        drop(c);
+        return poll_leave_slow(cq, out);
+    };
+    if flags & FLAGS_SWAPPED != 0 {
+        fix_flags(c.reader::<AbiWc>(), cons, got);
+    }
+    c.release(cons, n);
+    Ok(n as usize)
+}
+
+/// [`poll_leave`] of what its inline part does not take: waits for
+/// another thread's copying poll (`Busy` at once while a `poll_with`
+/// closure holds the CQ), then copies any batch. Drops the guard last.
+#[cold]
+#[inline(never)]
+fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let q = cq.get().queue();
+    let c = match q.consumer_now() {
+        Some(c) => c,
+        None => q.consumer_contended().map_err(crate::providers::dispatch::busy)?,
+    };
+    outcome(copy_slow(c, out)).map(|n| n as usize).map_err(crate::providers::dispatch::busy)
+}
+
+/// Puts right, in place, the flag words of the completions of `got`
+/// (copied from the slots from `cons`, still the consumer's: the kernel
+/// has not changed them) in which one of the two swapped bits is set.
+/// Out of line: only a send with invalidate (or a checksum flag) brings
+/// it.
+#[cold]
+#[inline(never)]
+fn fix_flags<S: crate::wc::WcOut>(ring: super::queue::SlotReader<'_, AbiWc>, cons: u32, got: &mut [S]) {
+    ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+        if wc.wc_flags & FLAGS_SWAPPED != 0 {
+            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
+        }
+    });
 }
 
 /// [`copy_claimed`] of any batch: the wrapped one, or a ring whose stride

@@ -135,6 +135,11 @@ impl ProviderCq for RxeCq {
     }
 
     #[inline(always)]
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        post::poll_leave(cq, out)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         post::poll_with(self.queue(), max, f)
     }

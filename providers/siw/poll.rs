@@ -119,14 +119,6 @@ pub fn poll_nonempty(cq: &CqRing, out: &mut [core::mem::MaybeUninit<Wc>]) -> Res
     copy_run(cq, out)
 }
 
-/// [`poll`] past the empty check, out of line: `Cq::poll`'s copy, after
-/// its own look at the CQ (one call from the dispatch, whose other arms
-/// then take no registers or stack frame for siw's copy).
-#[inline(always)]
-pub fn poll_held<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
-    poll_copy(cq, out)
-}
-
 /// [`poll`] past the empty check.
 #[inline(never)]
 fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {

@@ -129,7 +129,7 @@ impl ProviderCq for SiwCq {
 
     #[inline(always)]
     fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
-        poll::poll_held(self.ring(), out)
+        poll::copy_run(self.ring(), out)
     }
 
     #[inline(always)]

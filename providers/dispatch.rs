@@ -156,15 +156,6 @@ macro_rules! registry {
                 }
             }
 
-            /// See [`ProviderCq::poll_held`].
-            #[inline(always)]
-            pub(crate) fn poll_held<S: WcOut>(&self, out: &mut [S]) -> Result<usize> {
-                match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_held(q, out).map_err(busy), )*
-                    AnyCq::Dead => Err(dead("ibv_poll_cq")),
-                }
-            }
-
             /// `Cq::poll`'s copy with the CQ's resize guard `ring`: see
             /// [`ProviderCq::poll_leave`] (`out` may be empty).
             #[inline(always)]

@@ -158,7 +158,10 @@ impl<'c, T> Entered<'c, T> {
 /// An [`Entered`] projected onto a part of the value
 /// ([`Entered::project`]): derefs to that part; dropping it leaves the
 /// cell (release, also while unwinding).
-pub(crate) struct Held<'c, U: ?Sized> {
+// `pub`: named by `ProviderCq::poll_leave`, which feature `internals`
+// makes public (the type itself stays unnameable outside the crate).
+#[allow(unreachable_pub)]
+pub struct Held<'c, U: ?Sized> {
     /// Only handed out borrowed from the `Held` (`get`), so never used
     /// after `_leave` is dropped with it.
     value: &'c U,

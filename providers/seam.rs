@@ -73,6 +73,9 @@ pub struct Caps {
     pub addresses_regions_by_iova: bool,
     /// `ibv_resize_cq` exists.
     pub cq_resize: bool,
+    /// A CQ's entry size may be chosen ([`CqOptions::cqe_size`](crate::CqOptions::cqe_size),
+    /// libmlx5's `mlx5dv_create_cq` `cqe_size`: 64 or 128 bytes).
+    pub cqe_size_choice: bool,
     /// `ibv_alloc_mw` exists.
     pub memory_windows: bool,
     /// `ibv_create_ah` exists.
@@ -119,6 +122,7 @@ pub struct DriverCmd<'a, C: WriteCommand> {
     verb: &'static str,
     cmd: C,
     sent: Option<C::Resp>,
+    cqe_size: Option<u32>,
 }
 
 impl<'a, C: WriteCommand> DriverCmd<'a, C>
@@ -127,7 +131,19 @@ where
 {
     /// The core command `cmd` of verb `verb`, to be sent on `chan`.
     pub fn new(chan: &'a Channel, verb: &'static str, cmd: C) -> Self {
-        Self { chan, verb, cmd, sent: None }
+        Self { chan, verb, cmd, sent: None, cqe_size: None }
+    }
+
+    /// The command with the CQE size the caller chose (`CREATE_CQ` of a
+    /// provider with [`Caps::cqe_size_choice`]).
+    pub fn with_cqe_size(mut self, cqe_size: Option<u32>) -> Self {
+        self.cqe_size = cqe_size;
+        self
+    }
+
+    /// The CQE size the caller chose, if any (else the provider's default).
+    pub fn cqe_size(&self) -> Option<u32> {
+        self.cqe_size
     }
 
     /// The verb, for errors.

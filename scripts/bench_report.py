@@ -468,8 +468,8 @@ FLOORS = {
              "remote address, rkey, `iova`, status/state, `has_rd_atomic`, the DMA length/resid/SGE count/offset, "
              "the SGE)"),
         (3, "publish the producer index"),
-        (17, "ring the doorbell, a 32-byte `write()` of a zero-WR POST_SEND command: argument set-up, the call, "
-             "glibc's wrapper with the `syscall`, the result check"),
+        (7, "ring the doorbell, a 32-byte `write()` of a zero-WR POST_SEND command as one inline system call: "
+            "the number and the three arguments (4), `syscall` (1), the result checked against 32 (2)"),
         (4, "return the `Result` and `ret`")], ""),
     ("rxe", "post_recv"): ("`ibv_post_recv` of one WR with one SGE on rxe", [
         (6, "find room: two index loads, the masked difference, a branch"),
@@ -513,9 +513,9 @@ FLOORS = {
         (7, "the doorbell decision siw's protocol needs: a full fence (the kernel's `smp_store_mb` on the other "
             "side), the previous element's address, its flags loaded and tested"),
         (4, "move the position (increment, wrap, store)"),
-        (15, "ring the doorbell, a zero-WR POST_SEND `write()`: argument set-up and the call (4), glibc's "
-             "wrapper with the `syscall` (7: the listing's instructions outside the binary), the result check, "
-             "negative and short (4)"),
+        (7, "ring the doorbell, a zero-WR POST_SEND `write()` as one inline system call: the number and the "
+            "three arguments (4), `syscall` (1), the result checked against 32 (a failure and a short write both "
+            "differ) (2)"),
         (1, "after a doorbell that went through, clear the flag a failed one sets (elements the kernel was not "
             "told of stay valid, so the previous-element test would never ring again and the queue would stall: "
             "the next post rings whatever it finds)"),

@@ -236,6 +236,10 @@ fi
 if [ "$CAPI" = 1 ]; then
     if [ "$LIBC_BUILD" = ok ]; then
         mkdir -p "$WORK/capi-lib" && ln -sf "$OB/libibverbs.so" "$WORK/capi-lib/libibverbs.so.1"
+        # built with feature mlx5, our library is libmlx5.so.1 as well (capi/src/mlx5dv/): the
+        # loader finds the same file under both names and maps it once, so pyverbs' mlx5 modules
+        # (linked against libmlx5) reach our mlx5dv_* for the contexts our library opened
+        ln -sf "$OB/libibverbs.so" "$WORK/capi-lib/libmlx5.so.1"
         ONOURS=$WORK/on-ours
         printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec "$@"\n' \
             "$WORK/capi-lib" > "$ONOURS" && chmod +x "$ONOURS"
@@ -325,7 +329,7 @@ if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
     if [ "$LIBC_BUILD" = ok ]; then
         DT=$(grep -o '"executable":"[^"]*/device-[^"]*"' "$WORK/libcbuild.json" | tail -1 | cut -d'"' -f4)
         TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
-            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
+            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_DEVICE=mlx5_0 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
     else
         row device-tests "ours on mlx5_0" "FAIL(build)" "-"
     fi

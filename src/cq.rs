@@ -47,6 +47,19 @@ pub struct CqDestroyed {
     pub async_events_reported: u32,
 }
 
+/// Choices for a new CQ beyond [`Cq::create`]'s, which only some
+/// providers offer ([`ProviderCaps`](crate::ProviderCaps)); the default
+/// is [`Cq::create`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CqOptions {
+    /// Bytes per completion entry (`mlx5dv_create_cq`'s `cqe_size`: 64 or
+    /// 128 on mlx5, where `None` is the `MLX5_CQE_SIZE` environment
+    /// variable or 64, as libmlx5). A provider without
+    /// [`cqe_size_choice`](crate::ProviderCaps::cqe_size_choice) refuses
+    /// `Some` (`Unsupported`).
+    pub cqe_size: Option<u32>,
+}
+
 /// A completion queue (`struct ibv_cq`).
 #[doc(alias = "ibv_cq")]
 #[derive(Debug)]
@@ -84,9 +97,28 @@ impl<'ctx> Cq<'ctx> {
         channel: Option<&'ctx CompChannel<'ctx>>,
         comp_vector: u32,
     ) -> Result<Self> {
+        Self::create_with(ctx, cqe, channel, comp_vector, CqOptions::default())
+    }
+
+    /// [`Cq::create`] with the provider-specific choices of `opts` (libmlx5's
+    /// `mlx5dv_create_cq`); a choice the provider does not offer is
+    /// `Unsupported`, one it refuses `InvalidArgument` (an mlx5 CQE size
+    /// other than 64 or 128), both naming `ibv_create_cq` and before the
+    /// kernel.
+    #[doc(alias = "mlx5dv_create_cq")]
+    pub fn create_with(
+        ctx: &'ctx Context,
+        cqe: u32,
+        channel: Option<&'ctx CompChannel<'ctx>>,
+        comp_vector: u32,
+        opts: CqOptions,
+    ) -> Result<Self> {
         const VERB: &str = "ibv_create_cq";
         if cqe == 0 || cqe > MAX_CQE_ARG || comp_vector >= ctx.num_comp_vectors() {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument));
+        }
+        if opts.cqe_size.is_some() && !ctx.provider_caps().cqe_size_choice {
+            return Err(Error::new(VERB, ErrorKind::Unsupported).with_detail("the provider has one CQE size"));
         }
         let user_handle = crate::user_handle::next();
         let mut cmd = CreateCq::new_zeroed();
@@ -94,7 +126,7 @@ impl<'ctx> Cq<'ctx> {
         cmd.cqe = cqe;
         cmd.comp_vector = comp_vector;
         cmd.comp_channel = channel.map_or(-1, |c| c.as_fd().as_raw_fd());
-        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd);
+        let mut dc = DriverCmd::new(ctx.channel(), VERB, cmd).with_cqe_size(opts.cqe_size);
         let made = AnyCq::create(ctx.provider_state(), &mut dc);
         let (ring, resp) = dc.finish(made, |r| destroy_cmd(ctx, r.cq_handle))?;
         Ok(Self {

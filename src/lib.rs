@@ -207,7 +207,7 @@ pub use async_event::{AsyncElement, AsyncEvent, EventType};
 pub use comp_channel::CompChannel;
 pub use abi::RdmaDriverId;
 pub use context::Context;
-pub use cq::Cq;
+pub use cq::{Cq, CqOptions};
 pub use mr::{AccessFlags, Mr, MrBuffer, PageBuf};
 pub use huge_buf::{HugePageBuf, HUGE_PAGE_SIZE};
 pub use async_fd::AsyncEventFd;

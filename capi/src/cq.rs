@@ -40,7 +40,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use verbs::cq::PollTicket;
-use verbs::{Context, Cq, ErrorKind};
+use verbs::{Context, Cq, CqOptions, ErrorKind};
 
 use crate::abi::device::IbvContext;
 use crate::abi::objects::{IbvCompChannel, IbvCq, IbvCqEx, IbvCqInitAttrEx, IbvPollCqAttr};
@@ -208,7 +208,7 @@ pub(crate) extern "C" fn ibv_create_cq(
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
 ) -> *mut IbvCq {
-    create(context, cqe, cq_context, channel, comp_vector, None)
+    create(context, cqe, cq_context, channel, comp_vector, None, CqOptions::default())
 }
 
 /// The `read_*` fields every provider here fills (`IBV_WC_STANDARD_FLAGS`:
@@ -231,6 +231,17 @@ const CQ_CREATE_FLAGS: u32 = 0x3;
 ///
 /// `attr` is NULL or points to a readable `struct ibv_cq_init_attr_ex`.
 pub(crate) unsafe extern "C" fn create_cq_ex(context: *mut IbvContext, attr: *mut IbvCqInitAttrEx) -> *mut IbvCqEx {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { create_cq_ex_with(context, attr, CqOptions::default()) }
+}
+
+/// [`create_cq_ex`] with the provider-specific choices of `opts`
+/// (`mlx5dv_create_cq`).
+///
+/// # Safety
+///
+/// As [`create_cq_ex`].
+pub(crate) unsafe fn create_cq_ex_with(context: *mut IbvContext, attr: *mut IbvCqInitAttrEx, opts: CqOptions) -> *mut IbvCqEx {
     if attr.is_null() {
         return fail_null(libc::EINVAL);
     }
@@ -257,7 +268,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(context: *mut IbvContext, attr: *mu
     let (Ok(cqe), Ok(vector)) = (c_int::try_from(a.cqe), c_int::try_from(a.comp_vector)) else {
         return fail_null(libc::EINVAL);
     };
-    create(context, cqe, a.cq_context, a.channel, vector, Some(domain)).cast()
+    create(context, cqe, a.cq_context, a.channel, vector, Some(domain), opts).cast()
 }
 
 /// As a C function pointer of the extended CQ API.
@@ -370,7 +381,7 @@ unsafe extern "C" fn read_dlid_path_bits(cq: *mut IbvCqEx) -> u8 {
 }
 
 /// The CQ behind `ibv_create_cq` and `create_cq_ex` (`ex`: with the
-/// extended polling API).
+/// extended polling API; `opts`: `mlx5dv_create_cq`'s choices).
 fn create(
     context: *mut IbvContext,
     cqe: c_int,
@@ -378,6 +389,7 @@ fn create(
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
     ex: Option<Option<&'static CPd>>,
+    opts: CqOptions,
 ) -> *mut IbvCq {
     let Some(c) = context::from_c(context) else { return fail_null(libc::EINVAL) };
     let ch: Option<&'static CCompChannel> = if channel.is_null() {
@@ -402,7 +414,7 @@ fn create(
     if let Some(d) = domain {
         d.hold();
     }
-    let cq = match Cq::create(ctx, cqe, ch.map(|ch| &ch.ch), vector) {
+    let cq = match Cq::create_with(ctx, cqe, ch.map(|ch| &ch.ch), vector, opts) {
         Ok(cq) => cq,
         Err(e) => {
             if let Some(ch) = ch {

@@ -45,6 +45,8 @@ mod exports;
 mod marshall;
 mod mcast;
 mod misc;
+#[cfg(feature = "mlx5")]
+mod mlx5dv;
 mod mr;
 mod names;
 mod mw;

@@ -9,6 +9,9 @@ use std::path::Path;
 use std::process::Command;
 
 const FIXTURE: &str = include_str!("fixtures/rdma-core-44.symbols");
+/// With feature mlx5 the library is libmlx5.so.1 too (src/mlx5dv/).
+#[cfg(feature = "mlx5")]
+const MLX5_FIXTURE: &str = include_str!("fixtures/libmlx5-44.symbols");
 const SYSTEM_LIB: &str = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0";
 
 fn tool(name: &str, args: &[&str], file: &Path) -> String {
@@ -41,8 +44,20 @@ fn exports(lib: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+fn lines(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(str::to_owned)
+}
+
 fn fixture() -> BTreeSet<String> {
-    FIXTURE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(str::to_owned).collect()
+    lines(FIXTURE).collect()
+}
+
+/// What the library must export: libibverbs' table, and libmlx5's with feature mlx5.
+fn wanted() -> BTreeSet<String> {
+    #[cfg(feature = "mlx5")]
+    return fixture().into_iter().chain(lines(MLX5_FIXTURE)).collect();
+    #[cfg(not(feature = "mlx5"))]
+    return fixture();
 }
 
 fn diff(a: &BTreeSet<String>, b: &BTreeSet<String>) -> String {
@@ -54,8 +69,10 @@ fn diff(a: &BTreeSet<String>, b: &BTreeSet<String>) -> String {
 #[test]
 fn exports_every_rdma_core_44_symbol_and_nothing_else() {
     let ours = exports(&common::built_library());
-    let want = fixture();
-    assert_eq!(want.len(), 180, "fixture lines");
+    assert_eq!(fixture().len(), 180, "fixture lines");
+    #[cfg(feature = "mlx5")]
+    assert_eq!(lines(MLX5_FIXTURE).count(), 129, "libmlx5 fixture lines");
+    let want = wanted();
     assert!(ours == want, "symbol table differs from rdma-core 44's:\n{}", diff(&want, &ours));
 }
 

@@ -78,7 +78,7 @@ fn world() -> World {
     rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
     let reg = RegRef::new("fuzz", Uars::map(rustix::fd::AsFd::as_fd(&uar), ctx_info()).unwrap()).unwrap();
     let db = reg.uars().doorbell(1).unwrap();
-    let c = CqMem::new("fuzz", NCQE - 1, 64).unwrap();
+    let c = CqMem::new("fuzz", NCQE - 1, 64, 64).unwrap();
     let ring = c.ring("fuzz", NCQE - 1, 0x77, 1).unwrap();
     let cq = reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
     let qp = qp_entry(&reg, db, None, 4, false);

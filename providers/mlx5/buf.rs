@@ -34,7 +34,9 @@
 //! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
 //!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
 //!   128, and borrows the buffer for its lifetime; each load masks the
-//!   entry index by `ncqe - 1` and the word index by 7, so every address
+//!   entry index by `ncqe - 1` and the word index by 7 and shifts it by
+//!   the ring's own entry size (`word_of` tests its constant against it
+//!   first and loads nothing otherwise), so every address
 //!   it forms is inside that checked range (no per-load check needed) and
 //!   8-aligned.
 //! * **B4 — `Table`.** Library-private memory no device is told about:
@@ -313,6 +315,27 @@ impl CqeRing<'_> {
         // inside the ring `cqe_ring` checked against the buffer, which the
         // borrow keeps mapped (B1); 8-aligned (page-aligned base, sizes and
         // offsets multiples of 8); no reference to it exists (B3).
+        u64::from_le(unsafe { p.read_volatile() })
+    }
+
+    /// `log2` of the entry size: 6 or 7.
+    #[inline(always)]
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// [`Self::word`] with the entry size a constant `1 << SHIFT` (a
+    /// shift by an immediate), for a caller that tested [`Self::shift`]
+    /// once before its loop; 0 from a ring of another entry size.
+    #[inline(always)]
+    pub fn word_of<const SHIFT: u32>(&self, i: u32, w: usize) -> u64 {
+        if self.shift != SHIFT {
+            return 0;
+        }
+        let off = (((i & self.mask) as usize) << SHIFT) | ((w & 7) * 8);
+        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        // SAFETY: as in `word`: `SHIFT` is the ring's own shift (tested
+        // just above), so this is the same address `word` forms.
         u64::from_le(unsafe { p.read_volatile() })
     }
 

@@ -32,7 +32,7 @@ fn world() -> World {
     rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
     let reg = RegRef::new("test", super::super::super::ctx::tests::sim_uars(&uar)).unwrap();
     let db = reg.uars().doorbell(1).unwrap();
-    let c = CqMem::new("test", 7, 64).unwrap();
+    let c = CqMem::new("test", 7, 64, 64).unwrap();
     let ring = c.ring("test", 7, 0x77, 1).unwrap();
     let cq = reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
     let cap = QpCap { max_send_wr: 16, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
@@ -68,7 +68,7 @@ fn ids(w: &World) -> Vec<u64> {
 
 /// Moves the CQ to a new buffer of `ncqe` entries, as after `RESIZE_CQ`.
 fn resize(w: &mut World, ncqe: u32) -> Result<(), &'static str> {
-    let mem = CqMem::new("test", ncqe - 1, 64).unwrap();
+    let mem = CqMem::new("test", ncqe - 1, 64, 64).unwrap();
     let mut g = w.reg.lock(w.cq).unwrap();
     let Entry::Cq { ring, buf } = &mut *g else { panic!() };
     w.ncqe = ncqe as usize;

@@ -95,8 +95,21 @@ pub fn post_srq_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), 
 /// holds a QP or SRQ slot.
 struct Lookup<'r> {
     reg: &'r RegRef,
-    /// The slot held, with the user index and direction it was found for.
-    held: Option<(u32, bool, SlotGuard<'r>)>,
+    /// The user index the held slot was found for, with bit 24 set for a
+    /// send (user indices have 24 bits); [`NO_KEY`] when none is held.
+    key: u32,
+    /// The slot held.
+    held: Option<SlotGuard<'r>>,
+}
+
+/// [`Lookup::key`] with nothing held (bits no user index has).
+const NO_KEY: u32 = u32::MAX;
+
+impl<'r> Lookup<'r> {
+    #[inline(always)]
+    fn new(reg: &'r RegRef) -> Self {
+        Self { reg, key: NO_KEY, held: None }
+    }
 }
 
 impl Queues for Lookup<'_> {
@@ -106,8 +119,9 @@ impl Queues for Lookup<'_> {
             Source::Send { rsn, .. } => (rsn & 0xff_ffff, true),
             Source::Recv { rsn, .. } => (rsn & 0xff_ffff, false),
         };
-        if !matches!(&self.held, Some((r, s, _)) if *r == rsn && *s == send) {
-            self.held = None;
+        let key = rsn | u32::from(send) << 24;
+        if self.key != key {
+            (self.key, self.held) = (NO_KEY, None);
             let mut g = self.reg.lock_queue(rsn)?;
             // A QP on an SRQ: its receives complete in the SRQ's slot
             // (libmlx5 `get_resp_ctx_v1`).
@@ -119,9 +133,9 @@ impl Queues for Lookup<'_> {
                 drop(g);
                 g = self.reg.lock_queue(s)?;
             }
-            self.held = Some((rsn, send, g));
+            (self.key, self.held) = (key, Some(g));
         }
-        let (_, _, g) = self.held.as_mut()?;
+        let g = self.held.as_mut()?;
         match (send, &mut **g) {
             (true, Entry::Qp { sq: Some(sq), .. }) => Some(Target::Send(sq)),
             (false, Entry::Qp { rq: Some(rq), srq_uidx: None, .. }) => Some(Target::Recv(rq)),
@@ -145,7 +159,7 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
         ring.update_ci(buf);
         return Ok(0);
     }
-    let mut look = Lookup { reg, held: None };
+    let mut look = Lookup::new(reg);
     let r = ring.poll(buf, out, &mut look);
     let ci = ring.ci();
     drop(look);
@@ -160,7 +174,7 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
 pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
     let Some(mut g) = reg.lock(cq) else { return 0 };
     let Entry::Cq { ring, buf } = &mut *g else { return 0 };
-    let mut look = Lookup { reg, held: None };
+    let mut look = Lookup::new(reg);
     let n = match ring.poll_deferred(buf, out, &mut look) {
         Ok(n) => n,
         Err(_) => {

@@ -29,7 +29,7 @@ fn world() -> World {
     rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
     let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
     let db = reg.uars().doorbell(1).unwrap();
-    let c = CqMem::new("test", 3, 64).unwrap();
+    let c = CqMem::new("test", 3, 64, 64).unwrap();
     let ring = c.ring("test", 3, 0x77, 1).unwrap();
     let cq = reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
     let cap = QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
@@ -206,4 +206,40 @@ fn cqe_naming_the_cq_itself_is_skipped_not_waited_for() {
     let mut one = [Wc::default()];
     assert_eq!(poll_one(&w.reg, w.cq, &mut one), 0);
     assert!(is_empty(&w.reg, w.cq));
+}
+
+/// A CQ of 128-byte entries (`mlx5dv_create_cq` `cqe_size` 128): the
+/// device writes each CQE into the last 64 bytes of its slot, and the poll
+/// reads it there, whatever the first 64 bytes hold.
+#[test]
+fn cqe_size_128_reads_the_second_half_of_each_slot() {
+    let w = world();
+    let c = CqMem::new("test", 3, 128, 64).unwrap();
+    assert_eq!((c.ncqe, c.cqe_size, c.dbrec_offset), (4, 128, 512));
+    let ring = c.ring("test", 3, 0x78, 1).unwrap();
+    let cq = w.reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
+    post_recv(&w.reg, w.qp, &[RecvWr::new(0x11, &[SGE]), RecvWr::new(0x22, &[SGE])]).unwrap();
+    let resp = |n: u32| Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(0x42), byte_cnt: U32::new(n), op_own: CQE_RESP_SEND << 4, ..Default::default() };
+    {
+        let mut g = w.reg.lock(cq).unwrap();
+        let Entry::Cq { buf, .. } = &mut *g else { panic!() };
+        // Slot 0: garbage in the first half, the CQE in the second.
+        assert!(buf.put(0, [0xa5u8; 64]));
+        assert!(buf.put(64, resp(5)));
+        assert!(buf.put(128 + 64, resp(7)));
+        // A 64-byte reading would see slot 0's garbage and then slot 1 at
+        // offset 64: still owned by hardware at 128 + 127.
+        assert_eq!(buf.get::<u8>(255), Some(CQE_RESP_SEND << 4));
+        assert_eq!(buf.get::<u8>(3 * 128 + 127), Some(0xf0), "untouched slots stay invalid");
+    }
+    assert!(!is_empty(&w.reg, cq));
+    let mut out = [Wc::default(); 4];
+    assert_eq!(poll(&w.reg, cq, &mut out), Ok(2));
+    assert_eq!([out[0].wr_id(), out[1].wr_id()], [0x11, 0x22]);
+    assert_eq!([out[0].byte_len(), out[1].byte_len()], [5, 7]);
+    assert!(is_empty(&w.reg, cq));
+    let g = w.reg.lock(cq).unwrap();
+    let Entry::Cq { buf, ring } = &*g else { panic!() };
+    assert_eq!(ring.ci(), 2);
+    assert_eq!(buf.get::<[u8; 4]>(512), Some([0, 0, 0, 2]), "consumer index in the record after the 4 x 128 B ring");
 }

@@ -16,7 +16,7 @@ use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::ops;
 use super::reset;
 use super::registry::{Entry, RegRef};
-use super::res::{CqMem, QpMem, SrqMem, CQE_SIZE};
+use super::res::{cqe_size, CqMem, QpMem, SrqMem};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
 use crate::abi::uverbs::{CreateAh, CreateAhResp, CreateCq, ModifySrq, ResizeCq};
@@ -61,6 +61,7 @@ impl Provider for Mlx5 {
         roce: true,
         addresses_regions_by_iova: true,
         cq_resize: true,
+        cqe_size_choice: true,
         memory_windows: true,
         address_handles: true,
         query_srq: true,
@@ -192,6 +193,8 @@ pub struct Mlx5Cq {
     reg: RegRef,
     slot: u32,
     ncqe: u32,
+    /// Bytes per CQE (64 or 128), kept by a resize.
+    cqe_size: u32,
     /// [`Claim::Lent`] while a `poll_with` closure runs (caller code, which
     /// may poll this CQ again): every other poll is refused meanwhile, as
     /// on rxe and siw. The slot lock itself is never held across caller
@@ -244,7 +247,8 @@ impl ProviderCq for Mlx5Cq {
     fn create(ctx: &Mlx5Context, dc: &mut DriverCmd<'_, CreateCq>) -> Result<Self> {
         let verb = dc.verb();
         let info = *ctx.info();
-        let mem = CqMem::new(verb, dc.core().cqe, info.cache_line_size)?;
+        let cqe_size = cqe_size(verb, dc.cqe_size())?;
+        let mem = CqMem::new(verb, dc.core().cqe, cqe_size, info.cache_line_size)?;
         // libmlx5 asks the kernel for the entries it allocated, minus one.
         dc.core_mut().cqe = mem.kernel_cqe();
         let slot = ctx.reserve(verb)?;
@@ -259,7 +263,7 @@ impl ProviderCq for Mlx5Cq {
         if let Some(g) = reg.lock(slot) {
             g.publish(0);
         }
-        Ok(Self { reg, slot, ncqe, lent: AtomicU8::new(Claim::Free as u8), peek })
+        Ok(Self { reg, slot, ncqe, cqe_size, lent: AtomicU8::new(Claim::Free as u8), peek })
     }
 
     /// `mlx5_resize_cq`: a new buffer (every entry invalid), `RESIZE_CQ`
@@ -274,12 +278,12 @@ impl ProviderCq for Mlx5Cq {
         if ctx.max_cqe.is_some_and(|m| cqe > m) {
             return Err(ResizeFailed::Unchanged(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: more CQEs than the device's max_cqe")));
         }
-        let mem = CqMem::new(verb, cqe, ctx.info().cache_line_size)?;
+        let mem = CqMem::new(verb, cqe, self.cqe_size, ctx.info().cache_line_size)?;
         if mem.ncqe == self.ncqe {
             return Ok(());
         }
         dc.core_mut().cqe = mem.kernel_cqe();
-        let req = Mlx5ResizeCq { buf_addr: mem.buf.addr(), cqe_size: CQE_SIZE as u16, ..Default::default() };
+        let req = Mlx5ResizeCq { buf_addr: mem.buf.addr(), cqe_size: self.cqe_size as u16, ..Default::default() };
         dc.send(req.as_bytes(), &mut [])?;
         // The kernel switched the CQ: the ring moves whatever happens (the
         // old buffer is no longer the device's). A CQ whose waiting

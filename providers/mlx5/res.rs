@@ -23,8 +23,37 @@ use super::sq::{BlueFlame, SendQueue, SqConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::{QpCap, QpType};
 
-/// Bytes of the CQEs this provider asks for (`MLX5_CQE_SIZE` default).
+/// Bytes of the CQEs this provider asks for when neither the caller nor
+/// `MLX5_CQE_SIZE` chose (libmlx5's default).
 pub const CQE_SIZE: u32 = 64;
+
+/// The CQE size of a new CQ (libmlx5 `get_cqe_size`): the caller's
+/// choice, else the `MLX5_CQE_SIZE` environment variable (read as C's
+/// `atoi`), else 64; anything but 64 or 128 is `InvalidArgument`.
+pub fn cqe_size(verb: &'static str, chosen: Option<u32>) -> Result<u32> {
+    let size = match chosen {
+        Some(s) => Some(s),
+        None => std::env::var_os("MLX5_CQE_SIZE").map(|v| atoi(v.as_encoded_bytes())),
+    };
+    match size {
+        None => Ok(CQE_SIZE),
+        Some(s @ (64 | 128)) => Ok(s),
+        Some(_) => Err(invalid(verb, "mlx5: a CQE is 64 or 128 bytes (cqe_size, MLX5_CQE_SIZE)")),
+    }
+}
+
+/// C's `atoi` for the sizes that matter: leading blanks, an optional
+/// sign, the leading digits; anything else is 0 (a size no CQ has).
+fn atoi(s: &[u8]) -> u32 {
+    let s = s.trim_ascii_start();
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = digits.iter().take_while(|b| b.is_ascii_digit()).fold(0u32, |n, &b| n.saturating_mul(10).saturating_add(u32::from(b - b'0')));
+    if neg { 0 } else { n }
+}
 /// Largest CQ (`ncqe <= 2^24`).
 const MAX_NCQE: u32 = 1 << 24;
 
@@ -46,20 +75,26 @@ pub struct CqMem {
     pub ncqe: u32,
     /// Byte offset of the doorbell record pair.
     pub dbrec_offset: usize,
+    /// Bytes per entry: 64 or 128 (the 64 bytes that matter are the last).
+    pub cqe_size: u32,
 }
 
 impl CqMem {
-    /// The buffer for at least `cqe` completions: `roundup_pow2(cqe + 1)`
-    /// entries, every one marked invalid (`mlx5_alloc_cq_buf`).
-    pub fn new(verb: &'static str, cqe: u32, cache_line: u32) -> Result<Self> {
+    /// The buffer for at least `cqe` completions of `cqe_size` bytes (64
+    /// or 128): `roundup_pow2(cqe + 1)` entries, every one marked invalid
+    /// (`mlx5_alloc_cq_buf`).
+    pub fn new(verb: &'static str, cqe: u32, cqe_size: u32, cache_line: u32) -> Result<Self> {
+        if !matches!(cqe_size, 64 | 128) {
+            return Err(invalid(verb, "mlx5: a CQE is 64 or 128 bytes"));
+        }
         let ncqe = cqe.checked_add(1).map(u32::next_power_of_two).filter(|&n| n <= MAX_NCQE);
         let Some(ncqe) = ncqe else { return Err(invalid(verb, "mlx5: more CQEs than a CQ holds (2^24 - 1)")) };
-        let ring = ncqe as usize * CQE_SIZE as usize;
+        let ring = ncqe as usize * cqe_size as usize;
         let dbrec_offset = dbrec_after(ring, cache_line);
         let mut buf = WqBuf::alloc(verb, dbrec_offset + 8, AllocType::from_env("MLX_CQ"))?;
         // cqn and version do not matter for marking the entries.
-        CqRing::new(verb, ncqe, CQE_SIZE, dbrec_offset, 0, 0)?.init(&mut buf)?;
-        Ok(Self { buf, ncqe, dbrec_offset })
+        CqRing::new(verb, ncqe, cqe_size, dbrec_offset, 0, 0)?.init(&mut buf)?;
+        Ok(Self { buf, ncqe, dbrec_offset, cqe_size })
     }
 
     /// The `cqe` of the core command (`ncqe - 1`).
@@ -70,7 +105,7 @@ impl CqMem {
     /// The driver data of `CREATE_CQ` (legacy UARs: no UAR page index, the
     /// CQ is armed through the first UAR page).
     pub fn request(&self) -> Mlx5CreateCq {
-        Mlx5CreateCq { buf_addr: self.buf.addr(), db_addr: self.buf.addr() + self.dbrec_offset as u64, cqe_size: CQE_SIZE, ..Default::default() }
+        Mlx5CreateCq { buf_addr: self.buf.addr(), db_addr: self.buf.addr() + self.dbrec_offset as u64, cqe_size: self.cqe_size, ..Default::default() }
     }
 
     /// The ring state once the kernel named the CQ (`cqe` as granted must
@@ -79,7 +114,7 @@ impl CqMem {
         if granted_cqe != self.kernel_cqe() {
             return Err(Error::new(verb, ErrorKind::Malformed).with_detail("mlx5: the kernel granted another CQ size than the buffer holds"));
         }
-        CqRing::new(verb, self.ncqe, CQE_SIZE, self.dbrec_offset, cqn, cqe_version)
+        CqRing::new(verb, self.ncqe, self.cqe_size, self.dbrec_offset, cqn, cqe_version)
     }
 }
 

@@ -17,7 +17,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 
 #[test]
 fn cq_buffer_and_request() {
-    let m = CqMem::new("test", 16, 64).unwrap();
+    let m = CqMem::new("test", 16, 64, 64).unwrap();
     assert_eq!((m.ncqe, m.kernel_cqe(), m.dbrec_offset), (32, 31, 2048));
     assert_eq!(m.buf.len(), 4096);
     // Every entry invalid (op_own 0xf0), the record zero.
@@ -34,10 +34,34 @@ fn cq_buffer_and_request() {
     assert!(m.ring("test", 31, 7, 1).is_ok());
     assert_eq!(m.ring("test", 63, 7, 1).unwrap_err().kind(), ErrorKind::Malformed);
     // A ring of whole pages puts the record on the next page.
-    let big = CqMem::new("test", 63, 64).unwrap();
+    let big = CqMem::new("test", 63, 64, 64).unwrap();
     assert_eq!((big.ncqe, big.dbrec_offset, big.buf.len()), (64, 4096, 8192));
-    assert!(CqMem::new("test", 1 << 24, 64).is_err(), "2^24 entries hold only 2^24 - 1");
-    assert!(CqMem::new("test", u32::MAX, 64).is_err());
+    assert!(CqMem::new("test", 1 << 24, 64, 64).is_err(), "2^24 entries hold only 2^24 - 1");
+    assert!(CqMem::new("test", u32::MAX, 64, 64).is_err());
+}
+
+#[test]
+fn cq_of_128_byte_entries() {
+    let m = CqMem::new("test", 16, 128, 64).unwrap();
+    assert_eq!((m.ncqe, m.kernel_cqe(), m.dbrec_offset, m.buf.len()), (32, 31, 4096, 8192));
+    // The owner byte of each entry is the last of its 128 bytes.
+    for i in 0..32 {
+        assert_eq!(m.buf.get::<u8>(i * 128 + 127), Some(0xf0));
+        assert_eq!(m.buf.get::<u8>(i * 128 + 63), Some(0), "first half untouched");
+    }
+    assert_eq!(u32_at(m.request().as_bytes(), 16), 128, "cqe_size");
+    assert_eq!(m.ring("test", 31, 7, 1).unwrap().geometry(), (32, 128));
+    for bad in [0, 32, 65, 100, 256] {
+        assert_eq!(CqMem::new("test", 16, bad, 64).unwrap_err().kind(), ErrorKind::InvalidArgument, "{bad}");
+    }
+}
+
+#[test]
+fn cqe_size_choice_and_atoi() {
+    assert_eq!(cqe_size("test", Some(128)).unwrap(), 128);
+    assert_eq!(cqe_size("test", Some(64)).unwrap(), 64);
+    assert_eq!(cqe_size("test", Some(100)).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!([atoi(b"128"), atoi(b" 64"), atoi(b"+64x"), atoi(b"-64"), atoi(b"abc"), atoi(b"")], [128, 64, 64, 0, 0, 0]);
 }
 
 #[test]

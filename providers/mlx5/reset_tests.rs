@@ -33,7 +33,7 @@ fn world() -> World {
     rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
     let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
     let db = reg.uars().doorbell(1).unwrap();
-    let c = CqMem::new("test", NCQE as u32 - 1, 64).unwrap();
+    let c = CqMem::new("test", NCQE as u32 - 1, 64, 64).unwrap();
     let ring = c.ring("test", NCQE as u32 - 1, 0x77, 1).unwrap();
     let cq = reg.insert(Entry::Cq { ring, buf: c.buf }).unwrap();
     let cap = QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };

@@ -415,10 +415,25 @@ impl SendQueue {
     /// A requester completion for the WQE at `wqe_counter`: retires it and
     /// every unsignaled WQE before it (`sq.tail = wqe_head + 1`) and
     /// returns its entry.
+    #[inline(always)]
     pub fn complete(&mut self, wqe_counter: u16) -> SqEntry {
-        let e = self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)];
-        self.tail = e.wqe_head.wrapping_add(1);
+        let e = self.entry(wqe_counter);
+        self.retire(e.wqe_head);
         e
+    }
+
+    /// The entry of the WQE at `wqe_counter`, retiring nothing (a run of
+    /// completions retires once, after its last: [`Self::retire`]).
+    #[inline(always)]
+    pub fn entry(&self, wqe_counter: u16) -> SqEntry {
+        self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)]
+    }
+
+    /// Retires every WQE up to the one whose entry has `wqe_head`
+    /// (`sq.tail = wqe_head + 1`).
+    #[inline(always)]
+    pub fn retire(&mut self, wqe_head: u32) {
+        self.tail = wqe_head.wrapping_add(1);
     }
 }
 

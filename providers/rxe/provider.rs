@@ -47,6 +47,7 @@ impl Provider for Rxe {
         // addresses.
         addresses_regions_by_iova: true,
         cq_resize: true,
+        cqe_size_choice: false,
         memory_windows: true,
         address_handles: true,
         query_srq: true,

@@ -47,6 +47,7 @@ impl Provider for Siw {
         // `siw_mr_add_mem` keeps `start`: siw ignores `hca_va`.
         addresses_regions_by_iova: false,
         cq_resize: false,
+        cqe_size_choice: false,
         memory_windows: false,
         address_handles: false,
         query_srq: false,

@@ -11,6 +11,11 @@ use std::collections::HashMap;
 
 use crate::mem::Pid;
 
+/// What CREATE_CQ stores in the doorbell record's arm word: no arm word
+/// can have it (bits 30-31 are always clear), so the first arm is seen
+/// even when it is 0 (sn 0, "next completion", ci 0).
+pub const ARM_UNSET: u32 = u32::MAX;
+
 /// A context: one `ibv_open_device` of one process.
 #[derive(Debug, Clone)]
 pub struct Ctx {
@@ -129,6 +134,10 @@ pub struct Cq {
     pub armed: Option<bool>,
     /// Last arm sequence number seen (bits 28-29 of the arm word).
     pub arm_sn: u32,
+    /// The last arm word taken (from the UAR doorbell or the CQ's doorbell
+    /// record), [`ARM_UNSET`] before the first: an arm word is taken once,
+    /// whichever of the two shows it first.
+    pub arm_taken: u32,
     /// Completion channel id, if created with one.
     pub channel: Option<u32>,
     /// A CQ overrun happened (async event IBV_EVENT_CQ_ERR was raised).

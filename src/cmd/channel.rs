@@ -20,15 +20,19 @@
 //! And one about what the compiler may assume: a `write()` command makes
 //! the kernel *write* memory whose address travels inside the command
 //! bytes (the response buffer; for rxe's `MODIFY_SRQ`, a stack `mminfo`).
-//! So every command `write()` and the doorbell go through [`sys_write`],
-//! the C library's `write` (an opaque foreign call, which the compiler
-//! must assume reads and writes all memory whose address escaped, as
-//! these addresses did by their pointer-to-integer casts), never through
-//! rustix's `write`, which is declared to the compiler as a `readonly`
-//! system call.
+//! So every command `write()` goes through [`sys_write`], the C library's
+//! `write` (an opaque foreign call, which the compiler must assume reads
+//! and writes all memory whose address escaped, as these addresses did by
+//! their pointer-to-integer casts), never through rustix's `write`, which
+//! is declared to the compiler as a `readonly` system call. The send
+//! doorbell is one inline `syscall` instruction (`doorbell_write`),
+//! declared neither `readonly` nor `nomem`: by the rules for inline
+//! assembly the compiler must assume it reads and writes any memory whose
+//! address escaped, as for the foreign call (the kernel reads the mapped
+//! send queue and writes the doorbell's `'static` response word).
 //!
-//! The unsafe operations here: the `ioctl` call, the `write` call, and
-//! adopting an fd number the kernel returned.
+//! The unsafe operations here: the `ioctl` call, the `write` call and the
+//! doorbell's system call, and adopting an fd number the kernel returned.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -358,7 +362,10 @@ impl Doorbell {
     /// `post_send_db`).
     #[inline(always)]
     pub fn ring(&self, dev: BorrowedFd<'_>, verb: &'static str) -> Result<()> {
-        written(verb, sys_write(dev, self.as_bytes()), size_of::<Doorbell>())
+        match self.ring_small(dev) {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(failed.error(verb)),
+        }
     }
 
     /// [`Doorbell::ring`] with its failure kept to one word (returned in
@@ -366,10 +373,11 @@ impl Doorbell {
     /// line, when someone asks).
     #[inline(always)]
     pub fn ring_small(&self, dev: BorrowedFd<'_>) -> core::result::Result<(), RingFailed> {
-        match sys_write(dev, self.as_bytes()) {
-            Ok(n) if n == size_of::<Doorbell>() => Ok(()),
-            Ok(_) => Err(RingFailed(0)),
-            Err(e) => Err(RingFailed(e.raw_os_error())),
+        let frame: &[u8; size_of::<Doorbell>()] = zerocopy::transmute_ref!(self);
+        match doorbell_write(dev, frame) {
+            n if n == size_of::<Doorbell>() as isize => Ok(()),
+            n if n >= 0 => Err(RingFailed(0)),
+            n => Err(RingFailed(n.wrapping_neg() as i32)),
         }
     }
 
@@ -428,6 +436,81 @@ pub(crate) fn sys_write(fd: BorrowedFd<'_>, frame: &[u8]) -> rustix::io::Result<
     match usize::try_from(n) {
         Ok(n) => Ok(n),
         Err(_) => Err(last_errno()),
+    }
+}
+
+/// The doorbell's `write(2)` of `frame` to `fd`: the byte count, or the
+/// negated errno. On x86-64 and AArch64 Linux one inline system call,
+/// which clobbers only the registers the kernel's entry does (`rcx`,
+/// `r11` and the result; on AArch64 the result), so a post keeps its
+/// registers across the doorbell and needs no call of the C library and
+/// no `errno`. Declared neither `readonly` nor `nomem`: the compiler must
+/// assume it reads and writes any memory whose address escaped (the
+/// mapped send queue the kernel then reads, which the post filled with
+/// ordinary stores and handed over with release stores before this;
+/// the doorbell's `'static` response word, which the kernel writes).
+/// Elsewhere, and in builds with rustix's libc backend (`--cfg
+/// rustix_use_libc`: the simulator's, whose `LD_PRELOAD` shim must see
+/// every system call), the C library's `write`.
+#[inline(always)]
+fn doorbell_write(fd: BorrowedFd<'_>, frame: &[u8; 32]) -> isize {
+    use rustix::fd::AsRawFd;
+    let (fd, buf, len) = (fd.as_raw_fd() as usize, frame.as_ptr(), frame.len());
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(rustix_use_libc)))]
+    {
+        let ret: isize;
+        // SAFETY: `write(2)` (`SYS_write`) with the x86-64 system call
+        // convention: number in `rax`, arguments in `rdi`, `rsi`, `rdx`;
+        // the kernel returns in `rax` and clobbers `rcx` and `r11` (both
+        // declared), touches no stack of ours (`nostack`) and no other
+        // register. `buf` is a live borrow of `len` bytes, all the kernel
+        // reads of it; the addresses inside the frame satisfy the module
+        // invariant (the response is the `'static` `DOORBELL_RESP`); `fd`
+        // is an open file borrowed for the call. Not `readonly`/`nomem`:
+        // see the function's docs.
+        unsafe {
+            core::arch::asm!(
+                "syscall",
+                inlateout("rax") libc::SYS_write as isize => ret,
+                in("rdi") fd,
+                in("rsi") buf,
+                in("rdx") len,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        ret
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64", not(rustix_use_libc)))]
+    {
+        let ret: isize;
+        // SAFETY: `write(2)` with the AArch64 system call convention:
+        // number in `x8`, arguments in `x0`..`x2`, the result in `x0`; the
+        // kernel preserves every other register and touches no stack of
+        // ours (`nostack`). The rest as for x86-64 above.
+        unsafe {
+            core::arch::asm!(
+                "svc 0",
+                in("x8") libc::SYS_write as usize,
+                inlateout("x0") fd => ret,
+                in("x1") buf,
+                in("x2") len,
+                options(nostack),
+            );
+        }
+        ret
+    }
+    #[cfg(any(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))), rustix_use_libc))]
+    {
+        // SAFETY: as `sys_write`: `buf` is a live borrow of `len` bytes;
+        // the frame's addresses satisfy the module invariant.
+        let n = unsafe { libc::write(fd as libc::c_int, buf.cast(), len) };
+        if n < 0 {
+            -(last_errno().raw_os_error() as isize)
+        } else {
+            n
+        }
     }
 }
 
@@ -568,5 +651,24 @@ mod tests {
             .command("x", crate::abi::uverbs::CMD_CREATE_COMP_CHANNEL, &CreateCompChannel::new_zeroed(), &[], &mut [])
             .unwrap();
         assert_eq!(r.fd, 0);
+    }
+
+    /// The doorbell's own system call: its 32 bytes reach the file as they
+    /// are (read back from a memory file), and a failed call comes back as
+    /// its errno (a read-only descriptor: `EBADF`), not as a success.
+    #[test]
+    fn doorbell_writes_its_frame_and_reports_failures() {
+        let db = Doorbell::new(0x1234_5678);
+        let w = rustix::fs::memfd_create("doorbell", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        assert_eq!(db.ring_small(w.as_fd()), Ok(()));
+        let mut got = [0u8; 64];
+        let n = rustix::io::pread(&w, &mut got, 0).unwrap();
+        assert_eq!(&got[..n], db.as_bytes());
+        let r = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            .unwrap();
+        assert_eq!(db.ring(r.as_fd(), "ibv_post_send").unwrap_err().raw_os_error(), libc::EBADF);
+        let failed = db.ring_small(r.as_fd()).unwrap_err();
+        assert_eq!(failed, RingFailed(libc::EBADF));
+        assert_eq!(failed.error("ibv_post_send").raw_os_error(), libc::EBADF);
     }
 }

@@ -6,6 +6,7 @@
 use super::consts::{cqe_op, event, ARM_SOLICITED};
 use super::{Engine, EventSink};
 use crate::mem::HostMem;
+use crate::model::ARM_UNSET;
 
 /// What goes into one CQE.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +70,15 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         if cq.overrun || cq.ncqe == 0 || !cq.ncqe.is_power_of_two() {
             return;
         }
+        if cq.armed.is_none() && cq.channel.is_some() {
+            // An arm the application stored before this CQE's work was
+            // posted, whose UAR doorbell the scanner has not read yet: the
+            // arm came first, so it is taken first (see `pending_arm`).
+            if let Some(word) = self.pending_arm(cqn) {
+                self.arm(cqn, word);
+            }
+        }
+        let Some(cq) = self.dev.cqs.get(&cqn) else { return };
         let (pid, ncqe, pi) = (cq.pid, cq.ncqe, cq.pi);
         let ci = self.mem.read_be32(pid, cq.dbrec).map(|v| v & 0xff_ffff);
         let full = match ci {
@@ -111,14 +121,37 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
         }
     }
 
+    /// The arm word in CQ `cqn`'s doorbell record, if it is one not taken
+    /// yet. libmlx5 (and our provider) store it there before writing it to
+    /// the UAR, and post work after both; the engine runs posted work from
+    /// the QP's doorbell record (`Engine::progress`) without waiting for the
+    /// UAR doorbell, so the work can be run in a scan that read the UAR
+    /// before the arm landed there. A CQE on an unarmed CQ first looks here:
+    /// without it, that CQE found the CQ unarmed and the UAR arm that came
+    /// next (its consumer index now behind) fired at once, even when armed
+    /// for solicited completions only (the flaky
+    /// `rxe_completion_events_end_to_end` on the simulator).
+    fn pending_arm(&self, cqn: u32) -> Option<u32> {
+        let cq = self.dev.cqs.get(&cqn)?;
+        let word = self.mem.read_be32(cq.pid, cq.dbrec + 4).ok()?;
+        (word != ARM_UNSET && word != cq.arm_taken).then_some(word)
+    }
+
     /// The arm doorbell: `word` = arm_sn << 28 | cmd | consumer index.
-    pub(crate) fn arm(&mut self, cqn: u32, word: u32) {
-        let Some(cq) = self.dev.cqs.get_mut(&cqn) else { return };
+    /// Returns false (and does nothing) for a word taken already (from the
+    /// doorbell record, or the same arm seen twice).
+    pub(crate) fn arm(&mut self, cqn: u32, word: u32) -> bool {
+        let Some(cq) = self.dev.cqs.get_mut(&cqn) else { return false };
+        if cq.arm_taken == word {
+            return false;
+        }
+        cq.arm_taken = word;
         cq.arm_sn = (word >> 28) & 3;
         cq.armed = Some(word & (0xf << 24) == ARM_SOLICITED);
         let ci = word & 0xff_ffff;
         if ci != cq.pi & 0xff_ffff {
             self.fire(cqn);
         }
+        true
     }
 }

@@ -83,8 +83,11 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
     /// 64-bit big-endian value written at UAR + 0x20: arm_sn << 28 | cmd
     /// | ci), for CQ `cqn` (the low 32 bits). A consumer index behind the
     /// producer fires the event at once.
-    pub fn cq_arm(&mut self, cqn: u32, word: u32) {
-        self.arm(cqn, word);
+    /// Returns false for an arm word taken already (the same word seen
+    /// again, or taken from the CQ's doorbell record by a CQE, see
+    /// `push_cqe`).
+    pub fn cq_arm(&mut self, cqn: u32, word: u32) -> bool {
+        self.arm(cqn, word)
     }
 
     /// QP `qpn` entered ERR (MODIFY_QP, or the engine itself): flush.

@@ -48,10 +48,7 @@ pub struct Config {
     pub identity: Identity,
 }
 
-/// What CREATE_CQ stores in the doorbell record's arm word: no arm word
-/// can have it (bits 30-31 are always clear), so the first arm is seen
-/// even when it is 0 (sn 0, "next completion", ci 0).
-pub const ARM_UNSET: u32 = u32::MAX;
+pub use crate::model::ARM_UNSET;
 
 /// Per-context facts the model does not keep.
 #[derive(Debug, Default, Clone)]
@@ -79,10 +76,6 @@ pub struct State {
     pub ctxx: HashMap<u32, CtxExtra>,
     /// QP facts for QUERY_QP.
     pub qpx: HashMap<u32, qp::QpExtra>,
-    /// The last arm word taken for each CQ (see `scanner`: arms are also
-    /// read from the CQ's doorbell record, whose arm word starts at
-    /// [`ARM_UNSET`]).
-    pub arm_seen: HashMap<u32, u32>,
     /// Send doorbells whose kind (BlueFlame or not) is not known yet.
     pub bf_pending: Vec<blueflame::Pending>,
     /// Next ids.
@@ -326,7 +319,6 @@ impl Daemon {
         let cqs: Vec<u32> = st.dev.cqs.values().filter(|c| c.ctx == ctx).map(|c| c.cqn).collect();
         for c in cqs {
             st.dev.cqs.remove(&c);
-            st.arm_seen.remove(&c);
         }
         st.dev.mrs.retain(|_, m| m.ctx != ctx);
         st.dev.mws.retain(|_, m| m.ctx != ctx);

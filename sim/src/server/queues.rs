@@ -43,10 +43,9 @@ pub fn create_cq(d: &Daemon, st: &mut State, ctx: u32, pid: Pid, req: &Req) -> R
     // the scanner can tell every later arm from it (see scanner.rs).
     d.mem.write(pid, db + 4, &super::ARM_UNSET.to_be_bytes()).map_err(|_| errno::EFAULT)?;
     let cqn = State::alloc(&mut st.next_cqn, 1);
-    st.arm_seen.insert(cqn, super::ARM_UNSET);
     st.dev.cqs.insert(
         cqn,
-        Cq { cqn, ctx, pid, user_handle, buf, dbrec: db, ncqe, cqe_size, pi: 0, armed: None, arm_sn: 0, channel, overrun: false },
+        Cq { cqn, ctx, pid, user_handle, buf, dbrec: db, ncqe, cqe_size, pi: 0, armed: None, arm_sn: 0, arm_taken: super::ARM_UNSET, channel, overrun: false },
     );
     let mut core = Out::new(if req.ex { 16 } else { 8 });
     core.u32(0, cqn).u32(4, ncqe - 1);
@@ -109,7 +108,6 @@ pub fn destroy_cq(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let cq = st.dev.cqs.remove(&cqn).ok_or(errno::EINVAL)?;
-    st.arm_seen.remove(&cqn);
     let comp = st.sink.comp_reported(cq.channel, cq.user_handle);
     let asy = st.sink.async_reported(ctx, cq.user_handle);
     Ok(Resp { core: Out::new(8).u32(0, comp).u32(4, asy).done(), note: format!("cqn={cqn} events={comp}/{asy}"), ..Default::default() })

@@ -9,6 +9,9 @@
 //! UAR also makes the scanner read the doorbell records of the context's
 //! other CQs that have a completion channel, and a changed arm word there is
 //! taken as the arm the UAR word lost.
+//! The engine does the same for a CQ when it writes a CQE to it unarmed
+//! (`Engine::push_cqe`): work runs from the QP's doorbell record, possibly
+//! before the scan that reads an arm the application stored earlier.
 //!
 //! Between scans that found nothing it sleeps: briefly while there was
 //! recent traffic, longer when idle, so an idle daemon does not hold a
@@ -94,8 +97,8 @@ fn handle(d: &Daemon, found: &[Doorbell], origin: &[u32]) -> bool {
                 Doorbell::Arm { cqn, word } => {
                     recover_arms(d, &mut st, *ctx, cqn);
                     // Already taken from the doorbell record by an earlier
-                    // recovery (its UAR write landed after that scan).
-                    let taken = st.arm_seen.insert(cqn, word) == Some(word);
+                    // recovery or CQE (its UAR write landed after that).
+                    let taken = st.dev.cqs.get(&cqn).is_some_and(|c| c.arm_taken == word);
                     let mine = !taken && st.dev.cqs.get(&cqn).is_some_and(|c| c.ctx == *ctx);
                     d.trace.line(format_args!(
                         "ctx={ctx} ARM cqn={cqn} sn={} {} ci={}{}",
@@ -128,19 +131,18 @@ fn handle(d: &Daemon, found: &[Doorbell], origin: &[u32]) -> bool {
 /// (other than `seen`, whose arm the UAR showed) whose doorbell record holds
 /// an arm word not taken yet.
 fn recover_arms(d: &Daemon, st: &mut super::State, ctx: u32, seen: u32) {
-    let others: Vec<(u32, i32, u64)> = st
+    let others: Vec<(u32, i32, u64, u32)> = st
         .dev
         .cqs
         .values()
         .filter(|c| c.ctx == ctx && c.cqn != seen && c.channel.is_some())
-        .map(|c| (c.cqn, c.pid, c.dbrec))
+        .map(|c| (c.cqn, c.pid, c.dbrec, c.arm_taken))
         .collect();
-    for (cqn, pid, dbrec) in others {
+    for (cqn, pid, dbrec, taken) in others {
         let Ok(word) = crate::mem::HostMem::read_be32(&d.mem, pid, dbrec + 4) else {
             continue;
         };
-        if st.arm_seen.get(&cqn).is_some_and(|w| *w != word) {
-            st.arm_seen.insert(cqn, word);
+        if word != taken && word != super::ARM_UNSET {
             d.trace.line(format_args!(
                 "ctx={ctx} ARM cqn={cqn} sn={} {} ci={} (from the doorbell record: its UAR write was overwritten)",
                 word >> 28 & 3,

@@ -163,11 +163,13 @@ impl Rig {
             self.write(pid, buf + u64::from(i * cqe_size + cqe_size - 1), &[0xf0]);
         }
         let dbrec = self.alloc(pid, 64);
+        // no arm written yet, as CREATE_CQ leaves the arm word
+        self.write(pid, dbrec + 4, &crate::model::ARM_UNSET.to_be_bytes());
         let cqn = self.id();
         let ctx = Self::pd_of(pid);
         let cq = Cq {
             cqn, ctx, pid, user_handle: u64::from(cqn) + 0x1000, buf, dbrec, ncqe, cqe_size,
-            pi: 0, armed: None, arm_sn: 0, channel: Some(cqn + 7), overrun: false,
+            pi: 0, armed: None, arm_sn: 0, arm_taken: crate::model::ARM_UNSET, channel: Some(cqn + 7), overrun: false,
         };
         self.dev.cqs.insert(cqn, cq);
         cqn

@@ -133,3 +133,27 @@ fn arming_fires_once_per_arm_and_solicited_waits_for_a_solicited_cqe() {
     assert_eq!(r.ev.completions.last(), Some(&ev(cb)));
     assert_eq!(r.ev.completions.len(), 4);
 }
+
+/// The application stores a solicited-only arm in the CQ's doorbell record,
+/// then posts a plain send, and the engine runs it before the arm's UAR
+/// doorbell is read: the CQE takes the arm from the doorbell record (no
+/// event: not solicited), and the UAR arm that follows is the same word,
+/// taken already, so it does not fire for the unsolicited CQE behind it.
+#[test]
+fn an_arm_stored_before_the_work_is_taken_before_its_cqe() {
+    let (mut r, qa, qb, _ca, cb) = pair(QpType::Rc);
+    let ev = |cq: u32| (cq + 7, u64::from(cq) + 0x1000);
+    let word = 1u32 << 24; // sn 0, solicited, ci 0
+    let dbrec = r.dev.cqs[&cb].dbrec;
+    r.write(B, dbrec + 4, &word.to_be_bytes());
+    for _ in 0..2 {
+        r.recv(qb, &[]);
+    }
+    r.send(qa, op::SEND, &[]);
+    assert_eq!(r.dev.cqs[&cb].armed, Some(true), "armed from the doorbell record");
+    assert!(!r.eng().cq_arm(cb, word), "the UAR arm was taken already");
+    assert!(r.ev.completions.is_empty(), "an unsolicited CQE raised an event: {:?}", r.ev.completions);
+    r.post(qa, op::SEND, ctrl::SOLICITED, 0, &[]);
+    r.eng().sq_doorbell(qa);
+    assert_eq!(r.ev.completions, [ev(cb)]);
+}

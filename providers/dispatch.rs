@@ -253,6 +253,11 @@ macro_rules! registry {
                 match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_send(q, dev, qp_type, wrs), )* }
             }
 
+            /// See [`ProviderQp::post_raw_wqe`].
+            pub(crate) fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_raw_wqe(q, wqe, wr_id), )* }
+            }
+
             /// See [`ProviderQp::post_recv`].
             #[inline(always)]
             pub(crate) fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {

@@ -408,6 +408,13 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     /// SRQ has no receive queue ([`no_recv_queue`]).
     fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError>;
 
+    /// libmlx5's `mlx5dv_wr_raw_wqe`: a WQE the caller built, then the
+    /// doorbell (`Unsupported` but on mlx5).
+    fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+        let _ = (wqe, wr_id);
+        Err(PostError::new("mlx5dv_wr_raw_wqe", ErrorKind::Unsupported, 0))
+    }
+
     /// The straight send path of the C library (one plain request, see
     /// `src/qp/straight.rs`): `None` if not taken (nothing written).
     #[inline(always)]

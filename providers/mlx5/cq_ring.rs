@@ -102,7 +102,9 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
         let e = sq.entry(u16::from_be((w7 >> 32) as u16));
         retired = Some(e.wqe_head);
         let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word_of::<6>(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
-        slot.set(req_wc(e.wr_id, t & 0xff, byte_len, qp_num, t >> 8 & 0xff));
+        // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.
+        let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
+        slot.set(req_wc(e.wr_id, opcode, byte_len, qp_num, t >> 8 & 0xff));
         ci = ci.wrapping_add(1);
     }
     if let Some(head) = retired {
@@ -250,9 +252,11 @@ impl CqRing {
                         if out.len() - n == 1 {
                             // The last (or only: `poll_with`) slot: inline.
                             let t = FAST_REQ[(sop >> 24) as usize];
-                            let wr_id = sq.complete(wqe_counter).wr_id;
+                            let e = sq.complete(wqe_counter);
                             let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
-                            out[n].set(req_wc(wr_id, t & 0xff, byte_len, sop & 0xff_ffff, t >> 8 & 0xff));
+                            // A raw WQE reports IBV_WC_DRIVER2, as in libmlx5.
+                            let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
+                            out[n].set(req_wc(e.wr_id, opcode, byte_len, sop & 0xff_ffff, t >> 8 & 0xff));
                             n += 1;
                             ci = ci.wrapping_add(1);
                             continue;
@@ -316,7 +320,7 @@ impl CqRing {
             (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
                 let e = sq.complete(wqe_counter);
                 a.wr_id = e.wr_id;
-                if from_record {
+                if from_record || e.wr_data == WC_DRIVER2 {
                     a.opcode = e.wr_data;
                 }
             }

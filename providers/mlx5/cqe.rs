@@ -23,7 +23,7 @@ use core::sync::atomic::{fence, Ordering};
 
 use super::buf::WqBuf;
 use super::rq::{RecvQueue, Srq};
-use super::sq::SendQueue;
+use super::sq::{SendQueue, WC_DRIVER2};
 use super::wqe::*;
 use crate::abi::uverbs::{self, Wc as AbiWc};
 use crate::error::{Error, ErrorKind, Result};

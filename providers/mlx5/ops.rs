@@ -38,6 +38,18 @@ pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> R
     Ok(())
 }
 
+/// `mlx5dv_wr_raw_wqe` + `ibv_wr_complete` of the WQE `wqe` (request
+/// `wr_id`) on the QP in slot `uidx`, then its doorbell
+/// ([`SendQueue::post_raw`](super::sq::SendQueue::post_raw)).
+pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -> Result<(), PostError> {
+    const VERB: &str = "mlx5dv_wr_raw_wqe";
+    let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
+    let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return Err(gone(VERB)) };
+    let ring = sq.post_raw(buf, wqe, wr_id)?;
+    reg.uars().ring_send(db, sq, buf, ring);
+    Ok(())
+}
+
 /// `ibv_post_send` of the one request `s` on the QP in slot `uidx`
 /// through the straight path ([`SendQueue::post_straight`]), then its
 /// doorbell: `false`, nothing written, if that path does not take it.

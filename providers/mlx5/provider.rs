@@ -459,6 +459,10 @@ impl ProviderQp for Mlx5Qp {
         ops::post_send_straight(&self.reg, self.slot, self.db, s).then_some(Ok(()))
     }
 
+    fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+        ops::post_raw(&self.reg, self.slot, self.db, wqe, wr_id)
+    }
+
     #[inline]
     fn post_recv(&mut self, _: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
         if self.slots.1.is_none() {

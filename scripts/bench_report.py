@@ -483,13 +483,15 @@ FLOORS = {
                  "`ibv_wc`, three 16-byte loads and three stores"),
         _each(1, "per completion: test the flag word rxe reports two bits of swapped (one `or` into an "
                  "accumulator)"),
-        _each(1, "per completion: step the source and the destination (pointer adds and the loop branch, "
-                 "shared by the records the compiler unrolls together)"),
+        (8, "per round of eight completions: step the source, the destination and the count, and branch "
+            "(the loop unrolled eight records a round, 4 x 2 rounds ="),
         (1, "the call's `ret`"),
         _GUARD,
         (2, "the provider: compare the CQ's driver tag, branch"),
         _CLAIM,
         (3, "load the ring and both indices"),
+        (3, "address the first record: the consumer index masked, scaled by the element size, added to the "
+            "ring's base"),
         (4, "the batch: the masked difference of the indices, bounded by the array"),
         (3, "the wrap: the records up to the ring's end, then from its start"),
         (2, "the fix-up test of the accumulated flag words"),

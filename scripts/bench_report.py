@@ -483,13 +483,15 @@ FLOORS = {
                  "`ibv_wc`, three 16-byte loads and three stores"),
         _each(1, "per completion: test the flag word rxe reports two bits of swapped (one `or` into an "
                  "accumulator)"),
-        _each(1, "per completion: step the source and the destination (pointer adds and the loop branch, "
-                 "shared by the records the compiler unrolls together)"),
+        (8, "per round of eight completions: step the source, the destination and the count, and branch "
+            "(the loop unrolled eight records a round, 4 x 2 rounds ="),
         (1, "the call's `ret`"),
         _GUARD,
         (2, "the provider: compare the CQ's driver tag, branch"),
         _CLAIM,
         (3, "load the ring and both indices"),
+        (3, "address the first record: the consumer index masked, scaled by the element size, added to the "
+            "ring's base"),
         (4, "the batch: the masked difference of the indices, bounded by the array"),
         (3, "the wrap: the records up to the ring's end, then from its start"),
         (2, "the fix-up test of the accumulated flag words"),
@@ -910,11 +912,12 @@ def render(raw):
     pw_o = per("poll_with", "ours", "per_item")
     if pc_o and pc_c and pc_o > INS_TARGET * pc_c:
         w(f"- **poll_cq** ({fmt(pc_o, 1)} vs {fmt(pc_c, 1)} per completion): `ibv_poll_cq`'s contract is to fill "
-          "the caller's array with 48-byte `ibv_wc` records. The compiled copy loop (`post::poll_nonempty`, "
-          "`objdump -d` of the bench) is about 7.5 instructions per completion: 6 for the copy itself (3 "
-          "sixteen-byte loads and 3 stores, the x86-64 baseline has no wider moves), 1 `or` of the record's "
-          "flag word from memory (rxe reports two flag bits swapped; a batch in which one is set is gone over "
-          "again) and the loop's steps, shared by the records the compiler unrolls together. That is most of the "
+          "the caller's array with 48-byte `ibv_wc` records. The compiled copy loop (`post::poll_leave`, "
+          "inline in `Cq::poll`'s out-of-line function; `objdump -d` of the bench) is 7.5 instructions per "
+          "completion: eight records a round, each 6 for the copy itself (3 sixteen-byte loads and 3 stores at "
+          "displacements, the x86-64 baseline has no wider moves) and 1 `or` of the record's flag word from "
+          "memory (rxe reports two flag bits swapped; a batch in which one is set is gone over again), and the "
+          "round's 4 steps (source, destination, count, branch) shared by the eight. That is most of the "
           f"{fmt(INS_TARGET * pc_c, 1)} that half of rdma-core's count allows, before the per-call part (the "
           "CQ's claim flag, both ring indices, publishing the consumer index, the call itself) is shared out "
           "over the batch: a copying poll does not meet the target, ours included. "

@@ -604,14 +604,15 @@ FLOORS = {
         "opcode, byte length, QP number, flags: ~7) and step (~3): ~31 per completion, 496 for 16; per call: take "
         "the CQ from other pollers and release it (~4), hold and release the QP (~4), store the consumer index into "
         "the doorbell record (swap, release store: ~3), plus the frame and " + _RET_TEXT + " (~28).")),
-    ("mlx5", "poll_with"): (708, (
-        "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures: per completion the "
-        "ownership test (~6), the fields it needs (~6), the queue (~2), `wr_id` and retirement (~5), the closure "
-        "(~3) and the step (~3): ~25; and, because the closure runs between two completions with no lock held "
-        "(it may post to the QP, whose slot lock a held poll would deadlock on, or destroy a QP, which cleans its "
-        "CQEs out of this CQ under the CQ's lock), per completion again: take and release the CQ's slot (~5), "
-        "load the ring's state (~4), take and release the QP's slot and find it again (~9): ~18; ~43 per "
-        "completion, 688 for 16; per call ~20 (lend the CQ and give it back, the doorbell record once, the frame).")),
+    ("mlx5", "poll_with"): (568, (
+        "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures. The closure must run "
+        "with no lock held (it may post to the QP, create or destroy objects or arm the CQ, all of which take slot "
+        "locks), and a panic in it must lose only the completion it was handed, so the completions are taken under "
+        "the locks into a chunk and handed out after: per completion the ownership test (~6), the fields it needs "
+        "(~6), the queue (~2), `wr_id` and retirement (~4), the record stored into the chunk (~6), then handed out: "
+        "its `wr_id` and status loaded, the closure's sum and count (~4), the steps of both loops (~5): ~33, 528 for "
+        "16; per call ~40: lend the CQ and give it back (~6), take and release the CQ's and the QP's slots (~10), "
+        "the chunk's put-back guard (~4), the doorbell record once (~3), the frame and the return (~17).")),
     ("mlx5", "poll_cq_empty"): (20, (
         "By contract `ibv_poll_cq` on an empty mlx5 CQ must take the CQ from other pollers and release it (~4), "
         "address the CQE at the consumer index and test its owner byte (~6), and return 0 with the frame (~10).")),

@@ -7,6 +7,12 @@ use crate::providers::mlx5::buf::CqeRing;
 
 const VERB: &str = "ibv_poll_cq";
 
+/// Set in [`CqRing::published`] while completions wait in the stash or
+/// the CQ is lent to a `poll_with` closure (a
+/// consumer index's bit 31 is never one `peek_empty` reads: it masks the
+/// index by `ncqe - 1 < 2^24` and takes its bit `log2(ncqe) <= 24`).
+pub const STASHED: u32 = 1 << 31;
+
 /// [`FAST_REQ`]: the byte count is the CQE's (RDMA READ).
 const FAST_LEN_FROM_CQE: u32 = 1 << 24;
 
@@ -120,7 +126,7 @@ impl CqRing {
         if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
         }
-        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None })
+        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default(), lent: false })
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
@@ -157,6 +163,34 @@ impl CqRing {
     /// The consumer index (`cons_index`).
     pub fn ci(&self) -> u32 {
         self.ci
+    }
+
+    /// What a poll publishes for the test for a waiting completion that
+    /// takes no lock (`Mlx5Cq::peek_empty`): the consumer index, with
+    /// [`STASHED`] set while completions wait in the stash or the CQ is
+    /// lent.
+    #[inline(always)]
+    pub fn published(&self) -> u32 {
+        self.ci | if self.stash.is_empty() && !self.lent { 0 } else { STASHED }
+    }
+
+    /// Marks the CQ lent to a `poll_with` closure, or given back (see
+    /// [`Self::published`]).
+    pub fn set_lent(&mut self, lent: bool) {
+        self.lent = lent;
+    }
+
+    /// Whether no completion waits: none in the stash, and software does
+    /// not own the CQE at the consumer index.
+    #[inline(always)]
+    pub fn is_empty(&self, buf: &WqBuf) -> bool {
+        self.stash.is_empty() && !self.has_cqe(buf)
+    }
+
+    /// Puts completions a `poll_with` took and could not hand out back,
+    /// before any still waiting there ([`Stash::put_back`]).
+    pub fn put_back(&mut self, wcs: &[Wc]) -> bool {
+        self.stash.put_back(wcs)
     }
 
     /// The offset of the CQE at the consumer index if software owns it
@@ -231,7 +265,8 @@ impl CqRing {
         let log = self.ncqe.trailing_zeros();
         let v1 = self.cqe_version == 1;
         let mut ci = self.ci;
-        let mut n = 0;
+        // What a panicking `poll_with` put back is older than the ring's.
+        let mut n = if self.stash.is_empty() { 0 } else { self.stash.drain(out) };
         let mut failed = None;
         while n < out.len() {
             let w7 = ring.word(ci, 7);

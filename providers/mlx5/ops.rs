@@ -165,7 +165,7 @@ impl Queues for Lookup<'_> {
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
-    if !ring.has_cqe(buf) {
+    if ring.is_empty(buf) {
         // Nothing to consume (libmlx5: CQ_EMPTY at the first CQE): the
         // consumer index stays, stored again as a poll stores it.
         ring.update_ci(buf);
@@ -173,17 +173,17 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
     }
     let mut look = Lookup::new(reg);
     let r = ring.poll(buf, out, &mut look);
-    let ci = ring.ci();
+    let published = ring.published();
     drop(look);
-    g.publish(ci);
+    g.publish(published);
     r.map_err(|_| 0)
 }
 
-/// One completion of the CQ in slot `cq` into `out[0]` for `poll_with`
-/// (1, or 0: empty, or a CQE this provider cannot complete, consumed and
-/// skipped), its doorbell record left for [`store_ci`].
+/// Up to `out.len()` completions of the CQ in slot `cq` for `poll_with`
+/// (0: empty, or a CQE this provider cannot complete, consumed and
+/// skipped), the doorbell record left for [`finish_chunks`].
 #[inline(always)]
-pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
+pub fn poll_chunk(reg: &RegRef, cq: u32, out: &mut [Wc]) -> usize {
     let Some(mut g) = reg.lock(cq) else { return 0 };
     let Entry::Cq { ring, buf } = &mut *g else { return 0 };
     let mut look = Lookup::new(reg);
@@ -195,27 +195,47 @@ pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
             0
         }
     };
-    let ci = ring.ci();
+    // Lent until `finish_chunks`: polls meanwhile are refused, not
+    // answered "empty" by the test that takes no lock.
+    ring.set_lent(true);
+    let published = ring.published();
     drop(look);
-    g.publish(ci);
+    g.publish(published);
     n
 }
 
-/// Stores the consumer index of the CQ in slot `cq` into its doorbell
-/// record (after [`poll_one`]s).
-pub fn store_ci(reg: &RegRef, cq: u32) {
-    if let Some(g) = reg.lock(cq) {
-        if let Entry::Cq { ring, buf } = &*g {
-            ring.update_ci(buf);
-        }
+/// Puts completions [`poll_chunk`] took and `poll_with` could not hand
+/// out (its closure panicked) back into the CQ in slot `cq`, to be handed
+/// out first by the next polls; `false` if they could not be kept.
+#[cold]
+pub fn put_back(reg: &RegRef, cq: u32, wcs: &[Wc]) -> bool {
+    let Some(mut g) = reg.lock(cq) else { return false };
+    let Entry::Cq { ring, .. } = &mut *g else { return false };
+    let kept = ring.put_back(wcs);
+    let published = ring.published();
+    g.publish(published);
+    kept
+}
+
+/// The end of a `poll_with` on the CQ in slot `cq`: its consumer index
+/// into the doorbell record if anything was consumed, and the CQ no
+/// longer lent (after [`poll_chunk`]s).
+pub fn finish_chunks(reg: &RegRef, cq: u32, consumed: bool) {
+    let Some(mut g) = reg.lock(cq) else { return };
+    let Entry::Cq { ring, buf } = &mut *g else { return };
+    if consumed {
+        ring.update_ci(buf);
     }
+    ring.set_lent(false);
+    let published = ring.published();
+    g.publish(published);
 }
 
 /// Whether the CQ in slot `cq` has no completion waiting.
 pub fn is_empty(reg: &RegRef, cq: u32) -> bool {
     let Some(g) = reg.lock(cq) else { return true };
     match &*g {
-        Entry::Cq { ring, buf } => !ring.has_cqe(buf),
+        Entry::Cq { ring, buf } => ring.is_empty(buf),
         _ => true,
     }
 }

@@ -201,10 +201,10 @@ fn cqe_naming_the_cq_itself_is_skipped_not_waited_for() {
     assert_eq!(poll(&w.reg, w.cq, &mut out), Err(0), "the bogus CQE is refused");
     assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(1));
     assert_eq!(out[0].wr_id(), 0x77);
-    // The same through the one-at-a-time poll.
+    // The same through `poll_with`'s poll.
     complete(&w, 2, bogus);
     let mut one = [Wc::default()];
-    assert_eq!(poll_one(&w.reg, w.cq, &mut one), 0);
+    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 0);
     assert!(is_empty(&w.reg, w.cq));
 }
 
@@ -267,6 +267,7 @@ fn raw_wqe_posts_and_completes_as_driver2() {
     assert_eq!((out[0].wr_id(), out[0].as_abi().opcode), (0x5151, 136));
     complete(&w, 1, req(1));
     let mut one = [Wc::default()];
-    assert_eq!(poll_one(&w.reg, w.cq, &mut one), 1);
+    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 1);
+    finish_chunks(&w.reg, w.cq, true);
     assert_eq!((one[0].wr_id(), one[0].as_abi().opcode), (0x5252, 136));
 }

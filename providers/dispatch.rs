@@ -156,13 +156,22 @@ macro_rules! registry {
                 }
             }
 
-            /// See [`ProviderCq::poll_held`].
+            /// `Cq::poll`'s copy with the CQ's resize guard `ring`: see
+            /// [`ProviderCq::poll_leave`] (`out` may be empty).
             #[inline(always)]
-            pub(crate) fn poll_held<S: WcOut>(&self, out: &mut [S]) -> Result<usize> {
-                match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_held(q, out).map_err(busy), )*
-                    AnyCq::Dead => Err(dead("ibv_poll_cq")),
-                }
+            pub(crate) fn poll_entered<S: WcOut>(ring: crate::swap_cell::Entered<'_, AnyCq>, out: &mut [S]) -> Result<usize> {
+                $(
+                    #[cfg(feature = $feat)]
+                    if let AnyCq::$V(_) = *ring {
+                        #[allow(unreachable_patterns)]
+                        let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
+                        return match held {
+                            Some(q) => ProviderCq::poll_leave(q, out),
+                            None => crate::providers::dispatch::dead_poll(),
+                        };
+                    }
+                )*
+                crate::providers::dispatch::dead_poll()
             }
 
             /// See [`ProviderCq::poll_nonempty`]; `None` where
@@ -242,6 +251,11 @@ macro_rules! registry {
             #[inline(always)]
             pub(crate) fn post_send(&mut self, dev: BorrowedFd<'_>, qp_type: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
                 match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_send(q, dev, qp_type, wrs), )* }
+            }
+
+            /// See [`ProviderQp::post_raw_wqe`].
+            pub(crate) fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_raw_wqe(q, wqe, wr_id), )* }
             }
 
             /// See [`ProviderQp::post_recv`].
@@ -374,4 +388,13 @@ pub(crate) fn busy(claim: super::claim::Claim) -> Error {
         // copying poll: `wait_held`).
         _ => e.with_detail("the CQ is being polled by another thread"),
     }
+}
+
+/// `Cq::poll` of a dead CQ (its ring was lost to a failed resize), out of
+/// line: the error is built where the `Result` goes, so the poll's own
+/// function keeps no stack frame for it.
+#[cold]
+#[inline(never)]
+pub(crate) fn dead_poll() -> crate::error::Result<usize> {
+    Err(dead("ibv_poll_cq"))
 }

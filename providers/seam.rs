@@ -51,6 +51,7 @@ use crate::cmd::device::ContextReply;
 use crate::cmd::Channel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::qp::kind::{QpStateKind, QpType};
+use crate::swap_cell::Held;
 use crate::wc::{Wc, WcOut};
 use crate::wr::{PostError, RecvWr, SendOp, SendWr, Sge};
 
@@ -344,6 +345,17 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
         self.poll(out)
     }
 
+    /// `Cq::poll`'s copy of a CQ it found not empty, with the CQ's
+    /// resize guard (`cq`, which leaves the CQ when dropped), into `out`
+    /// (which may be empty), as the verb's `Result`. The default:
+    /// [`ProviderCq::poll_held`], then the guard dropped, out of line (a
+    /// tail call: `Cq::poll`'s function keeps no register for it). A
+    /// provider may pass `cq` on to an out-of-line part in tail position.
+    #[inline(always)]
+    fn poll_leave<S: WcOut>(cq: Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        poll_leave_held(cq, out)
+    }
+
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim>;
 
@@ -368,6 +380,15 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
     }
 }
 
+/// The default [`ProviderCq::poll_leave`].
+#[inline(never)]
+fn poll_leave_held<Q: ProviderCq, S: WcOut>(cq: Held<'_, Q>, out: &mut [S]) -> Result<usize> {
+    if out.is_empty() {
+        return Ok(0);
+    }
+    cq.get().poll_held(out).map_err(super::dispatch::busy)
+}
+
 /// A provider's queue pair: its send and receive queues.
 pub trait ProviderQp: Debug + Send + Sync + Sized {
     /// The provider's context state.
@@ -386,6 +407,13 @@ pub trait ProviderQp: Debug + Send + Sync + Sized {
     /// `ibv_post_recv` of a non-empty list: all or nothing; a QP with an
     /// SRQ has no receive queue ([`no_recv_queue`]).
     fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError>;
+
+    /// libmlx5's `mlx5dv_wr_raw_wqe`: a WQE the caller built, then the
+    /// doorbell (`Unsupported` but on mlx5).
+    fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+        let _ = (wqe, wr_id);
+        Err(PostError::new("mlx5dv_wr_raw_wqe", ErrorKind::Unsupported, 0))
+    }
 
     /// The straight send path of the C library (one plain request, see
     /// `src/qp/straight.rs`): `None` if not taken (nothing written).

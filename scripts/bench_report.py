@@ -483,13 +483,15 @@ FLOORS = {
                  "`ibv_wc`, three 16-byte loads and three stores"),
         _each(1, "per completion: test the flag word rxe reports two bits of swapped (one `or` into an "
                  "accumulator)"),
-        _each(1, "per completion: step the source and the destination (pointer adds and the loop branch, "
-                 "shared by the records the compiler unrolls together)"),
+        (8, "per round of eight completions: step the source, the destination and the count, and branch "
+            "(the loop unrolled eight records a round, 4 x 2 rounds ="),
         (1, "the call's `ret`"),
         _GUARD,
         (2, "the provider: compare the CQ's driver tag, branch"),
         _CLAIM,
         (3, "load the ring and both indices"),
+        (3, "address the first record: the consumer index masked, scaled by the element size, added to the "
+            "ring's base"),
         (4, "the batch: the masked difference of the indices, bounded by the array"),
         (3, "the wrap: the records up to the ring's end, then from its start"),
         (2, "the fix-up test of the accumulated flag words"),
@@ -602,14 +604,15 @@ FLOORS = {
         "opcode, byte length, QP number, flags: ~7) and step (~3): ~31 per completion, 496 for 16; per call: take "
         "the CQ from other pollers and release it (~4), hold and release the QP (~4), store the consumer index into "
         "the doorbell record (swap, release store: ~3), plus the frame and " + _RET_TEXT + " (~28).")),
-    ("mlx5", "poll_with"): (708, (
-        "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures: per completion the "
-        "ownership test (~6), the fields it needs (~6), the queue (~2), `wr_id` and retirement (~5), the closure "
-        "(~3) and the step (~3): ~25; and, because the closure runs between two completions with no lock held "
-        "(it may post to the QP, whose slot lock a held poll would deadlock on, or destroy a QP, which cleans its "
-        "CQEs out of this CQ under the CQ's lock), per completion again: take and release the CQ's slot (~5), "
-        "load the ring's state (~4), take and release the QP's slot and find it again (~9): ~18; ~43 per "
-        "completion, 688 for 16; per call ~20 (lend the CQ and give it back, the doorbell record once, the frame).")),
+    ("mlx5", "poll_with"): (568, (
+        "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures. The closure must run "
+        "with no lock held (it may post to the QP, create or destroy objects or arm the CQ, all of which take slot "
+        "locks), and a panic in it must lose only the completion it was handed, so the completions are taken under "
+        "the locks into a chunk and handed out after: per completion the ownership test (~6), the fields it needs "
+        "(~6), the queue (~2), `wr_id` and retirement (~4), the record stored into the chunk (~6), then handed out: "
+        "its `wr_id` and status loaded, the closure's sum and count (~4), the steps of both loops (~5): ~33, 528 for "
+        "16; per call ~40: lend the CQ and give it back (~6), take and release the CQ's and the QP's slots (~10), "
+        "the chunk's put-back guard (~4), the doorbell record once (~3), the frame and the return (~17).")),
     ("mlx5", "poll_cq_empty"): (20, (
         "By contract `ibv_poll_cq` on an empty mlx5 CQ must take the CQ from other pollers and release it (~4), "
         "address the CQE at the consumer index and test its owner byte (~6), and return 0 with the frame (~10).")),
@@ -909,11 +912,12 @@ def render(raw):
     pw_o = per("poll_with", "ours", "per_item")
     if pc_o and pc_c and pc_o > INS_TARGET * pc_c:
         w(f"- **poll_cq** ({fmt(pc_o, 1)} vs {fmt(pc_c, 1)} per completion): `ibv_poll_cq`'s contract is to fill "
-          "the caller's array with 48-byte `ibv_wc` records. The compiled copy loop (`post::poll_nonempty`, "
-          "`objdump -d` of the bench) is about 7.5 instructions per completion: 6 for the copy itself (3 "
-          "sixteen-byte loads and 3 stores, the x86-64 baseline has no wider moves), 1 `or` of the record's "
-          "flag word from memory (rxe reports two flag bits swapped; a batch in which one is set is gone over "
-          "again) and the loop's steps, shared by the records the compiler unrolls together. That is most of the "
+          "the caller's array with 48-byte `ibv_wc` records. The compiled copy loop (`post::poll_leave`, "
+          "inline in `Cq::poll`'s out-of-line function; `objdump -d` of the bench) is 7.5 instructions per "
+          "completion: eight records a round, each 6 for the copy itself (3 sixteen-byte loads and 3 stores at "
+          "displacements, the x86-64 baseline has no wider moves) and 1 `or` of the record's flag word from "
+          "memory (rxe reports two flag bits swapped; a batch in which one is set is gone over again), and the "
+          "round's 4 steps (source, destination, count, branch) shared by the eight. That is most of the "
           f"{fmt(INS_TARGET * pc_c, 1)} that half of rdma-core's count allows, before the per-call part (the "
           "CQ's claim flag, both ring indices, publishing the consumer index, the call itself) is shared out "
           "over the batch: a copying poll does not meet the target, ours included. "

@@ -467,10 +467,7 @@ pub fn get_cq_event<'c, 'ctx>(
 /// copy is done.
 #[inline(never)]
 fn poll_entered<S: crate::wc::WcOut>(ring: crate::swap_cell::Entered<'_, Ring>, wc: &mut [S]) -> Result<usize> {
-    if wc.is_empty() {
-        return Ok(0);
-    }
-    ring.poll_held(wc)
+    Ring::poll_entered(ring, wc)
 }
 
 /// A CQ found not empty by [`Cq::poll_uninit_straight`], its ring held

@@ -132,6 +132,62 @@ impl<T> Drop for Entered<'_, T> {
     }
 }
 
+impl<'c, T> Entered<'c, T> {
+    /// This guard as a [`Held`] of the part of the value `f` picks (a
+    /// CQ's provider ring out of the dispatch enum), or `None` (the guard
+    /// dropped) if `f` picks nothing. A poll passes the `Held` by value
+    /// to its out-of-line parts, so that each can be a tail call that
+    /// finishes the poll and leaves the cell last.
+    #[inline(always)]
+    pub(crate) fn project<U: ?Sized>(self, f: impl for<'a> FnOnce(&'a T) -> Option<&'a U>) -> Option<Held<'c, U>> {
+        let cell = self.cell;
+        // The count moves to the `Leave` (the guard is forgotten, so it is
+        // uncounted once, by the `Leave`'s drop).
+        core::mem::forget(self);
+        let leave = Leave { state: &cell.state };
+        // SAFETY: the cell is entered (the count the `Leave` now holds)
+        // and was admitted with `SWAPPING` clear, so no `Exclusive` exists
+        // until the `Leave` is dropped (S1). The reference is kept inside
+        // the `Held` with the `Leave` and handed out only borrowed from
+        // it (`Held::get`), so it is not used after the `Leave` drops.
+        let value = unsafe { &*cell.value.get() };
+        Some(Held { value: f(value)?, _leave: leave })
+    }
+}
+
+/// An [`Entered`] projected onto a part of the value
+/// ([`Entered::project`]): derefs to that part; dropping it leaves the
+/// cell (release, also while unwinding).
+// `pub`: named by `ProviderCq::poll_leave`, which feature `internals`
+// makes public (the type itself stays unnameable outside the crate).
+#[allow(unreachable_pub)]
+pub struct Held<'c, U: ?Sized> {
+    /// Only handed out borrowed from the `Held` (`get`), so never used
+    /// after `_leave` is dropped with it.
+    value: &'c U,
+    _leave: Leave<'c>,
+}
+
+impl<U: ?Sized> Held<'_, U> {
+    /// The part of the value.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &U {
+        self.value
+    }
+}
+
+/// The count of a [`Held`].
+struct Leave<'c> {
+    state: &'c AtomicU32,
+}
+
+impl Drop for Leave<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.state.fetch_sub(1, Ordering::Release);
+    }
+}
+
 /// The one replacer of a [`SwapCell`]: derefs mutably to the value.
 pub(crate) struct Exclusive<'c, T> {
     cell: &'c SwapCell<T>,

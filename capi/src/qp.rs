@@ -321,6 +321,9 @@ pub(crate) struct CQp {
     wr: Option<Mutex<crate::qp_ex::Batch>>,
     /// What `ibv` said when handed out (see `names.rs`).
     names: Names,
+    /// `struct mlx5dv_qp_ex` (`mlx5dv_qp_ex_from_ibv_qp_ex`): C only reads it.
+    #[cfg(feature = "mlx5")]
+    pub(crate) dv: crate::mlx5dv::DvQpEx,
 }
 
 // SAFETY: the C view is touched only by C, under `qp`'s lock, or through
@@ -637,6 +640,8 @@ unsafe fn create(
         user_handle,
         wr: wr_api.then(|| crate::qp_ex::Batch::new(cap.max_send_wr)),
         names: Names::new(cpd.context(), handle),
+        #[cfg(feature = "mlx5")]
+        dv: crate::mlx5dv::DvQpEx::new(wr_api),
     });
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Qp, p as usize);

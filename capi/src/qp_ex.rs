@@ -47,6 +47,9 @@ struct Pending {
     wr: IbvSendWr,
     sges: [IbvSge; MAX_SGE],
     inline: [u8; MAX_INLINE],
+    /// A raw WQE (`mlx5dv_wr_raw_wqe`): its bytes, in `inline`; 0 for a
+    /// request of the `ibv_wr_*` API.
+    raw_len: usize,
 }
 
 /// The requests between `ibv_wr_start` and `ibv_wr_complete`.
@@ -124,7 +127,49 @@ fn push_pending(qp: *mut IbvQpEx, opcode: c_int, fill: impl FnOnce(&mut Pending)
         p.wr.wr_id = v.wr_id;
         p.wr.send_flags = v.wr_flags;
         p.wr.opcode = opcode;
+        p.raw_len = 0;
         fill(p);
+    });
+}
+
+/// `mlx5dv_wr_raw_wqe`: gathers the WQE at `wqe` (its control segment's
+/// `ds` 16-byte units, at most [`MAX_INLINE`] bytes, else `EINVAL` from
+/// `ibv_wr_complete`) as the next request, posted in order by
+/// `ibv_wr_complete`.
+///
+/// # Safety
+///
+/// `wqe` points to a readable WQE of the length its control segment says.
+#[cfg(feature = "mlx5")]
+pub(crate) unsafe fn push_raw(qp: *mut IbvQpEx, wqe: *const u8) {
+    with(qp, |b, v| {
+        if !b.open || wqe.is_null() {
+            b.fail(libc::EINVAL);
+            return;
+        }
+        if b.len == b.items.len() {
+            b.fail(libc::ENOMEM);
+            return;
+        }
+        // The caller's promise: a WQE begins with its 16-byte control
+        // segment, whose byte 7 holds ds in its low 6 bits.
+        let at = wqe.wrapping_add(7);
+        // SAFETY: byte 7 of the control segment, readable as promised.
+        let ds = usize::from(unsafe { at.read() } & 0x3f);
+        let len = ds * 16;
+        if len == 0 || len > MAX_INLINE {
+            b.fail(libc::EINVAL);
+            return;
+        }
+        let p = &mut b.items[b.len];
+        b.len += 1;
+        // SAFETY: IbvSendWr is plain C data: all-zero is valid.
+        p.wr = unsafe { core::mem::zeroed() };
+        p.wr.wr_id = v.wr_id;
+        // SAFETY: the caller promises `len` readable bytes at `wqe`; the
+        // destination is the batch's own buffer of MAX_INLINE >= len bytes.
+        unsafe { core::ptr::copy_nonoverlapping(wqe, p.inline.as_mut_ptr(), len) };
+        p.raw_len = len;
     });
 }
 
@@ -155,34 +200,74 @@ unsafe extern "C" fn wr_complete(qp: *mut IbvQpEx) -> c_int {
         if err != 0 || !open {
             return if err != 0 { err } else { libc::EINVAL };
         }
-        if n == 0 {
-            return 0;
-        }
-        // Link the records and point each at its own SGEs (the storage is
-        // boxed: the addresses are stable while the lock is held).
-        let base = b.items.as_mut_ptr();
-        for i in 0..n {
-            // SAFETY: i < n <= items.len(): inside the boxed slice.
-            let p = unsafe { &mut *base.wrapping_add(i) };
-            p.wr.next = if i + 1 < n {
-                // SAFETY: i + 1 < n: inside the slice.
-                unsafe { &raw mut (*base.wrapping_add(i + 1)).wr }
-            } else {
-                core::ptr::null_mut()
-            };
-            if p.wr.num_sge > 0 {
-                p.wr.sg_list = p.sges.as_mut_ptr();
+        // Runs of `ibv_wr_*` requests go to `post_send` as one list each;
+        // a raw WQE between them is posted on its own, in order.
+        let mut s = 0;
+        while s < n {
+            if b.items[s].raw_len > 0 {
+                let p = &b.items[s];
+                let r = post_raw(qp, &p.inline[..p.raw_len], p.wr.wr_id);
+                if r != 0 {
+                    return r;
+                }
+                s += 1;
+                continue;
             }
+            let e = (s..n).find(|&i| b.items[i].raw_len > 0).unwrap_or(n);
+            // SAFETY: s < e <= n <= items.len(): the records of this run.
+            let r = unsafe { post_run(qp, b.items[s..e].as_mut_ptr(), e - s) };
+            if r != 0 {
+                return r;
+            }
+            s = e;
         }
-        let mut bad: *mut IbvSendWr = core::ptr::null_mut();
-        // SAFETY: `base` is the first of n >= 1 live items (a field's
-        // address, no read).
-        let first = unsafe { &raw mut (*base).wr };
-        // SAFETY: a valid list of n requests whose SGEs point to the
-        // caller's registered memory or to the batch's inline copies.
-        unsafe { crate::post::post_send(qp.cast::<IbvQp>(), first, &mut bad) }
+        0
     })
     .unwrap_or(libc::EINVAL)
+}
+
+/// Links the `n >= 1` records at `base` and posts them as one list; 0 or
+/// the errno value.
+///
+/// # Safety
+///
+/// `base` points to `n >= 1` gathered records of a locked batch of `qp`.
+unsafe fn post_run(qp: *mut IbvQpEx, base: *mut Pending, n: usize) -> c_int {
+    // Link the records and point each at its own SGEs (the storage is
+    // boxed: the addresses are stable while the lock is held).
+    for i in 0..n {
+        // SAFETY: i < n: inside the run.
+        let p = unsafe { &mut *base.wrapping_add(i) };
+        p.wr.next = if i + 1 < n {
+            // SAFETY: i + 1 < n: inside the run.
+            unsafe { &raw mut (*base.wrapping_add(i + 1)).wr }
+        } else {
+            core::ptr::null_mut()
+        };
+        if p.wr.num_sge > 0 {
+            p.wr.sg_list = p.sges.as_mut_ptr();
+        }
+    }
+    let mut bad: *mut IbvSendWr = core::ptr::null_mut();
+    // SAFETY: `base` is the first of n >= 1 live items (a field's
+    // address, no read).
+    let first = unsafe { &raw mut (*base).wr };
+    // SAFETY: a valid list of n requests whose SGEs point to the
+    // caller's registered memory or to the batch's inline copies.
+    unsafe { crate::post::post_send(qp.cast::<IbvQp>(), first, &mut bad) }
+}
+
+/// Posts the raw WQE `wqe` on `qp` (`verbs::qp::AnyQp::post_raw_wqe`:
+/// mlx5 only); 0 or the errno value.
+fn post_raw(qp: *mut IbvQpEx, wqe: &[u8], wr_id: u64) -> c_int {
+    let Some(c) = crate::qp::from_c(qp.cast::<IbvQp>()) else { return libc::EINVAL };
+    let mut g = c.lock();
+    let Some(any) = g.as_mut() else { return libc::EINVAL };
+    use crate::qp::Any;
+    match crate::qp::each!(any, q => q.post_raw_wqe(wqe, wr_id)) {
+        Ok(()) => 0,
+        Err(e) => crate::errno::errno_of(&e.into()),
+    }
 }
 
 const WR_RDMA_WRITE: c_int = 0;

@@ -34,9 +34,20 @@
 //! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
 //!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
 //!   128, and borrows the buffer for its lifetime; each load masks the
-//!   entry index by `ncqe - 1` and the word index by 7, so every address
+//!   entry index by `ncqe - 1` and the word index by 7 and shifts it by
+//!   the ring's own entry size (`word_of` tests its constant against it
+//!   first and loads nothing otherwise), so every address
 //!   it forms is inside that checked range (no per-load check needed) and
 //!   8-aligned.
+//! * **B6 — `SqRing`.** Made only by `WqBuf::sq_ring` from an [`SqGeom`],
+//!   whose constructor checked (once, when the queue was made) that the
+//!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned
+//!   `base` and the 4-aligned doorbell word at `dbrec` both end at or
+//!   before `need` (checked arithmetic); `sq_ring` checks `need <= len`
+//!   and borrows the buffer mutably for the view's lifetime. A one-block
+//!   window masks its index by `mask`; a longer one checks `idx + nbb <=
+//!   mask + 1`: every address formed is inside the checked range, without
+//!   a check per store.
 //! * **B4 — `Table`.** Library-private memory no device is told about:
 //!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
 //!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
@@ -316,6 +327,27 @@ impl CqeRing<'_> {
         u64::from_le(unsafe { p.read_volatile() })
     }
 
+    /// `log2` of the entry size: 6 or 7.
+    #[inline(always)]
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// [`Self::word`] with the entry size a constant `1 << SHIFT` (a
+    /// shift by an immediate), for a caller that tested [`Self::shift`]
+    /// once before its loop; 0 from a ring of another entry size.
+    #[inline(always)]
+    pub fn word_of<const SHIFT: u32>(&self, i: u32, w: usize) -> u64 {
+        if self.shift != SHIFT {
+            return 0;
+        }
+        let off = (((i & self.mask) as usize) << SHIFT) | ((w & 7) * 8);
+        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        // SAFETY: as in `word`: `SHIFT` is the ring's own shift (tested
+        // just above), so this is the same address `word` forms.
+        u64::from_le(unsafe { p.read_volatile() })
+    }
+
     /// Byte 63 of entry `i & mask` (`op_own`), by a volatile load.
     #[inline(always)]
     pub fn op_own(&self, i: u32) -> u8 {
@@ -334,6 +366,120 @@ impl WqBuf {
         // plain stores need `&mut self`, so none overlaps the borrow (B3);
         // atomics may share memory with the device.
         Some(unsafe { AtomicU8::from_ptr(p) })
+    }
+}
+
+/// Where a send queue's ring and doorbell record lie in its buffer,
+/// checked once when the queue is made (B6); [`WqBuf::sq_ring`] then
+/// needs one comparison per post.
+#[derive(Clone, Copy, Debug)]
+pub struct SqGeom {
+    /// Byte offset of block 0 (8-aligned).
+    base: usize,
+    /// Blocks - 1 (blocks a power of two).
+    mask: u32,
+    /// Byte offset of the send doorbell word (4-aligned).
+    dbrec: usize,
+    /// Bytes a buffer needs for both; `usize::MAX` if the geometry is
+    /// unusable (no buffer is that long, so no view is ever made).
+    need: usize,
+}
+
+impl SqGeom {
+    /// The ring of `blocks` 64-byte blocks at byte `base` and the send
+    /// doorbell word at byte `dbrec`.
+    pub fn new(base: usize, blocks: u32, dbrec: usize) -> Self {
+        let ok = blocks.is_power_of_two() && base.is_multiple_of(8) && dbrec.is_multiple_of(4);
+        let ring_end = (blocks as usize).checked_mul(WINDOW_MIN).and_then(|b| base.checked_add(b));
+        let db_end = dbrec.checked_add(4);
+        let need = match (ok, ring_end, db_end) {
+            (true, Some(r), Some(d)) => r.max(d),
+            _ => usize::MAX,
+        };
+        Self { base, mask: blocks.wrapping_sub(1), dbrec, need }
+    }
+}
+
+/// A send queue's ring and doorbell word in a [`WqBuf`], checked once
+/// (B6): its windows and the doorbell store need no further check.
+#[derive(Debug)]
+pub struct SqRing<'b> {
+    /// Block 0: `(mask + 1) * 64` bytes of the live mapping from here.
+    ring: *mut u8,
+    mask: u32,
+    /// The doorbell word: 4 bytes of the live mapping, 4-aligned.
+    dbrec: *mut u8,
+    _b: PhantomData<&'b mut WqBuf>,
+}
+
+impl WqBuf {
+    /// The send ring `g` describes; `None` if the buffer is too short.
+    #[inline(always)]
+    pub fn sq_ring(&mut self, g: &SqGeom) -> Option<SqRing<'_>> {
+        if g.need > self.0.len {
+            return None;
+        }
+        let p = self.0.ptr.as_ptr();
+        Some(SqRing { ring: p.wrapping_add(g.base), mask: g.mask, dbrec: p.wrapping_add(g.dbrec), _b: PhantomData })
+    }
+}
+
+impl<'b> SqRing<'b> {
+    /// The one block `idx & mask` as a window.
+    #[inline(always)]
+    pub fn wqe(&mut self, idx: u32) -> Window<'_> {
+        let ptr = self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN);
+        Window { ptr, len: WINDOW_MIN, _b: PhantomData }
+    }
+
+    /// Blocks `idx..idx + nbb` as a window; `None` if they would pass the
+    /// ring's end or `nbb` is 0.
+    #[inline(always)]
+    pub fn wqes(&mut self, idx: u32, nbb: u32) -> Option<Window<'_>> {
+        let end = idx.checked_add(nbb)?;
+        // (`mask + 1` is a power of two of `u32`: no overflow)
+        if nbb == 0 || end > self.mask + 1 {
+            return None;
+        }
+        let ptr = self.ring.wrapping_add(idx as usize * WINDOW_MIN);
+        Some(Window { ptr, len: nbb as usize * WINDOW_MIN, _b: PhantomData })
+    }
+
+    /// The send doorbell word, for the release store of the new counter.
+    #[inline(always)]
+    pub fn dbrec(&self) -> &AtomicU32 {
+        // SAFETY: 4 bytes inside the checked range, 4-aligned (page
+        // aligned base, B6), valid while the buffer is borrowed (B1); no
+        // window is alive while `&self` is (they borrow the view mutably),
+        // so no plain store overlaps (B3).
+        unsafe { AtomicU32::from_ptr(self.dbrec.cast::<u32>()) }
+    }
+
+    /// Block `idx & mask`, for reading back after the view is done with
+    /// (the BlueFlame copy).
+    #[inline(always)]
+    pub fn into_block(self, idx: u32) -> SqBlock<'b> {
+        SqBlock { ptr: self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN).cast::<u64>(), _b: PhantomData }
+    }
+}
+
+/// One 64-byte block of a send ring (B6), read word by word.
+#[derive(Clone, Copy, Debug)]
+pub struct SqBlock<'b> {
+    /// 64 bytes of the live mapping, 8-aligned (8-aligned ring base).
+    ptr: *const u64,
+    _b: PhantomData<&'b WqBuf>,
+}
+
+impl SqBlock<'_> {
+    /// Word `i & 7`.
+    #[inline(always)]
+    pub fn word(&self, i: usize) -> u64 {
+        // SAFETY: word `i & 7` of the block, inside the checked range and
+        // 8-aligned (B6) in the live mapping the view borrowed (B1); no
+        // reference to it exists (B3): a plain load of WQE bytes this
+        // library wrote, which the device only reads.
+        unsafe { self.ptr.wrapping_add(i & 7).read() }
     }
 }
 
@@ -509,6 +655,31 @@ mod tests {
         assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
         assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
         assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
+    }
+
+    #[test]
+    fn send_ring_views_are_checked_once_and_stay_inside() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        assert!(b.sq_ring(&SqGeom::new(64, 64, 0)).is_none(), "ring ends past the buffer");
+        assert!(b.sq_ring(&SqGeom::new(0, 64, 4096 - 2)).is_none(), "doorbell word ends past the buffer");
+        assert!(b.sq_ring(&SqGeom::new(0, 48, 4000)).is_none(), "not a power of two");
+        assert!(b.sq_ring(&SqGeom::new(4, 8, 4000)).is_none(), "misaligned ring");
+        assert!(b.sq_ring(&SqGeom::new(0, 8, 4001)).is_none(), "misaligned doorbell word");
+        assert!(b.sq_ring(&SqGeom::new(usize::MAX - 8, 8, 4000)).is_none(), "overflowing offset");
+        let g = SqGeom::new(1024, 8, 4092);
+        let mut r = b.sq_ring(&g).unwrap();
+        assert!(r.wqes(6, 3).is_none(), "past the ring's end");
+        assert!(r.wqes(6, 0).is_none(), "no blocks");
+        assert!(r.wqes(u32::MAX, 2).is_none(), "overflowing index");
+        r.wqes(6, 2).unwrap().put::<0, u64>(1);
+        r.wqe(8 + 3).put::<8, u64>(2);
+        r.dbrec().store(0x1234, core::sync::atomic::Ordering::Release);
+        let blk = r.into_block(3);
+        let words: [u64; 8] = core::array::from_fn(|w| blk.word(w));
+        assert_eq!(words, [0, 2, 0, 0, 0, 0, 0, 0], "block 11 masked to 3");
+        assert_eq!(b.get::<u64>(1024 + 6 * 64), Some(1));
+        assert_eq!(b.get::<u64>(1024 + 3 * 64 + 8), Some(2));
+        assert_eq!(b.get::<u32>(4092), Some(0x1234));
     }
 
     #[test]

@@ -34,7 +34,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 use super::Mlx5Cq;
 use crate::providers::mlx5::buf::WqBuf;
-use crate::providers::mlx5::cqe::CqRing;
+use crate::providers::mlx5::cqe::{CqRing, STASHED};
 use crate::providers::mlx5::wqe::CQE_INVALID;
 
 /// Where the owner bytes of a CQ's entries are (P1, P2).
@@ -67,12 +67,17 @@ impl Peek {
 
 impl Mlx5Cq {
     /// Whether no completion waits at the published consumer index (the
-    /// owner byte only, no lock); a CQ whose ring could not be peeked
+    /// owner byte only, no lock) nor in the stash (the published index's
+    /// [`STASHED`] bit); a CQ whose ring could not be peeked
     /// ([`Peek::new`] refused it) is never empty: its poll says why.
     #[inline(always)]
     pub(super) fn peek_empty(&self) -> bool {
         let Some(p) = &self.peek else { return false };
         let Some(ci) = self.reg.published(self.slot) else { return false };
+        // Completions a panicking `poll_with` put back wait in the stash.
+        if ci & STASHED != 0 {
+            return false;
+        }
         let at = p.op_own0.as_ptr().wrapping_add(((ci & p.mask) as usize) << p.shift);
         // SAFETY: byte 63 of an entry inside the ring (P2) of a buffer
         // still mapped (P1); read atomically (P3).

@@ -3,8 +3,48 @@
 //! record and arming (`mlx5_arm_cq`).
 
 use super::*;
+use crate::providers::mlx5::buf::CqeRing;
 
 const VERB: &str = "ibv_poll_cq";
+
+/// Set in [`CqRing::published`] while completions wait in the stash or
+/// the CQ is lent to a `poll_with` closure (a
+/// consumer index's bit 31 is never one `peek_empty` reads: it masks the
+/// index by `ncqe - 1 < 2^24` and takes its bit `log2(ncqe) <= 24`).
+pub const STASHED: u32 = 1 << 31;
+
+/// [`FAST_REQ`]: the byte count is the CQE's (RDMA READ).
+const FAST_LEN_FROM_CQE: u32 = 1 << 24;
+
+/// A successful requester CQE's opcode byte (`sop_drop_qpn >> 24`) as
+/// the poll's fast path completes it, as [`parse`] does: 0 for one it
+/// leaves to [`parse`] (UMR, NOP, undefined), else `1 << 31 | byte_len
+/// << 16 | wc_flags << 8 | IBV_WC_* opcode` (byte_len: 8 for atomics, or
+/// [`FAST_LEN_FROM_CQE`]). One load instead of a branch per opcode.
+static FAST_REQ: [u32; 256] = {
+    const fn entry(op: u8) -> u32 {
+        const IMM: u32 = WcFlags::WITH_IMM.bits() << 8;
+        let e = match op {
+            OPCODE_RDMA_WRITE => uverbs::WC_RDMA_WRITE,
+            OPCODE_RDMA_WRITE_IMM => uverbs::WC_RDMA_WRITE | IMM,
+            OPCODE_SEND | OPCODE_SEND_INVAL => uverbs::WC_SEND,
+            OPCODE_SEND_IMM => uverbs::WC_SEND | IMM,
+            OPCODE_RDMA_READ => uverbs::WC_RDMA_READ | FAST_LEN_FROM_CQE,
+            OPCODE_ATOMIC_CS => uverbs::WC_COMP_SWAP | 8 << 16,
+            OPCODE_ATOMIC_FA => uverbs::WC_FETCH_ADD | 8 << 16,
+            OPCODE_TSO => uverbs::WC_TSO,
+            _ => return 0,
+        };
+        1 << 31 | e
+    }
+    let mut t = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = entry(i as u8);
+        i += 1;
+    }
+    t
+};
 
 /// What [`CqRing::complete_one`] made of a CQE.
 pub(super) enum Step {
@@ -23,6 +63,62 @@ pub trait Queues {
     fn find(&mut self, source: Source) -> Option<Target<'_>>;
 }
 
+/// A successful requester completion as `ibv_wc`'s six words (six stores
+/// instead of one per field; status, vendor_err, imm, src_qp and the rest
+/// are 0, as [`parse`] leaves them).
+#[inline(always)]
+fn req_wc(wr_id: u64, opcode: u32, byte_len: u32, qp_num: u32, wc_flags: u32) -> Wc {
+    // Fields (lo, hi) at offsets (8k, 8k + 4) of word k.
+    let hi = |v: u32| if cfg!(target_endian = "little") { u64::from(v) << 32 } else { u64::from(v) };
+    let words: [u64; 6] = [wr_id, hi(opcode), hi(byte_len), hi(qp_num), hi(wc_flags), 0];
+    Wc::from_abi(zerocopy::transmute!(words))
+}
+
+/// The poll's tight loop: the successful requester CQEs (as [`FAST_REQ`]
+/// takes them) of the send queue `sq` of user index (CQE version 1) or
+/// QP number `rsn`, software-owned, from `ci` on, each completed into
+/// `out` in turn; stops before the first other CQE, or when `out` is
+/// full. Returns the consumer index after them and how many.
+/// Out of line, so that its few live values keep their registers.
+#[inline(never)]
+fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out: &mut [S], rsn: u32, sq: &mut SendQueue) -> (u32, usize) {
+    // 64-byte CQEs, which this provider always creates (`CQE_SIZE`): the
+    // loop's loads then shift by a constant.
+    if ring.shift() != 6 {
+        return (ci0, 0);
+    }
+    let mut ci = ci0;
+    let mut retired = None;
+    for slot in out.iter_mut() {
+        let w7 = ring.word_of::<6>(ci, 7);
+        let op_own = (w7 >> 56) as u32;
+        if (op_own ^ (ci >> log) & u32::from(CQE_OWNER_MASK)) & 0xfd != 0 {
+            break;
+        }
+        // Owned: the rest is read after the owner byte (acquire).
+        fence(Ordering::Acquire);
+        let sop = u32::from_be(w7 as u32);
+        let t = FAST_REQ[(sop >> 24) as usize];
+        let qp_num = sop & 0xff_ffff;
+        let r = if V1 { u32::from_be(ring.word_of::<6>(ci, 4) as u32) & 0xff_ffff } else { qp_num };
+        if t == 0 || r != rsn {
+            break;
+        }
+        // The tail moves once, after the run.
+        let e = sq.entry(u16::from_be((w7 >> 32) as u16));
+        retired = Some(e.wqe_head);
+        let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word_of::<6>(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
+        // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.
+        let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
+        slot.set(req_wc(e.wr_id, opcode, byte_len, qp_num, t >> 8 & 0xff));
+        ci = ci.wrapping_add(1);
+    }
+    if let Some(head) = retired {
+        sq.retire(head);
+    }
+    (ci, ci.wrapping_sub(ci0) as usize)
+}
+
 impl CqRing {
     /// A CQ of `ncqe` entries of `cqe_size` bytes at offset 0 of its
     /// buffer, doorbell record at `dbrec_offset`.
@@ -30,7 +126,7 @@ impl CqRing {
         if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
         }
-        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None })
+        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default(), lent: false })
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
@@ -67,6 +163,34 @@ impl CqRing {
     /// The consumer index (`cons_index`).
     pub fn ci(&self) -> u32 {
         self.ci
+    }
+
+    /// What a poll publishes for the test for a waiting completion that
+    /// takes no lock (`Mlx5Cq::peek_empty`): the consumer index, with
+    /// [`STASHED`] set while completions wait in the stash or the CQ is
+    /// lent.
+    #[inline(always)]
+    pub fn published(&self) -> u32 {
+        self.ci | if self.stash.is_empty() && !self.lent { 0 } else { STASHED }
+    }
+
+    /// Marks the CQ lent to a `poll_with` closure, or given back (see
+    /// [`Self::published`]).
+    pub fn set_lent(&mut self, lent: bool) {
+        self.lent = lent;
+    }
+
+    /// Whether no completion waits: none in the stash, and software does
+    /// not own the CQE at the consumer index.
+    #[inline(always)]
+    pub fn is_empty(&self, buf: &WqBuf) -> bool {
+        self.stash.is_empty() && !self.has_cqe(buf)
+    }
+
+    /// Puts completions a `poll_with` took and could not hand out back,
+    /// before any still waiting there ([`Stash::put_back`]).
+    pub fn put_back(&mut self, wcs: &[Wc]) -> bool {
+        self.stash.put_back(wcs)
     }
 
     /// The offset of the CQE at the consumer index if software owns it
@@ -141,43 +265,53 @@ impl CqRing {
         let log = self.ncqe.trailing_zeros();
         let v1 = self.cqe_version == 1;
         let mut ci = self.ci;
-        let mut n = 0;
+        // What a panicking `poll_with` put back is older than the ring's.
+        let mut n = if self.stash.is_empty() { 0 } else { self.stash.drain(out) };
         let mut failed = None;
         while n < out.len() {
             let w7 = ring.word(ci, 7);
-            let op_own = (w7 >> 56) as u8;
-            // Not INVALID, and the owner bit is the index's wrap bit.
-            if op_own >= CQE_INVALID << 4 || (u32::from(op_own) ^ (ci >> log)) & u32::from(CQE_OWNER_MASK) != 0 {
+            let op_own = (w7 >> 56) as u32;
+            // The owner bit software owns at this index: its wrap bit.
+            let own = (ci >> log) & u32::from(CQE_OWNER_MASK);
+            // One test for what a poll mostly sees: a requester CQE
+            // (opcode 0, no inline-scatter bits) that software owns.
+            if (op_own ^ own) & 0xfd == 0 {
+                // The owner byte said the CQE is complete: the rest of it
+                // is read after (acquire).
+                fence(Ordering::Acquire);
+                let sop = u32::from_be(w7 as u32);
+                if FAST_REQ[(sop >> 24) as usize] != 0 {
+                    let rsn = if v1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { sop & 0xff_ffff };
+                    let wqe_counter = u16::from_be((w7 >> 32) as u16);
+                    if let Some(Target::Send(sq)) = queues.find(Source::Send { rsn, wqe_counter }) {
+                        if out.len() - n == 1 {
+                            // The last (or only: `poll_with`) slot: inline.
+                            let t = FAST_REQ[(sop >> 24) as usize];
+                            let e = sq.complete(wqe_counter);
+                            let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
+                            // A raw WQE reports IBV_WC_DRIVER2, as in libmlx5.
+                            let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
+                            out[n].set(req_wc(e.wr_id, opcode, byte_len, sop & 0xff_ffff, t >> 8 & 0xff));
+                            n += 1;
+                            ci = ci.wrapping_add(1);
+                            continue;
+                        }
+                        // This CQE and the run of the same queue's after it.
+                        let (ci2, n2) = match v1 {
+                            true => req_run::<S, true>(&ring, log, ci, &mut out[n..], rsn, sq),
+                            false => req_run::<S, false>(&ring, log, ci, &mut out[n..], rsn, sq),
+                        };
+                        if n2 > 0 {
+                            (ci, n) = (ci2, n + n2);
+                            continue;
+                        }
+                    }
+                }
+            } else if op_own >= u32::from(CQE_INVALID) << 4 || (op_own ^ own) & u32::from(CQE_OWNER_MASK) != 0 {
+                // INVALID, or the device's still.
                 break;
             }
-            // The owner byte said the CQE is complete: the rest of it is
-            // read after (acquire).
             fence(Ordering::Acquire);
-            let sop = u32::from_be(w7 as u32);
-            let fast = match (sop >> 24) as u8 {
-                _ if op_own & 0xfc != CQE_REQ << 4 => None,
-                OPCODE_RDMA_WRITE => Some((uverbs::WC_RDMA_WRITE, 0, 0)),
-                OPCODE_RDMA_WRITE_IMM => Some((uverbs::WC_RDMA_WRITE, 0, WcFlags::WITH_IMM.bits())),
-                OPCODE_SEND | OPCODE_SEND_INVAL => Some((uverbs::WC_SEND, 0, 0)),
-                OPCODE_SEND_IMM => Some((uverbs::WC_SEND, 0, WcFlags::WITH_IMM.bits())),
-                OPCODE_RDMA_READ => Some((uverbs::WC_RDMA_READ, u32::from_be((ring.word(ci, 5) >> 32) as u32), 0)),
-                OPCODE_ATOMIC_CS => Some((uverbs::WC_COMP_SWAP, 8, 0)),
-                OPCODE_ATOMIC_FA => Some((uverbs::WC_FETCH_ADD, 8, 0)),
-                OPCODE_TSO => Some((uverbs::WC_TSO, 0, 0)),
-                _ => None,
-            };
-            if let Some((opcode, byte_len, wc_flags)) = fast {
-                let qp_num = sop & 0xff_ffff;
-                let rsn = if v1 { u32::from_be(ring.word(ci, 4) as u32) & 0xff_ffff } else { qp_num };
-                let wqe_counter = u16::from_be((w7 >> 32) as u16);
-                if let Some(Target::Send(sq)) = queues.find(Source::Send { rsn, wqe_counter }) {
-                    let wr_id = sq.complete(wqe_counter).wr_id;
-                    out[n].set(Wc::from_abi(AbiWc { wr_id, opcode, byte_len, qp_num, wc_flags, ..AbiWc::default() }));
-                    n += 1;
-                    ci = ci.wrapping_add(1);
-                    continue;
-                }
-            }
             match self.complete_one(buf, ci, queues) {
                 Step::Done(wc) => {
                     out[n].set(wc);
@@ -221,7 +355,7 @@ impl CqRing {
             (Source::Send { wqe_counter, .. }, Some(Target::Send(sq))) => {
                 let e = sq.complete(wqe_counter);
                 a.wr_id = e.wr_id;
-                if from_record {
+                if from_record || e.wr_data == WC_DRIVER2 {
                     a.opcode = e.wr_data;
                 }
             }

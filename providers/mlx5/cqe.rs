@@ -23,7 +23,7 @@ use core::sync::atomic::{fence, Ordering};
 
 use super::buf::WqBuf;
 use super::rq::{RecvQueue, Srq};
-use super::sq::SendQueue;
+use super::sq::{SendQueue, WC_DRIVER2};
 use super::wqe::*;
 use crate::abi::uverbs::{self, Wc as AbiWc};
 use crate::error::{Error, ErrorKind, Result};
@@ -199,6 +199,13 @@ pub struct CqRing {
     /// entries out of it: it holds the doorbell record, whose address the
     /// kernel keeps (see [`CqRing::move_to`]).
     dbrec_buf: Option<WqBuf>,
+    /// Completions a `poll_with` took and could not hand out (its
+    /// closure panicked), handed out before the ring is read again.
+    stash: Stash,
+    /// Lent to a running `poll_with` closure: the published index says
+    /// "not empty" ([`STASHED`]), so a poll meanwhile reaches the
+    /// provider, which refuses it (`Busy`) rather than answer "empty".
+    lent: bool,
 }
 
 #[cfg(test)]
@@ -207,7 +214,11 @@ mod tests;
 
 #[path = "cq_ring.rs"]
 mod ring;
-pub use ring::Queues;
+pub use ring::{Queues, STASHED};
+
+#[path = "cq_stash.rs"]
+pub mod stash;
+use stash::Stash;
 
 #[path = "cq_clean.rs"]
 mod clean;

@@ -272,53 +272,74 @@ fn umr_completions_take_their_opcode_from_the_wqe_record() {
 /// into `out`) against [`parse`] and the general path ([`CqRing::complete_one`],
 /// which `tests/mlx5diff.rs` holds to libmlx5): every WQE opcode byte,
 /// every low `op_own` bit pattern, both CQE sizes and versions, a QP the
-/// CQE names and one it does not; the same completion, the same error, the
-/// same retirement and consumer index.
+/// CQE names and one it does not, followed by one of the same queue or of
+/// none, polled into one slot (the inline path) or two (the run,
+/// `req_run`); the same completions, the same error, the same retirement.
 #[test]
 fn fast_requester_path_equals_the_general_one() {
     let mut compared = 0;
     for (size, version) in [(64, 1), (128, 1), (64, 0), (128, 0)] {
         for sop in 0..=255u32 {
             for low in 0..4u8 {
-                for named in [true, false] {
-                    let mut c = cqe(CQE_REQ, 0);
-                    c.op_own |= low << 1;
-                    let qpn = if named && version == 0 { 7 } else { 0x42 };
-                    c.srqn_uidx = U32::new(0xab00_0000 | if named { 7 } else { 9 });
-                    c.sop_drop_qpn = U32::new(sop << 24 | qpn);
-                    c.byte_cnt = U32::new(0x1234_5678);
-                    c.wqe_counter = U16::new(3);
-                    c.imm_inval_pkey = U32::new(0x5566_7788);
-                    c.slid = U16::new(9);
-                    let run = |general: bool| {
+                // The second CQE: the same queue's (the poll's run goes on),
+                // or one naming no queue (the run stops before it).
+                for (named, next_named) in [(true, true), (true, false), (false, true)] {
+                    let mk = |named: bool| {
+                        let mut c = cqe(CQE_REQ, 0);
+                        c.op_own |= low << 1;
+                        let qpn = if named && version == 0 { 7 } else { 0x42 };
+                        c.srqn_uidx = U32::new(0xab00_0000 | if named { 7 } else { 9 });
+                        c.sop_drop_qpn = U32::new(sop << 24 | qpn);
+                        c.byte_cnt = U32::new(0x1234_5678);
+                        c.wqe_counter = U16::new(3);
+                        c.imm_inval_pkey = U32::new(0x5566_7788);
+                        c.slid = U16::new(9);
+                        c
+                    };
+                    let run = |general: bool, slots: usize| {
                         let mut q = qs();
                         for i in 0..4 {
                             let wr = SendWr::new(100 + i, crate::wr::SendOp::Send, &[SGE]).signaled();
                             q.sq.post(&mut q.qbuf, &[wr], |_| None).unwrap();
                         }
                         let (mut r, mut b) = cq(size, version);
-                        put(&mut b, size, 0, c);
-                        let mut out = [Wc::ZERO; 1];
+                        put(&mut b, size, 0, mk(named));
+                        put(&mut b, size, 1, mk(next_named));
+                        let mut out = [Wc::ZERO; 2];
                         let got = if general {
-                            match r.complete_one(&b, 0, &mut q) {
-                                Step::Done(wc) => {
-                                    out[0] = wc;
-                                    Ok(1)
+                            let mut n = 0;
+                            let mut err = None;
+                            for i in 0..slots as u32 {
+                                match r.complete_one(&b, i, &mut q) {
+                                    Step::Done(wc) => {
+                                        out[n] = wc;
+                                        n += 1;
+                                    }
+                                    Step::Skip => {}
+                                    Step::Fail(why) => {
+                                        err = Some(why);
+                                        break;
+                                    }
                                 }
-                                Step::Skip => Ok(0),
-                                Step::Fail(why) => Err(why),
+                            }
+                            match err {
+                                Some(why) if n == 0 => Err(why),
+                                _ => Ok(n),
                             }
                         } else {
-                            r.poll(&b, &mut out, &mut q).map_err(|e| e.detail().unwrap_or_default())
+                            r.poll(&b, &mut out[..slots], &mut q).map_err(|e| e.detail().unwrap_or_default())
                         };
-                        (got, out[0], q.sq.indices())
+                        (got, out, q.sq.indices())
                     };
-                    let (fast, general) = (run(false), run(true));
-                    assert_eq!(fast, general, "sop {sop:#x} op_own low {low} size {size} version {version} named {named}");
-                    compared += 1;
+                    // One slot: the poll's inline path; two: its run.
+                    for slots in [1, 2] {
+                        let (fast, general) = (run(false, slots), run(true, slots));
+                        assert_eq!(fast, general, "sop {sop:#x} op_own low {low} size {size} version {version} named {named} {next_named} slots {slots}");
+                        compared += 1;
+                    }
                 }
             }
         }
     }
-    assert_eq!(compared, 4 * 256 * 4 * 2);
+    assert_eq!(compared, 4 * 256 * 4 * 3 * 2);
 }

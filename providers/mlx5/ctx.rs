@@ -20,7 +20,7 @@ use rustix::fd::BorrowedFd;
 use zerocopy::FromBytes;
 
 use super::abi::{Mlx5AllocUcontextReqV2, Mlx5AllocUcontextResp, LIB_CAP_4K_UAR, MMAP_REGULAR_PAGE};
-use super::buf::WqBuf;
+use super::buf::{SqBlock, WqBuf};
 use super::sizing::DeviceLimits;
 use super::sq::{BlueFlame, Ring, SendQueue};
 use super::uar::{mmap_offset, BfReg, Uar, BF_OFFSET, CQ_DOORBELL, UAR_PAGE};
@@ -207,11 +207,11 @@ impl Uars {
     }
 
     /// Rings a BlueFlame copy of one basic block, `block` (the straight
-    /// path's WQE, read back from the ring): as [`Uars::ring_send`] does
-    /// for `Ring::BlueFlame` of one chunk.
+    /// path's WQE, read from the ring word by word as it is copied): as
+    /// [`Uars::ring_send`] does for `Ring::BlueFlame` of one chunk.
     #[inline(always)]
-    pub fn ring_block(&self, db: Doorbell, block: [u64; 8]) -> bool {
-        self.ring(db, #[inline(always)] |uar, off| uar.store_block(off, block)).unwrap_or(false)
+    pub fn ring_block(&self, db: Doorbell, block: SqBlock<'_>) -> bool {
+        self.ring(db, #[inline(always)] |uar, off| uar.store_block_with(off, #[inline(always)] |w| block.word(w))).unwrap_or(false)
     }
 
     /// Rings a CQ arm doorbell (`mlx5_arm_cq`): the 8 bytes at `+0x20` of

@@ -38,6 +38,18 @@ pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> R
     Ok(())
 }
 
+/// `mlx5dv_wr_raw_wqe` + `ibv_wr_complete` of the WQE `wqe` (request
+/// `wr_id`) on the QP in slot `uidx`, then its doorbell
+/// ([`SendQueue::post_raw`](super::sq::SendQueue::post_raw)).
+pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -> Result<(), PostError> {
+    const VERB: &str = "mlx5dv_wr_raw_wqe";
+    let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
+    let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return Err(gone(VERB)) };
+    let ring = sq.post_raw(buf, wqe, wr_id)?;
+    reg.uars().ring_send(db, sq, buf, ring);
+    Ok(())
+}
+
 /// `ibv_post_send` of the one request `s` on the QP in slot `uidx`
 /// through the straight path ([`SendQueue::post_straight`]), then its
 /// doorbell: `false`, nothing written, if that path does not take it.
@@ -95,8 +107,21 @@ pub fn post_srq_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), 
 /// holds a QP or SRQ slot.
 struct Lookup<'r> {
     reg: &'r RegRef,
-    /// The slot held, with the user index and direction it was found for.
-    held: Option<(u32, bool, SlotGuard<'r>)>,
+    /// The user index the held slot was found for, with bit 24 set for a
+    /// send (user indices have 24 bits); [`NO_KEY`] when none is held.
+    key: u32,
+    /// The slot held.
+    held: Option<SlotGuard<'r>>,
+}
+
+/// [`Lookup::key`] with nothing held (bits no user index has).
+const NO_KEY: u32 = u32::MAX;
+
+impl<'r> Lookup<'r> {
+    #[inline(always)]
+    fn new(reg: &'r RegRef) -> Self {
+        Self { reg, key: NO_KEY, held: None }
+    }
 }
 
 impl Queues for Lookup<'_> {
@@ -106,8 +131,9 @@ impl Queues for Lookup<'_> {
             Source::Send { rsn, .. } => (rsn & 0xff_ffff, true),
             Source::Recv { rsn, .. } => (rsn & 0xff_ffff, false),
         };
-        if !matches!(&self.held, Some((r, s, _)) if *r == rsn && *s == send) {
-            self.held = None;
+        let key = rsn | u32::from(send) << 24;
+        if self.key != key {
+            (self.key, self.held) = (NO_KEY, None);
             let mut g = self.reg.lock_queue(rsn)?;
             // A QP on an SRQ: its receives complete in the SRQ's slot
             // (libmlx5 `get_resp_ctx_v1`).
@@ -119,9 +145,9 @@ impl Queues for Lookup<'_> {
                 drop(g);
                 g = self.reg.lock_queue(s)?;
             }
-            self.held = Some((rsn, send, g));
+            (self.key, self.held) = (key, Some(g));
         }
-        let (_, _, g) = self.held.as_mut()?;
+        let g = self.held.as_mut()?;
         match (send, &mut **g) {
             (true, Entry::Qp { sq: Some(sq), .. }) => Some(Target::Send(sq)),
             (false, Entry::Qp { rq: Some(rq), srq_uidx: None, .. }) => Some(Target::Recv(rq)),
@@ -139,28 +165,28 @@ impl Queues for Lookup<'_> {
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
-    if !ring.has_cqe(buf) {
+    if ring.is_empty(buf) {
         // Nothing to consume (libmlx5: CQ_EMPTY at the first CQE): the
         // consumer index stays, stored again as a poll stores it.
         ring.update_ci(buf);
         return Ok(0);
     }
-    let mut look = Lookup { reg, held: None };
+    let mut look = Lookup::new(reg);
     let r = ring.poll(buf, out, &mut look);
-    let ci = ring.ci();
+    let published = ring.published();
     drop(look);
-    g.publish(ci);
+    g.publish(published);
     r.map_err(|_| 0)
 }
 
-/// One completion of the CQ in slot `cq` into `out[0]` for `poll_with`
-/// (1, or 0: empty, or a CQE this provider cannot complete, consumed and
-/// skipped), its doorbell record left for [`store_ci`].
+/// Up to `out.len()` completions of the CQ in slot `cq` for `poll_with`
+/// (0: empty, or a CQE this provider cannot complete, consumed and
+/// skipped), the doorbell record left for [`finish_chunks`].
 #[inline(always)]
-pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
+pub fn poll_chunk(reg: &RegRef, cq: u32, out: &mut [Wc]) -> usize {
     let Some(mut g) = reg.lock(cq) else { return 0 };
     let Entry::Cq { ring, buf } = &mut *g else { return 0 };
-    let mut look = Lookup { reg, held: None };
+    let mut look = Lookup::new(reg);
     let n = match ring.poll_deferred(buf, out, &mut look) {
         Ok(n) => n,
         Err(_) => {
@@ -169,27 +195,47 @@ pub fn poll_one(reg: &RegRef, cq: u32, out: &mut [Wc; 1]) -> usize {
             0
         }
     };
-    let ci = ring.ci();
+    // Lent until `finish_chunks`: polls meanwhile are refused, not
+    // answered "empty" by the test that takes no lock.
+    ring.set_lent(true);
+    let published = ring.published();
     drop(look);
-    g.publish(ci);
+    g.publish(published);
     n
 }
 
-/// Stores the consumer index of the CQ in slot `cq` into its doorbell
-/// record (after [`poll_one`]s).
-pub fn store_ci(reg: &RegRef, cq: u32) {
-    if let Some(g) = reg.lock(cq) {
-        if let Entry::Cq { ring, buf } = &*g {
-            ring.update_ci(buf);
-        }
+/// Puts completions [`poll_chunk`] took and `poll_with` could not hand
+/// out (its closure panicked) back into the CQ in slot `cq`, to be handed
+/// out first by the next polls; `false` if they could not be kept.
+#[cold]
+pub fn put_back(reg: &RegRef, cq: u32, wcs: &[Wc]) -> bool {
+    let Some(mut g) = reg.lock(cq) else { return false };
+    let Entry::Cq { ring, .. } = &mut *g else { return false };
+    let kept = ring.put_back(wcs);
+    let published = ring.published();
+    g.publish(published);
+    kept
+}
+
+/// The end of a `poll_with` on the CQ in slot `cq`: its consumer index
+/// into the doorbell record if anything was consumed, and the CQ no
+/// longer lent (after [`poll_chunk`]s).
+pub fn finish_chunks(reg: &RegRef, cq: u32, consumed: bool) {
+    let Some(mut g) = reg.lock(cq) else { return };
+    let Entry::Cq { ring, buf } = &mut *g else { return };
+    if consumed {
+        ring.update_ci(buf);
     }
+    ring.set_lent(false);
+    let published = ring.published();
+    g.publish(published);
 }
 
 /// Whether the CQ in slot `cq` has no completion waiting.
 pub fn is_empty(reg: &RegRef, cq: u32) -> bool {
     let Some(g) = reg.lock(cq) else { return true };
     match &*g {
-        Entry::Cq { ring, buf } => !ring.has_cqe(buf),
+        Entry::Cq { ring, buf } => ring.is_empty(buf),
         _ => true,
     }
 }

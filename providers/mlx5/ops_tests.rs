@@ -201,10 +201,10 @@ fn cqe_naming_the_cq_itself_is_skipped_not_waited_for() {
     assert_eq!(poll(&w.reg, w.cq, &mut out), Err(0), "the bogus CQE is refused");
     assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(1));
     assert_eq!(out[0].wr_id(), 0x77);
-    // The same through the one-at-a-time poll.
+    // The same through `poll_with`'s poll.
     complete(&w, 2, bogus);
     let mut one = [Wc::default()];
-    assert_eq!(poll_one(&w.reg, w.cq, &mut one), 0);
+    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 0);
     assert!(is_empty(&w.reg, w.cq));
 }
 
@@ -242,4 +242,32 @@ fn cqe_size_128_reads_the_second_half_of_each_slot() {
     let Entry::Cq { buf, ring } = &*g else { panic!() };
     assert_eq!(ring.ci(), 2);
     assert_eq!(buf.get::<[u8; 4]>(512), Some([0, 0, 0, 2]), "consumer index in the record after the 4 x 128 B ring");
+}
+
+/// A raw WQE (`mlx5dv_wr_raw_wqe`) rings the doorbell like any post, and
+/// its completion reports `IBV_WC_DRIVER2` (136) whatever the CQE's
+/// opcode, through the batch poll and the one-at-a-time poll.
+#[test]
+fn raw_wqe_posts_and_completes_as_driver2() {
+    let w = world();
+    let mut wqe = [0u8; 32];
+    wqe[3] = crate::providers::mlx5::wqe::OPCODE_SEND;
+    wqe[4..8].copy_from_slice(&(0x42u32 << 8 | 2).to_be_bytes());
+    wqe[11] = 0x08;
+    wqe[16..32].copy_from_slice(&[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0]);
+    post_raw(&w.reg, w.qp, w.db, &wqe, 0x5151).unwrap();
+    let mut page = [0u8; 4096];
+    rustix::io::pread(&w.uar, &mut page, 0).unwrap();
+    assert_eq!(&page[0xa00..0xa08], &[0, 0, 0, 0x0a, 0, 0, 0x42, 2], "the WQE's control segment, index 0, rang");
+    post_raw(&w.reg, w.qp, w.db, &wqe, 0x5252).unwrap();
+    let req = |i: u16| Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(u32::from(crate::providers::mlx5::wqe::OPCODE_SEND) << 24 | 0x42), wqe_counter: U16::new(i), op_own: CQE_REQ << 4, ..Default::default() };
+    complete(&w, 0, req(0));
+    let mut out = [Wc::default(); 2];
+    assert_eq!(poll(&w.reg, w.cq, &mut out), Ok(1));
+    assert_eq!((out[0].wr_id(), out[0].as_abi().opcode), (0x5151, 136));
+    complete(&w, 1, req(1));
+    let mut one = [Wc::default()];
+    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 1);
+    finish_chunks(&w.reg, w.cq, true);
+    assert_eq!((one[0].wr_id(), one[0].as_abi().opcode), (0x5252, 136));
 }

@@ -13,6 +13,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::abi::{Mlx5CreateQpResp, Mlx5ResizeCq};
 use super::ctx::{self, CtxInfo, Doorbell, Uars};
+use super::cqe::stash::CHUNK;
 use super::ops;
 use super::reset;
 use super::registry::{Entry, RegRef};
@@ -217,10 +218,26 @@ struct Unlend<'a> {
 
 impl Drop for Unlend<'_> {
     fn drop(&mut self) {
-        if self.consumed {
-            ops::store_ci(&self.cq.reg, self.cq.slot);
-        }
+        ops::finish_chunks(&self.cq.reg, self.cq.slot, self.consumed);
         self.cq.lent.store(Claim::Free as u8, Ordering::Release);
+    }
+}
+
+/// Puts the completions of a `poll_with` chunk its closure was not handed
+/// back into the CQ if the closure unwinds (nothing when all were handed).
+struct PutBack<'a> {
+    cq: &'a Mlx5Cq,
+    wcs: &'a [Wc],
+    handed: usize,
+}
+
+impl Drop for PutBack<'_> {
+    fn drop(&mut self) {
+        if let Some(left) = self.wcs.get(self.handed..).filter(|l| !l.is_empty()) {
+            // (Not kept only if the stash's table cannot be made: lost,
+            // as a chunk's completions would be.)
+            let _ = ops::put_back(&self.cq.reg, self.cq.slot, left);
+        }
     }
 }
 
@@ -296,8 +313,8 @@ impl ProviderCq for Mlx5Cq {
         // The old buffer may be gone: the peek follows the ring (P1 of
         // `cq_peek.rs`), whatever the outcome.
         self.peek = peek::Peek::new(ring, buf);
-        let ci = ring.ci();
-        g.publish(ci);
+        let published = ring.published();
+        g.publish(published);
         self.ncqe = mem.ncqe;
         moved.map_err(dead)
     }
@@ -336,12 +353,14 @@ impl ProviderCq for Mlx5Cq {
         self.poll(out)
     }
 
-    /// Each completion is consumed (its WQE retired, the consumer index
-    /// past it) before `f` sees it, one at a time, so a panic in `f` loses
-    /// none but the one handed out; the CQ is lent to `f` meanwhile (no
-    /// slot lock is held while `f` runs). The doorbell record, which
-    /// frees the entries for the device, is stored once for the batch,
-    /// also when `f` unwinds.
+    /// Completions are taken from the CQ up to [`CHUNK`] at a time under
+    /// its lock (their WQEs retired, the consumer index past them), then
+    /// handed to `f` one by one with no lock held: the CQ is lent to `f`
+    /// meanwhile (every other poll is refused). If `f` panics, the ones of
+    /// the chunk it was not handed yet go back into the CQ (its stash),
+    /// and the next polls hand them out first: a panic loses none but
+    /// the one handed out. The doorbell record, which frees the entries
+    /// for the device, is stored once for the call, also when `f` unwinds.
     fn poll_with(&self, max: usize, mut f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         if self.lent.compare_exchange(Claim::Free as u8, Claim::Lent as u8, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(Claim::Lent);
@@ -349,13 +368,22 @@ impl ProviderCq for Mlx5Cq {
         let mut back = Unlend { cq: self, consumed: false };
         let mut done = 0;
         while done < max {
-            let mut one = [Wc::ZERO];
-            if ops::poll_one(&self.reg, self.slot, &mut one) == 0 {
+            let mut chunk = [Wc::ZERO; CHUNK];
+            let want = (max - done).min(CHUNK);
+            let got = ops::poll_chunk(&self.reg, self.slot, &mut chunk[..want]);
+            if got == 0 {
                 break;
             }
             back.consumed = true;
-            done += 1;
-            f(&one[0]);
+            let mut give = PutBack { cq: self, wcs: &chunk[..got], handed: 0 };
+            while give.handed < got {
+                give.handed += 1;
+                f(&chunk[give.handed - 1]);
+            }
+            done += got;
+            if got < want {
+                break;
+            }
         }
         Ok(done)
     }
@@ -457,6 +485,10 @@ impl ProviderQp for Mlx5Qp {
         s: &W,
     ) -> Option<core::result::Result<(), RingFailed>> {
         ops::post_send_straight(&self.reg, self.slot, self.db, s).then_some(Ok(()))
+    }
+
+    fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+        ops::post_raw(&self.reg, self.slot, self.db, wqe, wr_id)
     }
 
     #[inline]

@@ -41,8 +41,8 @@ fn clean_slot(reg: &RegRef, cq: u32, uidx: u32, qpn: u32, srq: Option<u32>) -> u
             }
         }
     });
-    let ci = ring.ci();
-    g.publish(ci);
+    let published = ring.published();
+    g.publish(published);
     freed
 }
 

@@ -19,7 +19,7 @@ use core::sync::atomic::Ordering;
 use zerocopy::byteorder::network_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use super::buf::{Table, WqBuf};
+use super::buf::{SqGeom, Table, WqBuf};
 use super::sizing::SqSize;
 use super::wqe::*;
 use crate::ah::Ah;
@@ -152,9 +152,9 @@ pub struct SendQueue {
     table: Table<SqEntry>,
     /// The straight path's constants (`sq_straight.rs`).
     straight: straight::Straight,
-    /// Bytes a buffer needs to hold the ring and the doorbell record
-    /// (`usize::MAX` if no buffer can: a misaligned record).
-    need_len: usize,
+    /// Where the ring and the doorbell record lie in the buffer, checked
+    /// once here (the straight path's view, `WqBuf::sq_ring`).
+    geom: SqGeom,
 }
 
 impl SendQueue {
@@ -167,11 +167,9 @@ impl SendQueue {
         if !n.is_power_of_two() || cfg.size.wqe_size == 0 || cfg.size.max_post == 0 || n > 1 << 24 {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: send queue geometry is not one sizing gives"));
         }
-        let ring_end = cfg.sq_offset.checked_add(cfg.size.bytes() as usize);
-        let db_end = cfg.dbrec_offset.checked_add(8).filter(|_| cfg.dbrec_offset.is_multiple_of(4));
-        let need_len = ring_end.zip(db_end).map_or(usize::MAX, |(r, d)| r.max(d));
+        let geom = SqGeom::new(cfg.sq_offset, n, cfg.dbrec_offset.saturating_add(4 * SND_DBR as usize));
         let straight = straight::Straight::new(&cfg);
-        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)?, straight, need_len })
+        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)?, straight, geom })
     }
 
     /// The configuration.
@@ -415,15 +413,33 @@ impl SendQueue {
     /// A requester completion for the WQE at `wqe_counter`: retires it and
     /// every unsignaled WQE before it (`sq.tail = wqe_head + 1`) and
     /// returns its entry.
+    #[inline(always)]
     pub fn complete(&mut self, wqe_counter: u16) -> SqEntry {
-        let e = self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)];
-        self.tail = e.wqe_head.wrapping_add(1);
+        let e = self.entry(wqe_counter);
+        self.retire(e.wqe_head);
         e
+    }
+
+    /// The entry of the WQE at `wqe_counter`, retiring nothing (a run of
+    /// completions retires once, after its last: [`Self::retire`]).
+    #[inline(always)]
+    pub fn entry(&self, wqe_counter: u16) -> SqEntry {
+        self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)]
+    }
+
+    /// Retires every WQE up to the one whose entry has `wqe_head`
+    /// (`sq.tail = wqe_head + 1`).
+    #[inline(always)]
+    pub fn retire(&mut self, wqe_head: u32) {
+        self.tail = wqe_head.wrapping_add(1);
     }
 }
 
 #[path = "sq_check.rs"]
 mod check;
+#[path = "sq_raw.rs"]
+mod raw;
+pub use raw::WC_DRIVER2;
 #[path = "sq_straight.rs"]
 mod straight;
 pub use straight::StraightRing;

@@ -3,8 +3,8 @@
 //! RDMA WRITE (with immediate), RDMA READ on an RC or UC QP, with one SGE,
 //! inline bytes or no data — read field by field from the caller's
 //! request ([`StraightWr`]: a `SendWr` of a list of one, or a C
-//! `ibv_send_wr`) straight into its WQE, in one pass and with one bounds
-//! check for the WQE's basic blocks ([`WqBuf::window`]).
+//! `ibv_send_wr`) straight into its WQE, in one pass and with the ring and
+//! doorbell record checked in the buffer once ([`WqBuf::sq_ring`]).
 //!
 //! The WQE is byte for byte the one [`SendQueue::post_with`] writes
 //! (libmlx5's `_mlx5_post_send`), the indices, the wr_id table, the
@@ -19,9 +19,9 @@ use core::sync::atomic::Ordering;
 
 use zerocopy::byteorder::network_endian::{U32, U64};
 
-use super::{Ring, SendQueue, SqEntry, BB};
+use super::{Ring, SendQueue, SqEntry};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM};
-use crate::providers::mlx5::buf::WqBuf;
+use crate::providers::mlx5::buf::{SqBlock, WqBuf};
 use crate::providers::mlx5::wqe::*;
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::QpType;
@@ -108,7 +108,7 @@ impl SendQueue {
     /// written, `None` — nothing stored, no index moved — if it is not a
     /// straight request or the general path must judge it.
     #[inline(always)]
-    pub fn post_straight<W: StraightWr + ?Sized>(&mut self, buf: &mut WqBuf, s: &W) -> Option<StraightRing> {
+    pub fn post_straight<'b, W: StraightWr + ?Sized>(&mut self, buf: &'b mut WqBuf, s: &W) -> Option<StraightRing<'b>> {
         let opcode = s.opcode();
         let flags = s.flags();
         let st = &self.straight;
@@ -119,23 +119,24 @@ impl SendQueue {
             return None;
         }
         let size = self.cfg.size;
-        if self.head.wrapping_sub(self.tail) >= size.max_post || buf.len() < self.need_len {
+        if self.head.wrapping_sub(self.tail) >= size.max_post {
             return None;
         }
-        let idx = self.cur_post & (size.wqe_cnt - 1);
-        let at = self.cfg.sq_offset + (idx * BB) as usize;
+        // The ring and the doorbell record, checked in the buffer once.
+        let mut ring = buf.sq_ring(&self.geom)?;
+        let cur = self.cur_post;
         let raddr = RADDR_OPS >> opcode & 1;
         // Per shape: ds (the control segment, the remote address, the
-        // data), the window over the WQE's blocks, and the data written
+        // data), the blocks, the window over them, and the data written
         // (after the last check: nothing below declines).
-        let (ds, inline, mut w) = match s.data()? {
-            Plain::Empty => (1 + raddr, 0, buf.window(at, BB as usize)?),
+        let (ds, nbb, inline, mut w) = match s.data()? {
+            Plain::Empty => (1 + raddr, 1, 0, ring.wqe(cur)),
             Plain::Sge(g) if size.max_gs != 0 && g.length <= 1 << 31 => {
-                let mut w = buf.window(at, BB as usize)?;
+                let mut w = ring.wqe(cur);
                 // A zero-length SGE is skipped (no data segment), as
                 // libmlx5 skips it.
                 if g.length == 0 {
-                    (1 + raddr, 0, w)
+                    (1 + raddr, 1, 0, w)
                 } else {
                     let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
                     if raddr == 0 {
@@ -143,23 +144,20 @@ impl SendQueue {
                     } else {
                         w.put::<32, DataSeg>(seg);
                     }
-                    (2 + raddr, 0, w)
+                    (2 + raddr, 1, 0, w)
                 }
             }
             Plain::Inline(d) if d.len() <= size.max_inline as usize && opcode != WR_RDMA_READ => {
                 let n = d.len() as u32;
                 if n == 0 {
                     // No inline segment for no bytes.
-                    (1 + raddr, 1, buf.window(at, BB as usize)?)
+                    (1 + raddr, 1, 1, ring.wqe(cur))
                 } else {
                     let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
                     let nbb = ds.div_ceil(4);
                     // A WQE that would wrap the ring's end goes the
-                    // general way.
-                    if idx + nbb > size.wqe_cnt {
-                        return None;
-                    }
-                    let mut w = buf.window(at, (nbb * BB) as usize)?;
+                    // general way (`None`).
+                    let mut w = ring.wqes(cur & (size.wqe_cnt - 1), nbb)?;
                     let hdr = U32::new(n | INLINE_SEG);
                     let at_data = if raddr == 0 {
                         w.put::<16, U32>(hdr);
@@ -171,7 +169,7 @@ impl SendQueue {
                     // Inside the WQE's blocks (`ds` counts them).
                     let stored = w.put_bytes(at_data + INLINE_HDR, d);
                     debug_assert!(stored);
-                    (ds, 1, w)
+                    (ds, nbb, 1, w)
                 }
             }
             _ => return None,
@@ -183,29 +181,27 @@ impl SendQueue {
         let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
         let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
         let op = (MLX5_OPS >> (8 * opcode)) as u8;
-        let words = [U32::new((self.cur_post & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
+        let words = [U32::new((cur & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
         w.put::<0, [U32; 2]>(words);
         // `imm` is big-endian already (as `ibv_send_wr` holds it).
         w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
-        // One block (the common case): its words, for the BlueFlame copy.
-        let nbb = ds.div_ceil(4);
-        let block = if nbb == 1 { Some(w.block()) } else { None };
+        let idx = cur & (size.wqe_cnt - 1);
         if let Some(e) = self.table.get_mut(idx as usize) {
             *e = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
         }
         self.head = self.head.wrapping_add(1);
-        self.cur_post = self.cur_post.wrapping_add(nbb);
+        let next = cur.wrapping_add(nbb);
+        self.cur_post = next;
         // The WQE stores must reach memory before the device can see the
         // new counter (SAFETY.md, the mlx5 barriers): release store.
-        if let Some(db) = buf.atomic_u32(self.cfg.dbrec_offset + 4 * SND_DBR as usize) {
-            db.store((self.cur_post & 0xffff).to_be(), Ordering::Release);
-        }
+        ring.dbrec().store((next & 0xffff).to_be(), Ordering::Release);
         // libmlx5's choice (`post_send_db`): BlueFlame for one WQE of more
         // than one unit that fits the register's half.
-        Some(if ds > 1 && ds <= self.straight.bf_ds[inline] {
-            match block {
-                Some(block) => StraightRing::Block { first: idx, block },
-                None => StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb }),
+        Some(if ds > 1 && ds <= st.bf_ds[inline] {
+            if nbb == 1 {
+                StraightRing::Block { first: idx, block: ring.into_block(cur) }
+            } else {
+                StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb })
             }
         } else {
             StraightRing::Ring(Ring::Doorbell(zerocopy::transmute!(words)))
@@ -214,21 +210,21 @@ impl SendQueue {
 }
 
 /// What to ring after a straight post (the doorbell record is stored).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StraightRing {
-    /// A BlueFlame copy of the one basic block `first`, whose eight words
-    /// (as they are in the ring) are `block`.
+#[derive(Clone, Copy, Debug)]
+pub enum StraightRing<'b> {
+    /// A BlueFlame copy of the one basic block `first`, read from the
+    /// ring (`block`) as it is copied.
     Block {
         /// Basic block index of the WQE.
         first: u32,
-        /// Its 64 bytes.
-        block: [u64; 8],
+        /// Its 64 bytes in the ring.
+        block: SqBlock<'b>,
     },
     /// Anything else, as [`SendQueue::post_with`] would ask.
     Ring(Ring),
 }
 
-impl StraightRing {
+impl StraightRing<'_> {
     /// As a [`Ring`] (what the general path returns for the same post).
     pub fn ring(&self) -> Ring {
         match *self {

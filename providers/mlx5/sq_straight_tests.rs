@@ -42,10 +42,15 @@ fn both(a: &mut (SendQueue, WqBuf), b: &mut (SendQueue, WqBuf), wr: &SendWr<'_>)
     let straight = a.0.post_straight(&mut a.1, wr);
     let (ra, taken) = match straight {
         Some(r) => {
-            if let StraightRing::Block { first, block } = r {
-                assert_eq!(block, a.0.block(&a.1, first), "the block as the ring holds it");
+            let ring = r.ring();
+            let read = match r {
+                StraightRing::Block { first, block } => Some((first, core::array::from_fn::<u64, 8, _>(|w| block.word(w)))),
+                StraightRing::Ring(_) => None,
+            };
+            if let Some((first, words)) = read {
+                assert_eq!(words, a.0.block(&a.1, first), "the block as the ring holds it");
             }
-            (Ok(r.ring()), true)
+            (Ok(ring), true)
         }
         None => {
             assert!(state(&a.0, &a.1) == before, "a declined request stored nothing: {wr:?}");

@@ -14,7 +14,8 @@
 //!
 //! * **U1 — ownership.** `ptr..ptr+len` is a shared mapping of the device
 //!   file made by [`Uar::map`] (NULL hint, no `MAP_FIXED`: it replaces
-//!   nothing) and unmapped only by `Drop`; the pointer is private.
+//!   nothing; `len` a non-zero multiple of [`UAR_PAGE`]) and unmapped only
+//!   by `Drop`; the pointer is private.
 //! * **U2 — stores only.** Every access is a `write_volatile` of a `u64`
 //!   at an offset checked by [`Uar::slot`] to be 8-aligned and inside the
 //!   mapping (page-aligned base), so each is one aligned 64-bit store the
@@ -128,15 +129,26 @@ impl Uar {
     /// [`Uar::store_chunks`] of the one chunk `block`.
     #[inline(always)]
     pub fn store_block(&self, off: usize, block: [u64; 8]) -> bool {
-        if off.checked_add(64).is_none_or(|e| e > self.len) || !off.is_multiple_of(8) {
+        self.store_block_with(off, |w| block[w & 7])
+    }
+
+    /// [`Uar::store_chunks`] of one chunk whose word `w` is `word(w)`,
+    /// each read just before its store (no copy of the chunk waits in
+    /// registers or on the stack).
+    #[inline(always)]
+    pub fn store_block_with(&self, off: usize, word: impl Fn(usize) -> u64) -> bool {
+        // Every mapping is at least a page (U1, `map`): one comparison
+        // against a constant instead of the length.
+        if off > UAR_PAGE - 64 || !off.is_multiple_of(8) {
             return false;
         }
         let first = self.ptr.as_ptr().wrapping_add(off).cast::<u64>();
-        for (w, v) in block.into_iter().enumerate() {
+        for w in 0..8 {
             // SAFETY: word `w < 8` from the 8-aligned `off` (U2), ending
-            // at most 64 bytes after it, inside the mapping (checked
-            // above, U1); a volatile store, no reference formed.
-            unsafe { first.wrapping_add(w).write_volatile(v) };
+            // at most 64 bytes after it, inside the first page of the
+            // mapping (checked above; `len >= UAR_PAGE`, U1); a volatile
+            // store, no reference formed.
+            unsafe { first.wrapping_add(w).write_volatile(word(w)) };
         }
         true
     }

@@ -32,6 +32,7 @@ use crate::abi::abi_struct;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::error::ErrorKind;
 use crate::qp::kind::QpType;
+use crate::swap_cell::Held;
 use crate::wc::Wc;
 use crate::wr::{
     check_recv, check_send, sge_len, unknown_send_flags, Payload, PostError, RecvWr, Refusal, SendFlags, SendOp, SendWr, Sge,
@@ -628,11 +629,46 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<
     poll_copy(cq, out).map(|n| n as usize)
 }
 
-// `Result<u32, Claim>` is 8 bytes, returned in one register (a
-// `Result<usize, Claim>` goes through memory).
+/// A copying poll's outcome as one integer: the count in the low 32
+/// bits, or the [`Claim`] that stopped it above them. The poll's
+/// out-of-line parts return it unchanged, so their calls are tail calls
+/// (a `Result` is taken apart and put together again around a call) and
+/// the uncontended poll runs without a stack frame and saves no register.
+type Polled = u64;
+
+/// The [`Polled`] of `n` completions.
+#[inline(always)]
+const fn polled(n: u32) -> Polled {
+    n as Polled
+}
+
+/// The [`Polled`] of a poll stopped by `claim`.
+#[inline(always)]
+const fn stopped(claim: Claim) -> Polled {
+    (claim as Polled) << 32
+}
+
+/// The `Result` a [`Polled`] says.
+#[inline(always)]
+fn outcome(p: Polled) -> Result<u32, Claim> {
+    match p >> 32 {
+        0 => Ok(p as u32),
+        1 => Err(Claim::Held),
+        _ => Err(Claim::Lent),
+    }
+}
+
+/// [`poll`] past the empty check (`Cq::poll`'s copy): one out-of-line
+/// call, its outcome read back here.
+#[inline(always)]
+pub fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
+    outcome(poll_copied(cq, out))
+}
+
+/// [`poll_copy`]'s out-of-line part.
 #[inline(never)]
-fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
-    poll_nonempty(cq, out)
+fn poll_copied<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Polled {
+    poll_claim(cq, out)
 }
 
 /// [`poll`] past the empty check, for a caller that makes its own
@@ -641,41 +677,154 @@ fn poll_copy<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result
 /// completions, frees their slots, and returns how many.
 #[inline(always)]
 pub fn poll_nonempty<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
+    outcome(poll_claim(cq, out))
+}
+
+/// [`poll_nonempty`] as a [`Polled`].
+#[inline(always)]
+fn poll_claim<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Polled {
     match cq.consumer_now() {
-        Some(c) => Ok(copy_claimed(&c, out)),
+        Some(c) => copy_claimed(c, out),
         None => poll_contended(cq, out),
     }
 }
 
 /// [`poll_nonempty`] when the CQ's claim was taken: waits for another
-/// thread's copying poll (or is `Err(Claim::Lent)` at once while a
+/// thread's copying poll (or stops at once with [`Claim::Lent`] while a
 /// `poll_with` closure runs), then copies. Out of line and whole, so the
 /// uncontended poll saves no register for it (it is a tail call).
 #[cold]
 #[inline(never)]
-fn poll_contended<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {
-    let c = cq.consumer_contended()?;
-    Ok(copy_claimed(&c, out))
+fn poll_contended<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Polled {
+    match cq.consumer_contended() {
+        Ok(c) => copy_slow(c, out),
+        Err(claim) => stopped(claim),
+    }
 }
 
-/// The copy of [`poll_nonempty`] under the claim `c`.
+/// The copy of [`poll_nonempty`] under the claim `c`: the records before
+/// the end of the ring at rxe's element stride inline; a batch that wraps
+/// (or a ring of another stride) and one whose flag words need putting
+/// right go on out of line, as tail calls that take the claim along.
 #[inline(always)]
-fn copy_claimed<S: crate::wc::WcOut>(c: &Consumer<'_, CQ_MIN>, out: &mut [S]) -> u32 {
-    let ring = c.reader::<AbiWc>();
+fn copy_claimed<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> Polled {
     let (cons, n) = c.ready(out.len());
     // `ready` caps `n` at `out.len()`.
     let got = out.get_mut(..n as usize).unwrap_or_default();
     // The records are copied as they are, their flag words ORed together
     // on the way (one instruction each); only a batch in which one of the
     // two swapped bits is set is gone over again to put them right.
-    let flags = ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+    let copied = c.reader::<AbiWc>().copy_fast::<WC_FLAGS, CQE_LOG2, _>(cons, got, |slot, wc| {
+        slot.set(Wc::from_abi(wc));
+    });
+    match copied {
+        None => copy_slow(c, out),
+        Some(flags) if flags & FLAGS_SWAPPED != 0 => fix_release(c, cons, got),
+        Some(_) => {
+            c.release(cons, n);
+            polled(n)
+        }
+    }
+}
+
+/// `Cq::poll`'s copy on rxe, holding the CQ's resize guard `cq` (see
+/// `ProviderCq::poll_leave`): the uncontended poll of records before the
+/// end of the ring at rxe's element stride, inline into `Cq::poll`'s one
+/// out-of-line function with the guard's release and the `Result`; the
+/// rest (a claim another poller holds, a batch that wraps, another
+/// stride) a tail call that takes the guard along, so the common poll
+/// needs no stack frame. `out` may be empty (nothing copied, the index
+/// stored as it was).
+#[inline(always)]
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let Some(c) = cq.get().queue().consumer_now() else {
+        return poll_leave_slow(cq, out);
+    };
+    let (cons, n) = c.ready(out.len());
+    // `ready` caps `n` at `out.len()`.
+    let got = out.get_mut(..n as usize).unwrap_or_default();
+    // The records are copied as they are, their flag words ORed together
+    // on the way (one instruction each); only a batch in which one of the
+    // two swapped bits is set is gone over again to put them right.
+    let copied = c.reader::<AbiWc>().copy_fast::<WC_FLAGS, CQE_LOG2, _>(cons, got, |slot, wc| {
+        slot.set(Wc::from_abi(wc));
+    });
+    let Some(flags) = copied else {
+        // Nothing copied: the general way, claimed afresh.
+        drop(c);
+        return poll_leave_slow(cq, out);
+    };
+    if flags & FLAGS_SWAPPED != 0 {
+        fix_flags(c.reader::<AbiWc>(), cons, got);
+    }
+    c.release(cons, n);
+    Ok(n as usize)
+}
+
+/// [`poll_leave`] of what its inline part does not take: waits for
+/// another thread's copying poll (`Busy` at once while a `poll_with`
+/// closure holds the CQ), then copies any batch. Drops the guard last.
+#[cold]
+#[inline(never)]
+fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let q = cq.get().queue();
+    let c = match q.consumer_now() {
+        Some(c) => c,
+        None => q.consumer_contended().map_err(crate::providers::dispatch::busy)?,
+    };
+    outcome(copy_slow(c, out)).map(|n| n as usize).map_err(crate::providers::dispatch::busy)
+}
+
+/// Puts right, in place, the flag words of the completions of `got`
+/// (copied from the slots from `cons`, still the consumer's: the kernel
+/// has not changed them) in which one of the two swapped bits is set.
+/// Out of line: only a send with invalidate (or a checksum flag) brings
+/// it.
+#[cold]
+#[inline(never)]
+fn fix_flags<S: crate::wc::WcOut>(ring: super::queue::SlotReader<'_, AbiWc>, cons: u32, got: &mut [S]) {
+    ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+        if wc.wc_flags & FLAGS_SWAPPED != 0 {
+            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
+        }
+    });
+}
+
+/// [`copy_claimed`] of any batch: the wrapped one, or a ring whose stride
+/// is not [`CQE_LOG2`]'s. Takes the claim along and drops it.
+#[cold]
+#[inline(never)]
+fn copy_slow<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> Polled {
+    let (cons, n) = c.ready(out.len());
+    let got = out.get_mut(..n as usize).unwrap_or_default();
+    let flags = c.reader::<AbiWc>().copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
         slot.set(Wc::from_abi(wc));
     });
     if flags & FLAGS_SWAPPED != 0 {
-        fix_flags(&ring, cons, got);
+        return fix_release(c, cons, got);
     }
     c.release(cons, n);
-    n
+    polled(n)
+}
+
+/// Puts right the flag words of the completions of `got` (copied from the
+/// slots from `cons`, still the consumer's: the kernel has not changed
+/// them) in which one of the two swapped bits is set, then frees the
+/// slots and drops the claim. Out of line: only a send with invalidate
+/// (or a checksum flag) brings it.
+#[cold]
+#[inline(never)]
+fn fix_release<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, cons: u32, got: &mut [S]) -> Polled {
+    c.reader::<AbiWc>().copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
+        if wc.wc_flags & FLAGS_SWAPPED != 0 {
+            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
+            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
+        }
+    });
+    let n = got.len() as u32;
+    c.release(cons, n);
+    polled(n)
 }
 
 /// Drops the completions of QP `qp_num` that are waiting in `cq` (the QP
@@ -691,21 +840,6 @@ pub fn discard_qp(cq: &CompletionQueue, qp_num: u32) -> Result<u32, Claim> {
     };
     let (cons, n) = c.ready(usize::MAX);
     Ok(c.discard::<AbiWc>(cons, n, |wc| wc.qp_num != qp_num))
-}
-
-/// Puts right the flag words of the completions of `got` (copied from the
-/// slots from `cons`, still the consumer's: the kernel has not changed
-/// them) in which one of the two swapped bits is set. Out of line: only
-/// a send with invalidate (or a checksum flag) brings it.
-#[cold]
-#[inline(never)]
-fn fix_flags<S: crate::wc::WcOut>(ring: &super::queue::SlotReader<'_, AbiWc>, cons: u32, got: &mut [S]) {
-    ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
-        if wc.wc_flags & FLAGS_SWAPPED != 0 {
-            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
-            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
-        }
-    });
 }
 
 /// Frees, when dropped, the slots of the completions already handed to
@@ -769,6 +903,13 @@ const WC_FLAGS: usize = offset_of!(AbiWc, wc_flags);
 
 /// The two bits [`kernel_wc_flags_to_ibv`] swaps.
 const FLAGS_SWAPPED: u32 = 0b1100;
+
+/// `log2_elem_size` of the CQ rings rxe makes: its element is `struct
+/// rxe_cqe`, the union of the kernel's `struct ib_wc` (72 bytes on a
+/// 64-bit kernel) and `struct ib_uverbs_wc` (48), rounded up to a power of
+/// two by `rxe_queue_init`. The copy loop takes it as a constant stride;
+/// a ring whose header says otherwise is copied by the general loop.
+const CQE_LOG2: u32 = 7;
 
 /// rxe writes the kernel's `enum ib_wc_flags` into the ring, whose bits
 /// 2 and 3 are swapped relative to `enum ibv_wc_flags`:

@@ -132,7 +132,12 @@ impl ProviderCq for RxeCq {
 
     #[inline(always)]
     fn poll_held<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
-        post::poll_nonempty(self.queue(), out).map(|n| n as usize)
+        post::poll_copy(self.queue(), out).map(|n| n as usize)
+    }
+
+    #[inline(always)]
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        post::poll_leave(cq, out)
     }
 
     #[inline(always)]

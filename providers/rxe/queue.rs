@@ -387,56 +387,77 @@ impl<T: FromBytes> SlotReader<'_, T> {
     }
 
     /// Fills `dst` with `map` of the `T`s of the `dst.len()` slots from
-    /// index `start` (at most one lap: `dst` is cut at the slot count),
-    /// as [`SlotReader::for_each`] but driven by the destination, so the
-    /// copy loop has no bounds test. Returns the OR of the 32-bit words
-    /// at byte `AT` of those slots, each read from the ring after `map`
-    /// stored its element (one `or` from memory a slot: a caller that
-    /// must look at one field of every record, rxe's CQ flags, tests the
-    /// OR once instead of each field).
-    ///
-    /// The slots before the end of the ring are copied inline; those
-    /// after it (a batch that wraps around) out of line, so that the
-    /// common case carries no second loop.
+    /// index `start` when they lie before the end of the ring and its
+    /// stride is `1 << LOG2` (rxe's CQ element of 128 bytes: the unrolled
+    /// loop then addresses each record by a displacement), and returns
+    /// the OR of the 32-bit words at byte `AT` of those slots, each read
+    /// from the ring after `map` stored its element (one `or` from memory
+    /// a slot: a caller that must look at one field of every record,
+    /// rxe's CQ flags, tests the OR once instead of each field). `None`,
+    /// nothing copied, for a batch that wraps around the end of the ring
+    /// or another stride: [`SlotReader::copy_into_or`] copies those.
     #[inline(always)]
-    pub fn copy_into_or<const AT: usize, U>(&self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) -> u32 {
+    pub fn copy_fast<const AT: usize, const LOG2: u32, U>(self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) -> Option<u32> {
         const { assert!(AT + size_of::<u32>() <= size_of::<T>(), "the word is past the record") };
-        let [(first, run1), (_, run2)] = self.runs(start, dst.len());
-        let Some((part, rest)) = dst.get_mut(..run1 + run2).map(|d| d.split_at_mut(run1)) else { return 0 };
-        let mut or = self.copy_run::<AT, U>(first, part, &mut map);
-        if !rest.is_empty() {
-            or |= self.copy_wrapped::<AT, U>(rest, &mut map);
+        let first = start & self.mask;
+        // Slots from `first` to the end of the ring (`mask + 1 - first`,
+        // at least 1, no overflow: `first <= mask`).
+        let room = (self.mask - first) as usize + 1;
+        if self.log2 != LOG2 || dst.len() > room {
+            return None;
         }
-        or
+        Some(Self::copy_run::<AT, U>(self.base, first, LOG2, dst, &mut map))
     }
 
-    /// The part of [`SlotReader::copy_into_or`] after the end of the ring:
-    /// `rest` from slot 0 (`rest.len()` is the second run of `runs`).
-    #[cold]
-    #[inline(never)]
-    fn copy_wrapped<const AT: usize, U>(&self, rest: &mut [U], map: &mut impl FnMut(&mut U, T)) -> u32 {
-        self.copy_run::<AT, U>(0, rest, map)
+    /// [`SlotReader::copy_fast`] of any batch (at most one lap: what lies
+    /// past one lap of `dst` is left alone) at the ring's stride: the
+    /// slots up to the end of the ring, then those from its start.
+    #[inline]
+    pub fn copy_into_or<const AT: usize, U>(self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) -> u32 {
+        const { assert!(AT + size_of::<u32>() <= size_of::<T>(), "the word is past the record") };
+        let first = start & self.mask;
+        let room = (self.mask - first) as usize + 1;
+        let slots = self.mask as usize + 1;
+        let dst_len = dst.len().min(slots);
+        let (part, rest) = dst[..dst_len].split_at_mut(dst_len.min(room));
+        Self::copy_run::<AT, U>(self.base, first, self.log2, part, &mut map)
+            | Self::copy_run::<AT, U>(self.base, 0, self.log2, rest, &mut map)
     }
 
-    /// One run of [`SlotReader::copy_into_or`]: `part` from slot `from`.
-    /// Private: only runs that `runs` made (`from + part.len() <= slots`)
-    /// reach it.
+    /// One run of [`SlotReader::copy_fast`]: `part` from slot `from`
+    /// (`from` masked), `1 << log2` bytes apart. Private, with these
+    /// callers only: `from + part.len() <= slots` (`copy_fast` checks
+    /// `part.len() <= room`, `copy_into_or` cuts its two runs so) and
+    /// `log2` is the ring's (`self.log2`, or `LOG2` after comparing it
+    /// equal).
     #[inline(always)]
-    fn copy_run<const AT: usize, U>(&self, from: u32, part: &mut [U], map: &mut impl FnMut(&mut U, T)) -> u32 {
-        // The loop is driven by the destination's iterator (no index, no
-        // bounds test); the source pointer steps along.
-        let mut p = self.base.wrapping_add(slot_offset(self.mask, self.log2, from));
+    fn copy_run<const AT: usize, U>(base: *const u8, from: u32, log2: u32, part: &mut [U], map: &mut impl FnMut(&mut U, T)) -> u32 {
+        // Eight records a round (the loop's steps shared by them, each
+        // record addressed by a displacement when the stride is a
+        // constant), then the rest one by one; driven by the destination
+        // (no bounds test), the source pointer stepping along.
+        let mut p = base.wrapping_add(DATA + ((from as usize) << log2));
         let mut or = 0;
-        for d in part {
-            // SAFETY: as in `walk`: `p` is the address of one of the
-            // `part.len()` slots from `from` (`from + part.len() <=
-            // slots`, by `runs`), inside the mapping, holding at least a
-            // `T` (`FromBytes`, read unaligned), and so the word at `AT`
-            // (inside a `T`, asserted at compile time).
+        let mut one = |d: &mut U, p: &mut *const u8| {
+            // SAFETY: as in `walk`: `*p` is the address of slot `from + k`
+            // of the ring for the `k`-th element of `part` (`from +
+            // part.len() <= slots`, the stride is the ring's), inside the
+            // mapping (Q1), holding at least a `T` (`FromBytes`, read
+            // unaligned), and so the word at `AT` (inside a `T`, asserted
+            // at compile time).
             map(d, unsafe { p.cast::<T>().read_unaligned() });
             // SAFETY: as above.
             or |= unsafe { p.wrapping_add(AT).cast::<u32>().read_unaligned() };
-            p = p.wrapping_add(1 << self.log2);
+            *p = p.wrapping_add(1 << log2);
+        };
+        let mut rounds = part.chunks_exact_mut(8);
+        for round in &mut rounds {
+            for d in round {
+                one(d, &mut p);
+            }
+        }
+        for d in rounds.into_remainder() {
+            one(d, &mut p);
         }
         or
     }
@@ -599,14 +620,13 @@ impl<const MIN: usize> Consumer<'_, MIN> {
     }
 
     /// Frees the `n` slots after `cons` (release: the reads of them come
-    /// first).
+    /// first). `n == 0` stores the index the kernel already sees (no test
+    /// for it on the poll's path: the store changes nothing).
     #[inline(always)]
     pub fn release(&self, cons: u32, n: u32) {
-        if n > 0 {
-            self.q
-                .consumer_word()
-                .store(cons.wrapping_add(n) & self.q.index_mask, Ordering::Release);
-        }
+        self.q
+            .consumer_word()
+            .store(cons.wrapping_add(n) & self.q.index_mask, Ordering::Release);
     }
 
     /// A [`SlotReader`] of `T`s, which fit in the checked `MIN` bytes of

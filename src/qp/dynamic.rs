@@ -187,6 +187,18 @@ impl<'a, T: Transport> AnyQp<'a, T> {
         }
     }
 
+    /// [`QueuePair::post_raw_wqe`] in RTS, SQD or ERROR; in any other state
+    /// `InvalidArgument`.
+    #[doc(alias = "mlx5dv_wr_raw_wqe")]
+    pub fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), crate::wr::PostError> {
+        match self {
+            AnyQp::Rts(qp) => qp.post_raw_wqe(wqe, wr_id),
+            AnyQp::Sqd(qp) => qp.post_raw_wqe(wqe, wr_id),
+            AnyQp::Error(qp) => qp.post_raw_wqe(wqe, wr_id),
+            _ => Err(crate::wr::PostError::new("mlx5dv_wr_raw_wqe", crate::ErrorKind::InvalidArgument, 0)),
+        }
+    }
+
     /// `ibv_post_recv` in INIT or later; in RESET an `InvalidArgument`
     /// error for the first request.
     #[doc(alias = "ibv_post_recv")]

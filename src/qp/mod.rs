@@ -471,6 +471,21 @@ impl<T: Transport, S: CanPostSend> QueuePair<'_, T, S> {
         }
         self.inner.post_send(T::QP_TYPE, wrs)
     }
+
+    /// libmlx5's `mlx5dv_wr_raw_wqe` (posted at once, as its
+    /// `ibv_wr_complete` does): the WQE `wqe` as the caller built it
+    /// (control segment first, its `ds` 16-byte units long), request
+    /// `wr_id`, whose completion reports opcode `IBV_WC_DRIVER2` (136).
+    /// Only on mlx5 (else `Unsupported`), only for this QP's number and
+    /// the operations an ordinary post can ask for (SEND, RDMA WRITE and
+    /// READ, the two atomics, without modifier; else `Unsupported`); one
+    /// larger than the queue's WQE size or shorter than its `ds` is
+    /// `InvalidArgument`, a full queue `QueueFull`. Nothing is written when
+    /// refused.
+    #[doc(alias = "mlx5dv_wr_raw_wqe")]
+    pub fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {
+        self.inner.ring.post_raw_wqe(wqe, wr_id)
+    }
 }
 
 impl<T: Transport, S: CanPostRecv> QueuePair<'_, T, S> {

@@ -1,7 +1,7 @@
 //! ibv_create_ah / ibv_destroy_ah / ibv_init_ah_from_wc / ibv_create_ah_from_wc:
 //! RoCE v2 addresses on rxe, the Unsupported answer on siw (iWARP has no AHs).
 
-use super::common::{gid_index, rxe_name, siw_name};
+use super::common::{empty_gid_index, gid_index, rxe_name, siw_name};
 use verbs::ah::{from_wc::WC_GRH, WcInfo, GRH_LEN};
 use verbs::{discovery::devices, Ah, AhAttr, Context, ErrorKind, GlobalRoute, Pd};
 
@@ -51,9 +51,9 @@ fn rxe_create_ah_bad_args() {
     // RoCE needs a GRH.
     let e = Ah::create(&pd, &AhAttr { grh: None, ..roce_v2_attr(me) }).unwrap_err();
     assert_eq!((e.verb(), e.kind()), ("ibv_create_ah", ErrorKind::InvalidArgument), "{e}");
-    // A source GID index past the table.
+    // A source GID index whose entry is empty.
     let mut attr = roce_v2_attr(me);
-    attr.grh.as_mut().unwrap().sgid_index = 250;
+    attr.grh.as_mut().unwrap().sgid_index = empty_gid_index(&ctx);
     let e = Ah::create(&pd, &attr).unwrap_err();
     assert_eq!(e.verb(), "ibv_create_ah");
     assert!(e.errno().is_some(), "the kernel refused it: {e}");

@@ -3,7 +3,7 @@
 //! of their range, addresses, P_Key and GID indices, unknown flag bits;
 //! and errors that compose with `?` (issue 15).
 
-use super::common::gid_index;
+use super::common::{empty_gid_index, gid_index};
 use super::rig::{assert_quiet, init_attr, is_siw, open_dev, open_rxe, rc_pair_on, self_av, wait, ALL_ACCESS, CAP};
 use verbs::qp::{
     AhAttr, ConnInitAttr, GlobalRoute, Init, Mtu, QpAccess, QpStateKind, RcQp, RcRtrAttr, RcRtsAttr, Reset,
@@ -79,7 +79,7 @@ fn rxe_transition_fields_are_checked_and_named() {
         (av(AhAttr { grh: None, ..good.ah_attr }), "global route", false),
         // An index inside the table whose entry is empty: the kernel's
         // ENODATA, explained.
-        (av(AhAttr { grh: Some(GlobalRoute { sgid_index: 250, ..grh }), ..good.ah_attr }), "sgid_index", true),
+        (av(AhAttr { grh: Some(GlobalRoute { sgid_index: empty_gid_index(&ctx), ..grh }), ..good.ah_attr }), "sgid_index", true),
     ];
     if port.gid_tbl_len <= 255 {
         let past = port.gid_tbl_len as u8;

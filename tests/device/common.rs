@@ -8,10 +8,21 @@
 
 use std::path::PathBuf;
 
-/// `/sys/class/infiniband`: one directory per registered RDMA device.
-pub(crate) const SYS_INFINIBAND: &str = "/sys/class/infiniband";
-/// `/sys/class/infiniband_verbs`: one `uverbsN` directory per uverbs character device.
-pub(crate) const SYS_INFINIBAND_VERBS: &str = "/sys/class/infiniband_verbs";
+/// The sysfs root: `$SYSFS_PATH` (as rdma-core and this library take it: the
+/// simulated ConnectX's devices live in a fixture tree), else `/sys`.
+fn sysfs_root() -> PathBuf {
+    PathBuf::from(env_or("SYSFS_PATH", "/sys"))
+}
+
+/// `<sysfs>/class/infiniband`: one directory per registered RDMA device.
+pub(crate) fn sys_infiniband() -> PathBuf {
+    sysfs_root().join("class/infiniband")
+}
+
+/// `<sysfs>/class/infiniband_verbs`: one `uverbsN` directory per uverbs character device.
+pub(crate) fn sys_infiniband_verbs() -> PathBuf {
+    sysfs_root().join("class/infiniband_verbs")
+}
 
 fn env_or(var: &str, default: &str) -> String {
     match std::env::var(var) {
@@ -28,6 +39,20 @@ pub(crate) fn rxe_name() -> String {
 /// Name of the iWARP test device: `$VERBS_TEST_SIW`, default `siw0`.
 pub(crate) fn siw_name() -> String {
     env_or("VERBS_TEST_SIW", "siw0")
+}
+
+/// An index inside port 1's GID table whose entry is empty, for the tests
+/// of what the kernel does with such a source GID: 250 when the table is
+/// that long (rxe's holds 1024), else the table's last index (the simulated
+/// ConnectX's holds 16, of which 4 are in use). Panics if that entry is in
+/// use, so a test never takes a live GID for an empty one.
+pub(crate) fn empty_gid_index(ctx: &verbs::Context) -> u8 {
+    let len = ctx.query_port(1).expect("ibv_query_port").gid_tbl_len;
+    assert!(len > 0, "port 1 has no GID table");
+    let index = if len > 250 { 250 } else { (len.min(256) - 1) as u8 };
+    let gid = ctx.query_gid(1, u32::from(index)).expect("ibv_query_gid");
+    assert_eq!(gid, [0; 16], "GID {index} of port 1 is in use: the test needs an empty entry");
+    index
 }
 
 /// RoCE v2 GID index on the RoCE device: `$VERBS_TEST_GID_INDEX`, else `$VM_RXE_GID_INDEX`,
@@ -48,7 +73,7 @@ pub(crate) fn gid_index() -> u32 {
 /// `/sys/class/infiniband/<dev>`; panics with a clear message if the device is not there,
 /// so a missing device is a test failure, never a silent pass.
 pub(crate) fn sysfs_dev(dev: &str) -> PathBuf {
-    let p = PathBuf::from(SYS_INFINIBAND).join(dev);
+    let p = sys_infiniband().join(dev);
     assert!(
         p.is_dir(),
         "RDMA device {dev} not found: {} does not exist (set VERBS_TEST_RXE / VERBS_TEST_SIW \
@@ -70,8 +95,8 @@ pub(crate) fn read_attr(path: impl Into<PathBuf>) -> String {
 /// `/sys/class/infiniband_verbs/uverbsN/ibdev`.
 pub(crate) fn uverbs_of(dev: &str) -> String {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(SYS_INFINIBAND_VERBS)
-        .unwrap_or_else(|e| panic!("reading {SYS_INFINIBAND_VERBS}: {e}"))
+    let dir = sys_infiniband_verbs();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
     {
         let entry = entry.expect("readdir entry");
         let ibdev = entry.path().join("ibdev");

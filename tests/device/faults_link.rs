@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Instant;
 
-use super::common::{gid_index, read_attr, rxe_name, uverbs_of, SYS_INFINIBAND};
+use super::common::{gid_index, read_attr, rxe_name, sys_infiniband, uverbs_of};
 use super::rig::{init_attr, rc_pair, ALL_ACCESS, CAP};
 use verbs::discovery::devices;
 use verbs::wr::{SendFlags, SendWr};
@@ -69,7 +69,7 @@ impl Restore {
 
     /// `rdma link add` and wait for ACTIVE and the same GID at the same index.
     fn recreate(&self) -> Result<(), String> {
-        let port = Path::new(SYS_INFINIBAND).join(&self.dev).join("ports/1");
+        let port = sys_infiniband().join(&self.dev).join("ports/1");
         if !port.exists() {
             let st = Command::new("rdma")
                 .args(["link", "add", &self.dev, "type", "rxe", "netdev", &self.netdev])
@@ -132,7 +132,7 @@ struct Load<'a> {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn rxe_link_delete_under_load() {
     let name = rxe_name();
-    let sys = Path::new(SYS_INFINIBAND).join(&name);
+    let sys = sys_infiniband().join(&name);
     let node = format!("/dev/infiniband/{}", uverbs_of(&name));
     let mut restore = Restore {
         dev: name.clone(),

@@ -1,9 +1,9 @@
 //! Harness-level device tests: the devices the other device tests rely on are there and usable.
-//! They read the kernel's sysfs and /dev directly (not this crate's discovery code), so a
+//! They read sysfs (`$SYSFS_PATH`, else /sys, as the library does) and /dev directly (not this crate's discovery code), so a
 //! failure here points at the test environment, not at the library.
 
 use super::common::{
-    gid_index, read_attr, rxe_name, siw_name, sysfs_dev, uverbs_of, SYS_INFINIBAND_VERBS,
+    gid_index, read_attr, rxe_name, siw_name, sys_infiniband_verbs, sysfs_dev, uverbs_of,
 };
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
@@ -19,7 +19,7 @@ fn check_registered_and_active(dev: &str, node_type: &str) {
 /// and opens read-write.
 fn check_uverbs_node(dev: &str) {
     let uverbs = uverbs_of(dev);
-    let want = read_attr(format!("{SYS_INFINIBAND_VERBS}/{uverbs}/dev")); // "231:192"
+    let want = read_attr(sys_infiniband_verbs().join(&uverbs).join("dev")); // "231:192"
     let node = format!("/dev/infiniband/{uverbs}");
     let meta = std::fs::metadata(&node).unwrap_or_else(|e| panic!("{node}: {e}"));
     assert!(meta.file_type().is_char_device(), "{node} is not a character device");
@@ -65,7 +65,7 @@ fn siw_uverbs_char_device() {
 #[ignore = "device test: needs an RDMA device (run scripts/test.sh)"]
 fn uverbs_abi_version_is_6() {
     // IB_USER_VERBS_ABI_VERSION, the write() ABI every uverbs device speaks
-    assert_eq!(read_attr(format!("{SYS_INFINIBAND_VERBS}/abi_version")), "6");
+    assert_eq!(read_attr(sys_infiniband_verbs().join("abi_version")), "6");
 }
 
 #[test]

@@ -192,7 +192,9 @@ fn siw_rereg_mr_unsupported() {
 
 /// Zero-length regions are the kernel's to judge (issue 29), which pins
 /// the pages a range touches: rxe registers an empty region at an address
-/// inside a page and refuses one at a page start (no page: `EINVAL`); siw
+/// inside a page and refuses one at a page start (no page: `EINVAL`), and so
+/// does mlx5 (mlx5_ib_reg_user_mr takes the range through ib_umem_get too:
+/// the simulated ConnectX does the same); siw
 /// refuses both (`EINVAL`). An empty `Vec` that never allocated points
 /// into page 0, which rxe cannot pin (`EFAULT`). On rxe, zero-byte RDMA
 /// WRITE and READ to and from the empty region succeed, one byte is a

@@ -1,7 +1,7 @@
 //! Queue pairs: ibv_create_qp / ibv_modify_qp (every transition, read back
 //! with ibv_query_qp) / ibv_destroy_qp, typed and as AnyQp, on rxe and siw.
 
-use super::common::{gid_index, rxe_name, siw_name};
+use super::common::{empty_gid_index, gid_index, rxe_name, siw_name};
 use verbs::qp::{
     AhAttr, AnyQp, ConnInitAttr, GlobalRoute, Mtu, QpAccess, QpCap, QpInitAttr, QpStateKind,
     RcQp, RcRtrAttr, RcRtsAttr, SqPsnAttr, UcQp, UcRtrAttr, UdInitAttr, UdQp,
@@ -126,8 +126,8 @@ fn rxe_failed_transition_hands_the_qp_back() {
     let qp = e.qp;
     assert_eq!(qp.query().unwrap().qp_state, Some(QpStateKind::Reset));
     let qp = qp.into_init(INIT).unwrap();
-    // A source GID index beyond the table: INIT->RTR fails, still INIT.
-    let e = qp.into_rtr(rtr(&ctx, 1, 250)).unwrap_err();
+    // A source GID index whose entry is empty: INIT->RTR fails, still INIT.
+    let e = qp.into_rtr(rtr(&ctx, 1, empty_gid_index(&ctx))).unwrap_err();
     assert_eq!(e.error.verb(), "ibv_modify_qp");
     assert!(e.error.errno().is_some(), "refused by the kernel: {}", e.error);
     let qp = e.qp;

@@ -34,6 +34,8 @@ mod exports;
 mod qp;
 mod stubs;
 
+pub(crate) use qp::DvQpEx;
+
 /// `struct mlx5dv_context_attr` (`mlx5dv_open_device`).
 #[repr(C)]
 pub(crate) struct Mlx5dvContextAttr {

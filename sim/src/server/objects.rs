@@ -36,6 +36,19 @@ pub fn dealloc_pd(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
     Ok(Resp { note: format!("pdn={pdn}"), ..Default::default() })
 }
 
+/// The core's `rdma_get_gid_attr` on a source GID index (CREATE_AH and
+/// MODIFY_QP take the address's GID through it, before mlx5_ib sees it):
+/// past the table `EINVAL`, an empty entry `ENODATA`.
+pub fn source_gid(d: &Daemon, index: u8) -> Result<(), i32> {
+    if u32::from(index) >= crate::fixture::GID_TBL_LEN {
+        Err(errno::EINVAL)
+    } else if usize::from(index) >= crate::fixture::gids(&d.id).len() {
+        Err(errno::ENODATA)
+    } else {
+        Ok(())
+    }
+}
+
 /// CREATE_AH: RoCE needs a GRH (is_global) with a valid source GID; the
 /// mlx5 response carries the destination MAC (every destination is on this
 /// device, so it is the port's own).
@@ -45,9 +58,10 @@ pub fn create_ah(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     let mut dgid = [0u8; 16];
     dgid.copy_from_slice(&c[16..32]);
     let (sgid_index, is_global, port) = (u8_at(c, 36), u8_at(c, 45), u8_at(c, 46));
-    if is_global == 0 || port != 1 || u32::from(sgid_index) >= crate::fixture::gids(&d.id).len() as u32 {
+    if is_global == 0 || port != 1 {
         return Err(errno::EINVAL);
     }
+    source_gid(d, sgid_index)?;
     let handle = State::alloc(&mut st.next_ah, 1);
     st.dev.ahs.insert(handle, Ah { handle, ctx, dgid });
     let mut drv = Out::new(16);
@@ -98,6 +112,21 @@ fn check_mapped(d: &Daemon, pid: Pid, addr: u64, len: u64) -> Result<(), i32> {
     d.mem.read(pid, addr + len - 1, &mut b).map_err(|_| errno::EFAULT)
 }
 
+/// The pages `ib_umem_get` pins for `len` bytes at `addr` (mlx5_ib_reg_user_mr
+/// takes the region through it, as rxe does): `EINVAL` when the range
+/// wraps or touches no page. A zero-length range inside a page touches
+/// that page and is registered (its first byte must be mapped: `EFAULT`
+/// otherwise, as get_user_pages); one at a page start touches none.
+fn umem_pages(addr: u64, len: u64) -> Result<u64, i32> {
+    const PAGE: u64 = 4096;
+    let end = addr.checked_add(len).ok_or(errno::EINVAL)?;
+    let end_page = end.checked_next_multiple_of(PAGE).ok_or(errno::EINVAL)?;
+    match (end_page - (addr & !(PAGE - 1))) / PAGE {
+        0 => Err(errno::EINVAL),
+        n => Ok(n),
+    }
+}
+
 fn new_mkey(st: &mut State) -> u32 {
     // Indices from 0x1000: no key can equal MLX5_INVALID_LKEY (0x100).
     State::alloc(&mut st.next_mkey, 0x1000) << 8
@@ -109,10 +138,8 @@ pub fn reg_mr(d: &Daemon, st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Resu
     let (start, length, iova, acc) = (u64_at(c, 0), u64_at(c, 8), u64_at(c, 16), u32_at(c, 28));
     let pdn = pd_of(st, ctx, u32_at(c, 24))?;
     check_access(acc)?;
-    if length == 0 || start.checked_add(length).is_none() {
-        return Err(errno::EINVAL);
-    }
-    check_mapped(d, pid, start, length)?;
+    umem_pages(start, length)?;
+    check_mapped(d, pid, start, length.max(1))?;
     let key = new_mkey(st);
     st.dev.mrs.insert(key, Mr { key, pdn, ctx, pid, addr: start, iova, length, access: acc, valid: true });
     let core = Out::new(12).u32(0, key >> 8).u32(4, key).u32(8, key).done();
@@ -205,4 +232,19 @@ pub fn create_comp_channel(st: &mut State, ctx: u32) -> Result<Resp, i32> {
         c.comp_channels.push(id);
     }
     Ok(Resp { core: vec![0; 4], fds: vec![(theirs, 0)], note: format!("channel={id}"), ..Default::default() })
+}
+
+#[cfg(test)]
+mod umem_tests {
+    use super::*;
+
+    #[test]
+    fn umem_pages_follow_ib_umem_get() {
+        assert_eq!(umem_pages(0x1000, 0), Err(errno::EINVAL), "empty at a page start: no page");
+        assert_eq!(umem_pages(0x1064, 0), Ok(1), "empty inside a page: that page");
+        assert_eq!(umem_pages(0x1ffc, 8), Ok(2));
+        assert_eq!(umem_pages(0x1000, 0x1000), Ok(1));
+        assert_eq!(umem_pages(u64::MAX - 8, 16), Err(errno::EINVAL), "wraps");
+        assert_eq!(umem_pages(u64::MAX - 8, 4), Err(errno::EINVAL), "its last page wraps");
+    }
 }

@@ -234,9 +234,10 @@ pub fn modify_qp(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     if mask & AV != 0 {
         // RoCE: the address must carry a GRH with a valid source GID.
         let dest = &c[0..32];
-        if u8_at(dest, 30) == 0 || usize::from(u8_at(dest, 24)) >= crate::fixture::gids(&d.id).len() {
+        if u8_at(dest, 30) == 0 {
             return Err(errno::EINVAL);
         }
+        super::objects::source_gid(d, u8_at(dest, 24))?;
         if u8_at(dest, 31) > 1 {
             return Err(errno::EINVAL);
         }

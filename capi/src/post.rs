@@ -452,7 +452,7 @@ unsafe fn post_send_again(
 /// `bad_wr` is NULL or writable.
 #[cold]
 #[inline(never)]
-unsafe fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) -> c_int {
+unsafe extern "C" fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) -> c_int {
     if !bad_wr.is_null() {
         // SAFETY: the caller passes NULL or a writable slot.
         unsafe { *bad_wr = wr };
@@ -593,19 +593,44 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     }
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
-    let sge = match w.num_sge {
-        0 => Some(None),
-        // SAFETY: the caller's promise: one readable SGE, unchanged during
-        // the call (same layout as `verbs::Sge`, asserted above).
-        1 if !w.sg_list.is_null() => Some(Some(unsafe { &*w.sg_list.cast::<Sge>() })),
-        _ => None,
-    };
+    // One SGE (the common case) here, with the SGE known to be there: the
+    // straight path is inlined with no test of it. No SGE: out of line.
+    if w.num_sge != 1 || w.sg_list.is_null() {
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_no_sge(c, wr, bad_wr) };
+    }
+    // SAFETY: the caller's promise: one readable SGE, unchanged during the
+    // call (same layout as `verbs::Sge`, asserted above).
+    let sge = unsafe { &*w.sg_list.cast::<Sge>() };
     // A QP another thread holds goes the general way, which waits.
-    if let Some(sge) = sge {
+    if let Some(mut g) = c.try_lock() {
+        // No closure here: the straight path is inlined whole.
+        if let Some(r) = g.recv_straight() {
+            if r.post(w.wr_id, Some(sge)) {
+                return 0;
+            }
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_one(c, wr, bad_wr) }
+}
+
+/// [`post_recv`] of one request that is not of one SGE: none (the
+/// straight path, as for one SGE) or anything else ([`post_recv_one`],
+/// which judges it).
+///
+/// # Safety
+///
+/// As [`post_recv_list`]; `wr` is not NULL.
+#[inline(never)]
+unsafe extern "C" fn post_recv_no_sge(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+    // SAFETY: non-NULL: the caller promises a valid request.
+    let w = unsafe { &*wr };
+    if w.num_sge == 0 {
+        // A QP another thread holds goes the general way, which waits.
         if let Some(mut g) = c.try_lock() {
-            // No closure here: the straight path is inlined whole.
             if let Some(r) = g.recv_straight() {
-                if r.post(w.wr_id, sge) {
+                if r.post(w.wr_id, None) {
                     return 0;
                 }
             }
@@ -622,7 +647,7 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
 ///
 /// As [`post_recv_list`]; `wr` is not NULL.
 #[inline(never)]
-unsafe fn post_recv_one(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+unsafe extern "C" fn post_recv_one(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
     // SAFETY: and a valid SGE array, unchanged during the call.
@@ -653,7 +678,7 @@ unsafe fn post_recv_one(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRe
 ///
 /// As [`post_recv_list`].
 #[inline(never)]
-unsafe fn post_recv_several(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+unsafe extern "C" fn post_recv_several(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     let mut g = c.lock();
     let Some(any) = g.as_mut() else {
         drop(g);

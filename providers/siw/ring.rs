@@ -294,9 +294,12 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
             return self.head;
         }
         if k == 1 {
-            // `head < n <= u32::MAX`: no overflow.
+            // `head < n <= u32::MAX`: no overflow. The ring's `n`, read
+            // here (the same value as `self.n`): after the element's
+            // stores the compiler reads it again, where it can compare
+            // with memory, instead of keeping a register for it.
             let i = self.head + 1;
-            return if i == self.n { 0 } else { i };
+            return if i == self.q.n { 0 } else { i };
         }
         let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.n));
         (if i >= n { i - n } else { i }) as u32

@@ -96,8 +96,9 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(sq: &mut SendRing, qp_type: Qp
 /// fits the element.
 #[inline(always)]
 pub fn post_recv_straight(mut prod: Producer<'_, RQE>, max_sge: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
-    // Nothing written: the general path names the error.
-    if sge.is_some() && max_sge == 0 {
+    // Nothing written: the general path names the error. (A test of
+    // `max_sge` only where the SGE is, which the caller may know.)
+    if let (Some(_), 0) = (sge, max_sge) {
         return false;
     }
     let Some(mut slot) = prod.first() else { return false };

@@ -138,6 +138,8 @@ impl<'c, T> Entered<'c, T> {
     /// dropped) if `f` picks nothing. A poll passes the `Held` by value
     /// to its out-of-line parts, so that each can be a tail call that
     /// finishes the poll and leaves the cell last.
+    // Used by the providers' dispatch: nothing calls it in a build without providers.
+    #[allow(dead_code)]
     #[inline(always)]
     pub(crate) fn project<U: ?Sized>(self, f: impl for<'a> FnOnce(&'a T) -> Option<&'a U>) -> Option<Held<'c, U>> {
         let cell = self.cell;

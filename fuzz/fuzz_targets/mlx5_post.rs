@@ -99,7 +99,10 @@ fuzz_target!(|data: &[u8]| {
                 let straight = match made.as_slice() {
                     [r] if r.ud.is_none() => {
                         let wr = SendWr { wr_id: r.wr_id, payload: r.payload, op: r.op, flags: r.flags, ud: None };
-                        let got = sq.post_straight(&mut buf, &wr);
+                        let got = sq.post_straight(&mut buf, &wr).map(|r| match r {
+                            StraightRing::Block { first, block } => Ok((first, core::array::from_fn::<u64, 8, _>(|i| block.word(i)))),
+                            StraightRing::Ring(r) => Err(r),
+                        });
                         if got.is_none() {
                             assert_eq!(sq.indices(), (cp0, head0, tail0), "declined: indices as they were");
                             assert!(bytes(&buf) == before, "declined: no byte changed");
@@ -109,11 +112,11 @@ fuzz_target!(|data: &[u8]| {
                     _ => None,
                 };
                 let res = match straight {
-                    Some(StraightRing::Block { first, block }) => {
-                        assert_eq!(block, sq.block(&buf, first), "the BlueFlame block as the ring holds it");
+                    Some(Ok((first, copied))) => {
+                        assert_eq!(copied, sq.block(&buf, first), "the BlueFlame block as the ring holds it");
                         Ok(Ring::BlueFlame { first, chunks: 1 })
                     }
-                    Some(StraightRing::Ring(r)) => Ok(r),
+                    Some(Err(r)) => Ok(r),
                     None => sq.post_with(&mut buf, made.len(), |i| made[i]),
                 };
                 match res {

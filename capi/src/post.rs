@@ -246,9 +246,12 @@ fn post_prefix<W>(wrs: &[W], mut post: impl FnMut(&[W]) -> Result<(), PostError>
 /// Made only by [`post_send`] from a request the caller promises is
 /// valid, with everything it points to, and unchanged during the call.
 /// `INLINE`: whether it may carry inline data (`IBV_SEND_INLINE`); a
-/// `CStraight<false>` with the flag set is not straight (the general path
-/// takes it), so the path of SGE requests has no copy of inline bytes (a
-/// call to `memcpy`, which would give it a stack frame).
+/// `CStraight<false>` is made only of a request without the flag (its
+/// flag is not tested again), so the path of SGE requests has no copy of
+/// inline bytes (a call to `memcpy`, which would give it a stack frame).
+/// Were the flag set after all (a request changed during the call,
+/// against the contract), its SGE would be sent as an SGE: no memory is
+/// touched that the request does not name either way.
 #[repr(transparent)]
 struct CStraight<const INLINE: bool>(IbvSendWr);
 
@@ -259,7 +262,12 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
     }
     #[inline(always)]
     fn flags(&self) -> u32 {
-        self.0.send_flags & !SEND_INLINE
+        // Without `INLINE`, [`post_send`] found the flag clear.
+        if INLINE {
+            self.0.send_flags & !SEND_INLINE
+        } else {
+            self.0.send_flags
+        }
     }
     #[inline(always)]
     fn data(&self) -> Option<Plain<'_>> {
@@ -272,10 +280,9 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
             1 if !w.sg_list.is_null() => Some(unsafe { &*w.sg_list.cast::<Sge>() }),
             _ => return None,
         };
-        let inline = w.send_flags & SEND_INLINE != 0;
-        if inline && !INLINE {
-            return None;
-        }
+        // Without `INLINE`, [`post_send`] found the flag clear (and the
+        // request is unchanged during the call).
+        let inline = INLINE && w.send_flags & SEND_INLINE != 0;
         Some(match (inline, sge) {
             (false, None) => Plain::Empty,
             (false, Some(g)) => Plain::Sge(g),

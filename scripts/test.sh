@@ -36,7 +36,11 @@
 # usage: scripts/test.sh [options] [-- DEVICE-TEST-ARGS...]
 #   --native          run the device suite on this host's real RDMA devices, no VM, no
 #                     setup (also: VERBS_NATIVE=1).  Devices: --rxe/--siw or the
-#                     environment variables VERBS_TEST_RXE / VERBS_TEST_SIW
+#                     environment variables VERBS_TEST_RXE / VERBS_TEST_SIW (default
+#                     rxe0/siw0); a named device that is not in /sys/class/infiniband
+#                     fails the run at once.  The device tests and libibverbs.so are built
+#                     with feature mlx5: on a ConnectX,
+#                       scripts/test.sh --native --rxe mlx5_0 --siw none
 #   --rxe NAME        the RoCE device (sets VERBS_TEST_RXE; VM: always rxe0)
 #   --siw NAME        the iWARP device (sets VERBS_TEST_SIW; VM: always siw0); "none" in
 #                     native mode skips the tests whose names contain "siw"
@@ -121,6 +125,23 @@ finish() {
 }
 DEVICE_LINE="device: 0 passed, 0 failed (did not run)"
 
+# --native names devices that must be here: a missing one fails the run at once, before any
+# build, with the devices this host has (a native run that found no device must not pass).
+if [ "$NATIVE" = 1 ] && [ "$DEVICE" = 1 ]; then
+    n=0 have=$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+    for d in "${VERBS_TEST_RXE:-rxe0}" "${VERBS_TEST_SIW:-siw0}"; do
+        [ "$d" = none ] && continue
+        n=$((n + 1))
+        [ -d "/sys/class/infiniband/$d" ] || FAILS+=("--native: no RDMA device $d on this host (its RDMA devices: ${have:-none}); name them with --rxe NAME / --siw NAME|none")
+    done
+    [ "$n" = 0 ] && FAILS+=("--native with --rxe none and --siw none: no device to test")
+    if [ ${#FAILS[@]} -gt 0 ]; then
+        for f in "${FAILS[@]}"; do echo "test.sh: $f" >&2; done
+        DEVICE_LINE="device: 0 passed, 0 failed (did not run: no device)"
+        finish
+    fi
+fi
+
 # --- 1. setup ---------------------------------------------------------------------------------
 if [ "$SETUP" = 1 ]; then
     banner "setup"
@@ -177,8 +198,11 @@ fi
 # tests/device/capi.rs runs rdma-core's tools on our libibverbs.so, which it finds next to the
 # device test binary (target/<profile>/deps/libibverbs.so): build it for both profiles.
 banner "build libibverbs.so (cargo build -p verbs-capi, debug and release)"
-timed "capi-build" - cargo build -p verbs-capi || FAILS+=("cargo build -p verbs-capi")
-timed "capi-build-release" - cargo build --release -p verbs-capi || FAILS+=("cargo build --release -p verbs-capi")
+# Natively with feature mlx5: a ConnectX is driven through our own provider (issue 26).
+CAPI_FEATURES=()
+[ "$NATIVE" = 1 ] && CAPI_FEATURES=(--features mlx5)
+timed "capi-build" - cargo build -p verbs-capi "${CAPI_FEATURES[@]}" || FAILS+=("cargo build -p verbs-capi")
+timed "capi-build-release" - cargo build --release -p verbs-capi "${CAPI_FEATURES[@]}" || FAILS+=("cargo build --release -p verbs-capi")
 
 banner "build the device test binary (cargo test --test device --no-run)"
 t=$(date +%s.%N)
@@ -195,7 +219,7 @@ echo "device test binary: $BIN"
 # The same suite in a release build: optimizer-only bugs (the compiler assuming memory the
 # kernel writes during a syscall is unchanged) show up only there.
 t=$(date +%s.%N)
-cargo test --release --features internals,tokio --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
+cargo test --release --features internals,mlx5,tokio --test device --no-run --message-format=json-render-diagnostics > "$LOGDIR/build-release.json"
 brc=$?
 TIMES+=("device-build-release $(elapsed "$t")s")
 RBIN=$(grep '"reason":"compiler-artifact"' "$LOGDIR/build-release.json" | grep '"name":"device"' \
@@ -209,11 +233,6 @@ echo "device test binary (release): $RBIN"
 TEST_ARGS=(--ignored --test-threads=1)
 if [ "$NATIVE" = 1 ]; then
     banner "device suite, natively (devices: ${VERBS_TEST_RXE:-rxe0} ${VERBS_TEST_SIW:-siw0})"
-    for d in "${VERBS_TEST_RXE:-rxe0}" "${VERBS_TEST_SIW:-siw0}"; do
-        [ "$d" = none ] && continue
-        [ -d "/sys/class/infiniband/$d" ] || echo "test.sh: warning: no RDMA device $d here" \
-            "(devices: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' '))" >&2
-    done
     [ "${VERBS_TEST_RXE:-}" = none ] && TEST_ARGS+=(--skip rxe)
     [ "${VERBS_TEST_SIW:-}" = none ] && TEST_ARGS+=(--skip siw)
     timed "device-native" "$LOGDIR/device.log" \

@@ -27,10 +27,19 @@
 
 use crate::{ah, async_event, comp_channel, context, cq, device, marshall, mcast, misc, mr, pd, qp, qp_ex, query_device, srq, stubs};
 
+/// Binds exported names to Rust items by module-level assembly; also used
+/// by `crate::mlx5dv::exports` for libmlx5's names.
+///
+/// * `default { NAME = path, … }`: a global function alias `NAME`.
+/// * `versioned { ALIAS => NAME "@VER" = path, … }`: a global function
+///   alias `ALIAS` bound to `NAME@VER` (or `NAME@@VER`) by `.symver`.
+/// * optional `objects { NAME = path, size N, … }`: a global data alias
+///   of `N` bytes (libibverbs' `verbs_allow_disassociate_destroy`).
 macro_rules! exports {
     (
         default { $($name:ident = $f:path,)* }
         versioned { $($alias:ident => $cname:ident $ver:literal = $cf:path,)* }
+        $(objects { $($obj:ident = $of:path, size $size:literal,)* })?
     ) => {
         core::arch::global_asm!(
             $(concat!(
@@ -44,16 +53,20 @@ macro_rules! exports {
                 ".set ", stringify!($alias), ", {", stringify!($alias), "}\n",
                 ".symver ", stringify!($alias), ", ", stringify!($cname), $ver,
             ),)*
-            ".globl verbs_allow_disassociate_destroy",
-            ".type verbs_allow_disassociate_destroy, @object",
-            ".size verbs_allow_disassociate_destroy, 1",
-            ".set verbs_allow_disassociate_destroy, {verbs_allow_disassociate_destroy}",
+            $($(concat!(
+                ".globl ", stringify!($obj), "\n",
+                ".type ", stringify!($obj), ", @object\n",
+                ".size ", stringify!($obj), ", ", stringify!($size), "\n",
+                ".set ", stringify!($obj), ", {", stringify!($obj), "}",
+            ),)*)?
             $($name = sym $f,)*
             $($alias = sym $cf,)*
-            verbs_allow_disassociate_destroy = sym stubs::VERBS_ALLOW_DISASSOCIATE_DESTROY,
+            $($($obj = sym $of,)*)?
         );
     };
 }
+#[cfg(feature = "mlx5")]
+pub(crate) use exports;
 
 exports! {
     default {
@@ -251,5 +264,8 @@ exports! {
         ibv_reg_mr_v1_0 => ibv_reg_mr "@IBVERBS_1.0" = stubs::v1_0::ibv_reg_mr,
         ibv_resize_cq_v1_0 => ibv_resize_cq "@IBVERBS_1.0" = stubs::v1_0::ibv_resize_cq,
         ibv_register_driver_v1_1 => ibv_register_driver "@IBVERBS_1.1" = stubs::ibv_register_driver,
+    }
+    objects {
+        verbs_allow_disassociate_destroy = stubs::VERBS_ALLOW_DISASSOCIATE_DESTROY, size 1,
     }
 }

@@ -463,8 +463,8 @@ const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 
 /// `verbs_context.create_qp_ex` (behind the `ibv_create_qp_ex` inline when
 /// the mask is more than `IBV_QP_INIT_ATTR_PD`): a QP of a PD as
-/// `ibv_create_qp` makes it, with the `ibv_wr_*` table when send
-/// operations are asked for (`crate::qp_ex`). Creation flags go to
+/// `ibv_create_qp` makes it, with the `ibv_wr_*` table when `attr` has
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS` ([`wants_wr_table`], `crate::qp_ex`). Creation flags go to
 /// `QueuePair::create_with_flags` (the provider passes them to the kernel
 /// or refuses them, `EOPNOTSUPP`: rxe and siw take none); SOURCE_QPN and
 /// unknown flags are refused with `EOPNOTSUPP`, as are TSO and
@@ -475,6 +475,19 @@ const QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 64;
 /// `attr` is NULL or points to a readable and writable `struct
 /// ibv_qp_init_attr_ex`.
 pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mut IbvQpInitAttrEx) -> *mut IbvQp {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { create_qp_ex_with(context, attr, false) }
+}
+
+/// [`create_qp_ex`], with the `ibv_wr_*` table when `attr` has
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS` (whatever operations it names, as
+/// libmlx5's `mlx5_qp_fill_wr_pfns` and rxe install every one the QP type
+/// has) or when `wr_api` (`mlx5dv_create_qp` with mlx5 send operations).
+///
+/// # Safety
+///
+/// As [`create_qp_ex`].
+pub(crate) unsafe fn create_qp_ex_with(context: *mut IbvContext, attr: *mut IbvQpInitAttrEx, wr_api: bool) -> *mut IbvQp {
     if attr.is_null() {
         return fail_null(libc::EINVAL);
     }
@@ -499,10 +512,20 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut IbvContext, attr: *mu
     if send_ops & !device_ops != 0 {
         return fail_null(libc::EOPNOTSUPP);
     }
+    let wr_api = wants_wr_table(a.comp_mask, wr_api);
     // SAFETY: struct ibv_qp_init_attr_ex begins with every field of struct
     // ibv_qp_init_attr (layout test), which create reads and writes back
     // (the granted caps), as verbs.h's own PD-only path does.
-    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), send_ops != 0, Some(context), create_flags) }
+    unsafe { create(a.pd, attr.cast::<IbvQpInitAttr>(), wr_api, Some(context), create_flags) }
+}
+
+/// Whether a QP made by `create_qp_ex` gets the `ibv_wr_*` table:
+/// `comp_mask` (of `struct ibv_qp_init_attr_ex`) has
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, even naming no operation, or
+/// `dv_send_ops` (`mlx5dv_create_qp` with
+/// `MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS`), as libmlx5 decides.
+pub(crate) fn wants_wr_table(comp_mask: u32, dv_send_ops: bool) -> bool {
+    dv_send_ops || comp_mask & QP_INIT_ATTR_SEND_OPS_FLAGS != 0
 }
 
 /// `ibv_create_qp`: see [`create`].

@@ -16,9 +16,8 @@ mod common;
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
 use rustix::fd::OwnedFd;
-use verbs::providers::mlx5::abi::Mlx5AllocUcontextResp;
 use verbs::providers::mlx5::buf::WqBuf;
-use verbs::providers::mlx5::ctx::{CtxInfo, Doorbell, Uars};
+use verbs::providers::mlx5::ctx::{sim_response, CtxInfo, Doorbell, Uars};
 use verbs::providers::mlx5::ops;
 use verbs::providers::mlx5::registry::{Entry, RegRef};
 use verbs::providers::mlx5::res::{CqMem, QpMem, SrqMem};
@@ -42,28 +41,9 @@ struct World {
     srq: u32,
 }
 
-/// The answer the simulated ConnectX gives to ALLOC_UCONTEXT (sim/src/server/device.rs).
+/// The context of the simulated ConnectX (its ALLOC_UCONTEXT response).
 fn ctx_info() -> CtxInfo {
-    let r = Mlx5AllocUcontextResp {
-        qp_tab_size: 1 << 18,
-        bf_reg_size: 512,
-        tot_bfregs: 16,
-        cache_line_size: 64,
-        max_sq_desc_sz: 1024,
-        max_rq_desc_sz: 512,
-        max_send_wqebb: 1 << 15,
-        max_recv_wr: 1 << 15,
-        max_srq_recv_wr: 1 << 15,
-        num_ports: 1,
-        response_length: 72,
-        cqe_version: 1,
-        cmds_supp_uhw: 2,
-        eth_min_inline: 1,
-        log_uar_size: 12,
-        num_uars_per_page: 1,
-        ..Default::default()
-    };
-    CtxInfo::from_response(r.as_bytes()).unwrap()
+    CtxInfo::from_response(sim_response().as_bytes()).unwrap()
 }
 
 fn qp_entry(reg: &RegRef, db: Doorbell, srq_uidx: Option<u32>, sq_wr: u32, sig_all: bool) -> u32 {

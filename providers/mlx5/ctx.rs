@@ -226,6 +226,31 @@ impl Uars {
     }
 }
 
+/// The ALLOC_UCONTEXT response the simulated ConnectX gives
+/// (sim/src/server/device.rs): for the unit tests and the fuzz targets.
+#[cfg(any(test, feature = "internals"))]
+pub fn sim_response() -> Mlx5AllocUcontextResp {
+    Mlx5AllocUcontextResp {
+        qp_tab_size: 1 << 18,
+        bf_reg_size: 512,
+        tot_bfregs: 16,
+        cache_line_size: 64,
+        max_sq_desc_sz: 1024,
+        max_rq_desc_sz: 512,
+        max_send_wqebb: 1 << 15,
+        max_recv_wr: 1 << 15,
+        max_srq_recv_wr: 1 << 15,
+        num_ports: 1,
+        response_length: 72,
+        cqe_version: 1,
+        cmds_supp_uhw: 2,
+        eth_min_inline: 1,
+        log_uar_size: 12,
+        num_uars_per_page: 1,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -234,29 +259,6 @@ pub(super) mod tests {
     /// The UARs of the simulator's context, over a memfd of 8 pages.
     pub(in super::super) fn sim_uars(fd: &rustix::fd::OwnedFd) -> Uars {
         Uars::map(rustix::fd::AsFd::as_fd(fd), CtxInfo::from_response(sim_response().as_bytes()).unwrap()).unwrap()
-    }
-
-    /// The response the simulated ConnectX gives (sim/src/server/device.rs).
-    fn sim_response() -> Mlx5AllocUcontextResp {
-        Mlx5AllocUcontextResp {
-            qp_tab_size: 1 << 18,
-            bf_reg_size: 512,
-            tot_bfregs: 16,
-            cache_line_size: 64,
-            max_sq_desc_sz: 1024,
-            max_rq_desc_sz: 512,
-            max_send_wqebb: 1 << 15,
-            max_recv_wr: 1 << 15,
-            max_srq_recv_wr: 1 << 15,
-            num_ports: 1,
-            response_length: 72,
-            cqe_version: 1,
-            cmds_supp_uhw: 2,
-            eth_min_inline: 1,
-            log_uar_size: 12,
-            num_uars_per_page: 1,
-            ..Default::default()
-        }
     }
 
     #[test]

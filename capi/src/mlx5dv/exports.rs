@@ -1,5 +1,5 @@
 //! libmlx5's exported names (rdma-core 44, `mlx5dv.map`), bound to their
-//! Rust functions by module-level assembly as in `crate::exports`: a
+//! Rust functions by `crate::exports`'s `exports!` assembly: a
 //! plain name takes its version from the version script
 //! (`NAME@@MLX5_1.x`); `mlx5dv_init_obj`, which libmlx5 exports in two
 //! versions, is bound by `.symver` of two aliases.
@@ -15,29 +15,7 @@
 #![allow(unsafe_code)]
 
 use super::stubs;
-
-macro_rules! exports {
-    (
-        default { $($name:ident = $f:path,)* }
-        versioned { $($alias:ident => $cname:ident $ver:literal = $cf:path,)* }
-    ) => {
-        core::arch::global_asm!(
-            $(concat!(
-                ".globl ", stringify!($name), "\n",
-                ".type ", stringify!($name), ", @function\n",
-                ".set ", stringify!($name), ", {", stringify!($name), "}",
-            ),)*
-            $(concat!(
-                ".globl ", stringify!($alias), "\n",
-                ".type ", stringify!($alias), ", @function\n",
-                ".set ", stringify!($alias), ", {", stringify!($alias), "}\n",
-                ".symver ", stringify!($alias), ", ", stringify!($cname), $ver,
-            ),)*
-            $($name = sym $f,)*
-            $($alias = sym $cf,)*
-        );
-    };
-}
+use crate::exports::exports;
 
 exports! {
     default {

@@ -66,8 +66,6 @@ const MASK_SEND_OPS_FLAGS: u64 = 4;
 const MASK_ALL: u64 = 0xf;
 /// `MLX5DV_QP_EX_WITH_RAW_WQE`.
 const WITH_RAW_WQE: u64 = 1 << 3;
-/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
-const IBV_SEND_OPS_FLAGS: u32 = 64;
 
 /// `mlx5dv_create_qp`: `ibv_create_qp_ex` with libmlx5's attributes, of
 /// which only the raw WQE send operation is implemented
@@ -89,6 +87,12 @@ pub(crate) unsafe extern "C" fn mlx5dv_create_qp(
     if c.ctx.provider() != ProviderKind::Mlx5 {
         return fail_null(libc::EOPNOTSUPP);
     }
+    // libmlx5 (`mlx5_qp_fill_wr_pfns`) installs the `ibv_wr_*` table, and
+    // with mlx5 operations asked for their `mlx5dv_qp_ex` entries, when
+    // either attribute struct has its send-operations mask: so a QP asked
+    // for `MLX5DV_QP_EX_WITH_RAW_WQE` alone never has a NULL entry a C
+    // caller of `ibv_wr_start`/`mlx5dv_wr_raw_wqe` would call.
+    let mut dv_ops = false;
     if !mlx5_attr.is_null() {
         // SAFETY: non-NULL; the caller promises a readable struct.
         let a = unsafe { &*mlx5_attr };
@@ -100,13 +104,10 @@ pub(crate) unsafe extern "C" fn mlx5dv_create_qp(
         if flags != 0 || a.comp_mask & !(MASK_CREATE_FLAGS | MASK_SEND_OPS_FLAGS) != 0 || ops & !WITH_RAW_WQE != 0 {
             return fail_null(libc::EOPNOTSUPP);
         }
-        // SAFETY: the caller promises a readable qp_attr when non-NULL.
-        if ops != 0 && (qp_attr.is_null() || unsafe { (*qp_attr).comp_mask } & IBV_SEND_OPS_FLAGS == 0) {
-            return fail_null(libc::EINVAL);
-        }
+        dv_ops = a.comp_mask & MASK_SEND_OPS_FLAGS != 0;
     }
     // SAFETY: the caller's promise about qp_attr, passed on.
-    unsafe { crate::qp::create_qp_ex(context, qp_attr) }
+    unsafe { crate::qp::create_qp_ex_with(context, qp_attr, dv_ops) }
 }
 
 /// `mlx5dv_qp_ex_from_ibv_qp_ex`: the QP's `struct mlx5dv_qp_ex`; NULL
@@ -145,5 +146,47 @@ mod tests {
         assert_eq!(offset_of!(DvQpEx, wr_raw_wqe), 72);
         assert_eq!(size_of::<Mlx5dvQpInitAttr>(), 40);
         assert_eq!((offset_of!(Mlx5dvQpInitAttr, create_flags), offset_of!(Mlx5dvQpInitAttr, dc_init_attr), offset_of!(Mlx5dvQpInitAttr, send_ops_flags)), (8, 16, 32));
+    }
+
+    /// A QP of `mlx5dv_create_qp` asking `MLX5DV_QP_EX_WITH_RAW_WQE` and no
+    /// `ibv_wr_*` operation (send_ops_flags 0, or no
+    /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`) gets both tables, as libmlx5's
+    /// QPs do: `ibv_wr_start`, the `ibv_wr_*` builders and setters and
+    /// `mlx5dv_wr_raw_wqe` call no NULL pointer.
+    #[test]
+    fn raw_wqe_qp_without_ibv_send_ops_has_both_tables() {
+        const PD: u32 = 1;
+        const SEND_OPS_FLAGS: u32 = 64;
+        assert!(crate::qp::wants_wr_table(PD, true), "mlx5 send ops alone");
+        assert!(crate::qp::wants_wr_table(PD | SEND_OPS_FLAGS, false), "the mask with send_ops_flags 0");
+        assert!(!crate::qp::wants_wr_table(PD, false), "a QP without the builder API");
+        // SAFETY: struct ibv_qp_ex is plain C data (integers, pointers and
+        // nullable function pointers): all-zero is valid.
+        let mut ex: IbvQpEx = unsafe { core::mem::zeroed() };
+        crate::qp_ex::set_api(&mut ex);
+        let entries = [
+            ("wr_start", ex.wr_start),
+            ("wr_complete", ex.wr_complete),
+            ("wr_abort", ex.wr_abort),
+            ("wr_send", ex.wr_send),
+            ("wr_send_imm", ex.wr_send_imm),
+            ("wr_send_inv", ex.wr_send_inv),
+            ("wr_local_inv", ex.wr_local_inv),
+            ("wr_rdma_write", ex.wr_rdma_write),
+            ("wr_rdma_write_imm", ex.wr_rdma_write_imm),
+            ("wr_rdma_read", ex.wr_rdma_read),
+            ("wr_atomic_cmp_swp", ex.wr_atomic_cmp_swp),
+            ("wr_atomic_fetch_add", ex.wr_atomic_fetch_add),
+            ("wr_bind_mw", ex.wr_bind_mw),
+            ("wr_set_ud_addr", ex.wr_set_ud_addr),
+            ("wr_set_sge", ex.wr_set_sge),
+            ("wr_set_sge_list", ex.wr_set_sge_list),
+            ("wr_set_inline_data", ex.wr_set_inline_data),
+            ("wr_set_inline_data_list", ex.wr_set_inline_data_list),
+        ];
+        for (name, f) in entries {
+            assert!(f.is_some(), "{name} is NULL");
+        }
+        assert!(DvQpEx::new(true).wr_raw_wqe.is_some(), "wr_raw_wqe is NULL");
     }
 }

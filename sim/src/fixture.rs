@@ -98,6 +98,8 @@ pub fn write(root: &Path, id: &Identity) -> io::Result<()> {
     w(&uverbs, "ibdev", &id.ibdev)?;
     w(&uverbs, "dev", "1:3")?;
     w(&uverbs, "abi_version", "1")?;
+    // The connection manager's ABI (librdmacm reads it before using rdma_cm).
+    w(&root.join("class/misc/rdma_cm"), "abi_version", "4")?;
     let modalias = format!("pci:v{:08X}d{:08X}sv{:08X}sd{:08X}bc02sc00i00", PCI_VENDOR, PCI_DEVICE, PCI_VENDOR, 0x0016);
     w(&uverbs, "device/modalias", &modalias)?;
     w(&ibdev, "node_type", "1: CA")?;

@@ -20,6 +20,10 @@ pub const MAX_FDS: usize = 4;
 /// uses in legacy mode are 0 .. tot_bfregs/2 pages).
 pub const UAR_PAGES: u32 = 64;
 
+/// [`Hello::index`] of a connection that stands for `/dev/infiniband/rdma_cm`
+/// (its Welcome carries the event descriptor instead of the UAR memfd).
+pub const UCMA_INDEX: u32 = u32::MAX;
+
 /// shim -> daemon, first message of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {

@@ -35,6 +35,7 @@ use verbs_sim::proto::{Call, Hello, Reply, Welcome, REPLY_LEN};
 
 const DEV_NULL: &CStr = c"/dev/null";
 const PREFIX: &[u8] = b"/dev/infiniband/uverbs";
+const RDMA_CM: &[u8] = b"/dev/infiniband/rdma_cm";
 const NETLINK_RDMA: c_int = 20;
 const SLOTS_N: usize = 32;
 const PAGE: i64 = 4096;
@@ -45,6 +46,8 @@ struct Slot {
     sock: AtomicI32,
     memfd: AtomicI32,
     pages: AtomicU32,
+    /// An rdma_cm file (its fd is the daemon's event socket).
+    cm: std::sync::atomic::AtomicBool,
     lock: Mutex<()>,
 }
 
@@ -54,6 +57,7 @@ const FREE: Slot = Slot {
     sock: AtomicI32::new(-1),
     memfd: AtomicI32::new(-1),
     pages: AtomicU32::new(0),
+    cm: std::sync::atomic::AtomicBool::new(false),
     lock: Mutex::new(()),
 };
 static SLOTS: [Slot; SLOTS_N] = [FREE; SLOTS_N];
@@ -126,8 +130,9 @@ fn sys_close(fd: c_int) {
     unsafe { libc::syscall(libc::SYS_close, fd) };
 }
 
-/// Connects uverbs descriptor `fd` (our /dev/null) to the daemon.
-fn attach(fd: c_int, index: u32) -> Result<(), c_int> {
+/// Opens a connection to the daemon and says hello; returns the socket,
+/// its welcome and the descriptor that came with it.
+fn connect_daemon(index: u32) -> Result<(OwnedFd, Welcome, OwnedFd), c_int> {
     let path = socket_path().ok_or(libc::ENODEV)?;
     // SAFETY: plain socket(2) through syscall(2) (not our `socket`).
     let s = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
@@ -164,18 +169,68 @@ fn attach(fd: c_int, index: u32) -> Result<(), c_int> {
     let mut buf = [0u8; 64];
     let (n, mut fds) = fdpass::recv(sock_fd(&sock), &mut buf).map_err(|_| libc::ENODEV)?;
     let w = Welcome::decode(&buf[..n]).ok_or(libc::ENODEV)?;
-    let memfd = fds.pop().ok_or(libc::ENODEV)?;
+    let fd = fds.pop().ok_or(libc::ENODEV)?;
     // Let the daemon reach this process's memory (process_vm_*) even where
     // Yama restricts ptrace to descendants; harmless elsewhere.
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PTRACER, w.daemon_pid as c_ulong, 0, 0, 0) };
+    Ok((sock, w, fd))
+}
+
+fn register(fd: c_int, sock: OwnedFd, memfd: c_int, pages: u32, cm: bool) -> Result<(), c_int> {
     let slot = SLOTS.iter().find(|s| s.fd.compare_exchange(-1, -2, AcqRel, Relaxed).is_ok()).ok_or(libc::EMFILE)?;
     slot.sock.store(sock.into_raw_fd(), Relaxed);
-    slot.memfd.store(memfd.into_raw_fd(), Relaxed);
-    slot.pages.store(w.uar_pages, Relaxed);
+    slot.memfd.store(memfd, Relaxed);
+    slot.pages.store(pages, Relaxed);
+    slot.cm.store(cm, Relaxed);
     slot.fd.store(fd, Release);
     ACTIVE.fetch_add(1, AcqRel);
     Ok(())
+}
+
+/// Connects uverbs descriptor `fd` (our /dev/null) to the daemon.
+fn attach(fd: c_int, index: u32) -> Result<(), c_int> {
+    let (sock, w, memfd) = connect_daemon(index)?;
+    let memfd = memfd.into_raw_fd();
+    register(fd, sock, memfd, w.uar_pages, false).inspect_err(|_| sys_close(memfd))
+}
+
+/// Opens an rdma_cm file: the descriptor the application gets is the
+/// daemon's event socket (readable while an event waits), with the
+/// open's O_NONBLOCK / O_CLOEXEC.
+fn attach_cm(flags: c_int) -> Result<c_int, c_int> {
+    let (sock, _w, ev) = connect_daemon(verbs_sim::proto::UCMA_INDEX)?;
+    let fd = ev.into_raw_fd();
+    // SAFETY: fcntl with integer arguments on our new descriptor.
+    unsafe {
+        if flags & libc::O_NONBLOCK != 0 {
+            libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK | libc::O_RDWR);
+        }
+        if flags & libc::O_CLOEXEC == 0 {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+        }
+    }
+    register(fd, sock, -1, 0, true).inspect_err(|_| sys_close(fd))?;
+    Ok(fd)
+}
+
+/// True if `path` is /dev/infiniband/rdma_cm and the simulator is on.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+unsafe fn is_rdma_cm(path: *const c_char) -> bool {
+    if path.is_null() || socket_path().is_none() {
+        return false;
+    }
+    // SAFETY: caller contract.
+    unsafe { CStr::from_ptr(path) }.to_bytes() == RDMA_CM
+}
+
+fn open_cm(flags: c_int) -> c_int {
+    attach_cm(flags).unwrap_or_else(|e| {
+        set_errno(e);
+        -1
+    })
 }
 
 fn sock_fd(s: &OwnedFd) -> BorrowedFd<'_> {
@@ -222,7 +277,10 @@ fn forward(slot: &Slot, call: Call) -> i64 {
 fn detach(slot: &Slot) {
     let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
     sys_close(slot.sock.swap(-1, Relaxed));
-    sys_close(slot.memfd.swap(-1, Relaxed));
+    let m = slot.memfd.swap(-1, Relaxed);
+    if m >= 0 {
+        sys_close(m);
+    }
     slot.fd.store(-1, Release);
     ACTIVE.fetch_sub(1, AcqRel);
 }
@@ -233,6 +291,10 @@ type OpenatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, ...) -> c_int;
 /// # Safety
 /// open(2)'s contract.
 unsafe fn do_open(real: OpenFn, path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
+    // SAFETY: open's contract: path is a C string.
+    if unsafe { is_rdma_cm(path) } {
+        return open_cm(flags);
+    }
     // SAFETY: open's contract: path is a C string.
     if let Some(index) = unsafe { uverbs_index(path) } {
         // SAFETY: open of a literal path with the caller's flags and mode.
@@ -254,6 +316,10 @@ unsafe fn do_open(real: OpenFn, path: *const c_char, flags: c_int, mode: libc::m
 /// # Safety
 /// openat(2)'s contract.
 unsafe fn do_openat(real: OpenatFn, dirfd: c_int, path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
+    // SAFETY: path is a C string.
+    if unsafe { is_rdma_cm(path) } {
+        return open_cm(flags);
+    }
     // SAFETY: path is a C string.
     if let Some(index) = unsafe { uverbs_index(path) } {
         // SAFETY: an absolute literal path; dirfd is ignored for it.
@@ -391,7 +457,22 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize {
     if let Some(slot) = slot_of(fd) {
-        return forward(slot, Call::Write { buf: buf as u64, len: n as u64 }) as isize;
+        loop {
+            let r = forward(slot, Call::Write { buf: buf as u64, len: n as u64 });
+            // rdma_cm's GET_EVENT with nothing queued: a blocking file waits
+            // until its descriptor is readable (an event came), then asks again.
+            // SAFETY: errno location and fcntl/poll on the caller's descriptor.
+            let again = r < 0 && slot.cm.load(Relaxed) && unsafe { *libc::__errno_location() } == libc::EAGAIN;
+            // SAFETY: fcntl with integer arguments.
+            if !again || unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0 {
+                return r as isize;
+            }
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd on the stack.
+            if unsafe { libc::poll(&mut p, 1, -1) } < 0 && unsafe { *libc::__errno_location() } != libc::EINTR {
+                return -1;
+            }
+        }
     }
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real!("write", unsafe extern "C" fn(c_int, *const c_void, usize) -> isize)(fd, buf, n) }

@@ -17,6 +17,11 @@ mod scanner;
 mod sock;
 pub mod trace;
 pub mod uar;
+mod ucma;
+mod ucma_model;
+mod ucma_qp;
+#[cfg(test)]
+mod ucma_tests;
 #[cfg(test)]
 mod tests;
 
@@ -103,6 +108,8 @@ impl State {
 /// The daemon.
 pub struct Daemon {
     state: Mutex<State>,
+    /// The connection manager (rdma_cm files and ids).
+    cm: Mutex<ucma_model::Cm>,
     /// DMA into the applications.
     pub mem: ProcMem,
     /// Trace.
@@ -116,12 +123,17 @@ impl Daemon {
     pub fn new(cfg: &Config) -> io::Result<Arc<Self>> {
         let trace = Trace::new(cfg.trace.as_deref())?;
         let state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
-        Ok(Arc::new(Daemon { state: Mutex::new(state), mem: ProcMem, trace, id: cfg.identity.clone() }))
+        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone() }))
     }
 
     /// The state lock.
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection manager's lock.
+    fn cm(&self) -> MutexGuard<'_, ucma_model::Cm> {
+        self.cm.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` with an engine over the locked state.
@@ -157,6 +169,9 @@ fn serve(d: &Daemon, sock: OwnedFd) {
     let mut buf = [0u8; 64];
     let Ok((n, _)) = fdpass::recv(sock.as_fd(), &mut buf) else { return };
     let Some(hello) = Hello::decode(&buf[..n]) else { return };
+    if hello.index == crate::proto::UCMA_INDEX {
+        return ucma::serve(d, sock, hello);
+    }
     let uar = match Uar::new() {
         Ok(u) => Arc::new(u),
         Err(e) => {

@@ -77,6 +77,22 @@ pub fn send_nowait(fd: &OwnedFd, rec: &[u8]) -> bool {
     n == rec.len() as isize
 }
 
+/// Takes one record out of `app` (a duplicate of a process's end) without
+/// blocking; false if none was queued.
+pub fn take_token(app: &OwnedFd) -> bool {
+    let mut b = [0u8; 8];
+    // SAFETY: b is a mutably borrowed local of the given length.
+    let n = unsafe { libc::recv(app.as_raw_fd(), b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) };
+    n > 0
+}
+
+/// Whether a record waits in `fd` (poll for POLLIN, no wait).
+#[cfg(test)]
+pub fn pending(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd, a local, and its count.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
 
 /// Takes back the records still unread in an event queue whose `drop`
 /// predicate holds: reads every pending record from `app` (a duplicate of

@@ -69,6 +69,10 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 use crate::error::{Error, ErrorKind, Result};
 
+#[path = "buf_rq.rs"]
+mod rq_view;
+pub use rq_view::{RqGeom, RqRing};
+
 const PAGE: usize = 4096;
 
 /// An anonymous mapping of whole pages (B1).

@@ -87,6 +87,8 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
     if ring.shift() != 6 {
         return (ci0, 0);
     }
+    // The entry table, checked once: each lookup masks its index.
+    let Some((entries, mask)) = sq.entries() else { return (ci0, 0) };
     let mut ci = ci0;
     let mut retired = None;
     for slot in out.iter_mut() {
@@ -105,7 +107,7 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
             break;
         }
         // The tail moves once, after the run.
-        let e = sq.entry(u16::from_be((w7 >> 32) as u16));
+        let e = entries[usize::from(u16::from_be((w7 >> 32) as u16)) & mask];
         retired = Some(e.wqe_head);
         let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word_of::<6>(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
         // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.

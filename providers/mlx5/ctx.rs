@@ -127,7 +127,11 @@ impl CtxInfo {
 #[derive(Debug)]
 pub struct Uars {
     pages: heapless::Vec<Uar, MAX_UAR_PAGES>,
-    regs: [BfReg; TOTAL_BFREGS as usize],
+    /// The state of BlueFlame register `k` of page `p` at `p * 2 + k`
+    /// ([`Doorbell::state`]): every register `bfreg_place` names has one
+    /// (register numbers run to `4 * pages`, the indices 2 and 3 of each
+    /// page being no BlueFlame registers).
+    regs: [BfReg; 2 * MAX_UAR_PAGES],
     info: CtxInfo,
 }
 
@@ -138,8 +142,12 @@ pub struct Doorbell {
     pub page: usize,
     /// Byte offset of the register in the page.
     pub offset: usize,
-    /// Register number (the lock and the alternating half).
+    /// Register number (the `bfreg_index` the kernel gave).
     pub reg: u32,
+    /// Which of the context's register states (the lock and the
+    /// alternating half) is this register's: `page * 2 + k` for register
+    /// `k` of its page, below `2 * MAX_UAR_PAGES`.
+    pub state: usize,
     /// Bytes one BlueFlame copy may fill (`bf->buf_size`); 0 for no
     /// BlueFlame (register 0, or `bf_reg_size` 0).
     pub buf_size: u32,
@@ -175,7 +183,8 @@ impl Uars {
     pub fn doorbell(&self, reg: u32) -> Option<Doorbell> {
         let (page, offset) = self.info.bfreg_place(reg)?;
         let buf_size = if reg == 0 { 0 } else { self.info.bf_reg_size / 2 };
-        Some(Doorbell { page, offset, reg, buf_size })
+        let state = page * 2 + (reg % BFREGS_PER_PAGE) as usize;
+        Some(Doorbell { page, offset, reg, state, buf_size })
     }
 
     /// Rings a send doorbell: `store` gets the UAR page and the byte
@@ -184,7 +193,10 @@ impl Uars {
     #[inline(always)]
     pub fn ring<R>(&self, db: Doorbell, store: impl FnOnce(&Uar, usize) -> R) -> Option<R> {
         let uar = self.pages.get(db.page)?;
-        let reg = self.regs.get(db.reg as usize)?;
+        // (a mask, not a bounds check: every `Doorbell::state` is below
+        // the length, a power of two; a forged one names another register
+        // of this context, never memory outside it)
+        let reg = &self.regs[db.state & (self.regs.len() - 1)];
         // The half flips by `bf_reg_size / 2` even for register 0, whose
         // doorbells are 8 bytes (libmlx5 flips every register).
         let half = self.info.bf_reg_size / 2;
@@ -311,6 +323,13 @@ pub(super) mod tests {
         for v in [1u8, 2] {
             assert_eq!(u.ring(db, |uar, off| uar.store(off, [v; 8])), Some(true));
         }
+        // The last register of the last page (the simulator hands out
+        // register numbers up to 29) rings too, with a state of its own.
+        let last = u.doorbell(29).unwrap();
+        assert_eq!((last.page, last.offset, last.state), (7, 0xa00, 15));
+        let states: Vec<usize> = [1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29].iter().map(|&r| u.doorbell(r).unwrap().state).collect();
+        assert_eq!(states, (1..16).collect::<Vec<_>>(), "one state per register");
+        assert_eq!(u.ring(last, |uar, off| uar.store(off, [7; 8])), Some(true));
         assert!(u.arm_cq([9; 8]));
         let mut page = [0u8; UAR_PAGE];
         rustix::io::pread(&fd, &mut page, UAR_PAGE as u64).unwrap();
@@ -318,6 +337,8 @@ pub(super) mod tests {
         assert_eq!(&page[0xb00..0xb08], &[2; 8], "the second doorbell goes to the other half");
         rustix::io::pread(&fd, &mut page, 0).unwrap();
         assert_eq!(&page[0x20..0x28], &[9; 8]);
+        rustix::io::pread(&fd, &mut page, 7 * UAR_PAGE as u64).unwrap();
+        assert_eq!(&page[0xa00..0xa08], &[7; 8], "register 29 rang");
     }
 
     /// A real post through `SendQueue`, then its doorbell: one RDMA WRITE

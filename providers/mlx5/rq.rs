@@ -17,7 +17,7 @@ use core::sync::atomic::Ordering;
 
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 
-use super::buf::{Table, WqBuf};
+use super::buf::{RqGeom, Table, WqBuf};
 use super::sizing::{RqSize, SrqSize};
 use super::wqe::{DataSeg, SrqNextSeg, INVALID_LKEY, RCV_DBR};
 use crate::error::{Error, ErrorKind, Result};
@@ -48,6 +48,9 @@ pub struct RecvQueue {
     offset: usize,
     /// Byte offset of the QP's doorbell record pair.
     dbrec_offset: usize,
+    /// The ring and receive doorbell word, checked once here for
+    /// [`Self::post_one`]'s stores (B7).
+    geom: RqGeom,
     head: u32,
     tail: u32,
     wrid: Table<u64>,
@@ -59,7 +62,9 @@ impl RecvQueue {
         if !size.wqe_cnt.is_power_of_two() || size.wqe_shift < 4 || size.wqe_shift > 16 || size.max_gs << 4 > 1 << size.wqe_shift {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: receive queue geometry is not one sizing gives"));
         }
-        Ok(Self { size, offset, dbrec_offset, head: 0, tail: 0, wrid: Table::new(verb, size.wqe_cnt as usize)? })
+        let db = dbrec_offset.saturating_add(4 * RCV_DBR as usize);
+        let geom = RqGeom::new(offset, size.wqe_cnt, size.wqe_shift, size.max_gs, db);
+        Ok(Self { size, offset, dbrec_offset, geom, head: 0, tail: 0, wrid: Table::new(verb, size.wqe_cnt as usize)? })
     }
 
     /// `(head, tail)`: receives posted and completed so far.
@@ -111,32 +116,36 @@ impl RecvQueue {
     /// WQE has room), its `wr_id`, the doorbell record. `false`, nothing
     /// changed, if the queue is full, takes no SGE, or the buffer does not
     /// hold the slot: the general path then names the error. A WQE slot
-    /// written and not counted by the record is not the device's yet.
+    /// (or `wr_id` entry) written and not counted by the record is not the
+    /// device's, nor a poll's, yet.
     #[inline(always)]
     pub fn post_one(&mut self, buf: &mut WqBuf, wr_id: u64, sge: Option<&Sge>) -> bool {
-        let max_gs = self.size.max_gs as usize;
-        if self.head.wrapping_sub(self.tail) >= self.size.max_post() || (sge.is_some() && max_gs == 0) {
+        if self.head.wrapping_sub(self.tail) >= self.size.max_post() {
             return false;
         }
+        // Ring and doorbell word checked when the queue was made (B7): one
+        // comparison here, none per store.
+        let Some(mut ring) = buf.rq_ring(&self.geom) else { return false };
         let ind = self.head & (self.size.wqe_cnt - 1);
-        let at = self.offset + ((ind as usize) << self.size.wqe_shift);
+        // (Library memory, which no one reads before the doorbell record
+        // counts the WQE: stored first, to free its register.)
+        let Some(slot) = self.wrid.get_mut(ind as usize) else { return false };
+        *slot = wr_id;
+        // (`put_seg` refuses a segment the WQE has no room for: no SGE
+        // fits a queue of max_gs 0, and a full WQE takes no terminator.)
         let j = match sge {
             Some(s) if s.length != 0 => {
-                if !buf.put(at, data_seg(s)) {
+                if !ring.put_seg(ind, 0, data_seg(s)) {
                     return false;
                 }
                 1
             }
+            Some(_) if self.size.max_gs == 0 => return false,
             _ => 0,
         };
-        if j < max_gs && !buf.put(at + j * SEG, END) {
-            return false;
-        }
-        let Some(db) = buf.atomic_u32(self.dbrec_offset + 4 * RCV_DBR as usize) else { return false };
-        let Some(slot) = self.wrid.get_mut(ind as usize) else { return false };
-        *slot = wr_id;
+        ring.put_seg(ind, j, END);
         self.head = self.head.wrapping_add(1);
-        db.store((self.head & 0xffff).to_be(), Ordering::Release);
+        ring.dbrec().store((self.head & 0xffff).to_be(), Ordering::Release);
         true
     }
 

@@ -427,6 +427,15 @@ impl SendQueue {
         self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)]
     }
 
+    /// The entries of all `wqe_cnt` WQEs (a slice of exactly that many,
+    /// or `None` if the table is shorter) and `wqe_cnt - 1`, for a loop
+    /// that looks up many: `entries[c & mask]` needs no bounds check.
+    #[inline(always)]
+    pub fn entries(&self) -> Option<(&[SqEntry], usize)> {
+        let mask = (self.cfg.size.wqe_cnt as usize).wrapping_sub(1);
+        Some((self.table.get(..=mask)?, mask))
+    }
+
     /// Retires every WQE up to the one whose entry has `wqe_head`
     /// (`sq.tail = wqe_head + 1`).
     #[inline(always)]

@@ -134,12 +134,16 @@ impl Uar {
 
     /// [`Uar::store_chunks`] of one chunk whose word `w` is `word(w)`,
     /// each read just before its store (no copy of the chunk waits in
-    /// registers or on the stack).
+    /// registers or on the stack), at a 64-byte-aligned `off` (a
+    /// BlueFlame register half; anything else is refused).
     #[inline(always)]
     pub fn store_block_with(&self, off: usize, word: impl Fn(usize) -> u64) -> bool {
-        // Every mapping is at least a page (U1, `map`): one comparison
-        // against a constant instead of the length.
-        if off > UAR_PAGE - 64 || !off.is_multiple_of(8) {
+        // Every mapping is at least a page (U1, `map`): one test against
+        // a constant instead of the length. A BlueFlame copy goes to a
+        // 64-byte-aligned place (a register half, `BF_OFFSET + k *
+        // bf_reg_size + half`), one write-combining line: an offset inside
+        // the first page and 64-aligned has no bit outside `UAR_PAGE - 64`.
+        if off & !(UAR_PAGE - 64) != 0 {
             return false;
         }
         let first = self.ptr.as_ptr().wrapping_add(off).cast::<u64>();
@@ -275,6 +279,8 @@ mod tests {
         assert!(uar.store_block(BF_OFFSET + 256, block));
         assert!(!uar.store_block(UAR_PAGE - 56, block), "would end outside");
         assert!(!uar.store_block(BF_OFFSET + 4, block), "misaligned");
+        assert!(!uar.store_block(BF_OFFSET + 8, block), "not on a 64-byte line");
+        assert!(!uar.store_block(usize::MAX - 63, block), "far outside");
         let mut page = [0u8; UAR_PAGE];
         rustix::io::pread(&fd, &mut page, 0).unwrap();
         for (i, w) in page[0x900..0x940].chunks(8).enumerate() {

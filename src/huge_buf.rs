@@ -29,7 +29,7 @@
 //!   with `MAP_HUGETLB | MAP_HUGE_2MB` over whole huge pages;
 //!   `madvise(MADV_DONTFORK)` changes only what a child inherits, never
 //!   this process's memory.
-//! * **H2 — [`MrBuffer`]**: `into_raw` forgets the value (its `Drop` does
+//! * **H2 — [`MrBuffer`](crate::mr_buf::MrBuffer)**: `into_raw` forgets the value (its `Drop` does
 //!   not run), so the mapping stays until `from_raw` rebuilds its owner
 //!   from the same parts.
 #![allow(unsafe_code)]
@@ -38,7 +38,6 @@ use rustix::mm::MapFlags;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::anon_map::AnonMap;
-use crate::mr_buf::MrBuffer;
 
 /// The huge page size this buffer uses.
 pub const HUGE_PAGE_SIZE: usize = 2 << 20;
@@ -101,37 +100,12 @@ impl HugePageBuf {
     }
 }
 
-impl core::ops::Deref for HugePageBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.map.bytes()
-    }
-}
-
-impl core::ops::DerefMut for HugePageBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.map.bytes_mut()
-    }
-}
-
-// SAFETY: `into_raw` gives the mapping up without unmapping it and
-// `from_raw` owns it again (H2; A3 in `anon_map.rs`).
-unsafe impl MrBuffer for HugePageBuf {
-    type Raw = ();
-    fn into_raw(self) -> (*mut u8, usize, ()) {
-        let (p, n) = self.map.into_raw();
-        (p, n, ())
-    }
-    unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
-        // SAFETY: the parts a `HugePageBuf`'s `into_raw` gave, once
-        // (caller contract), are those of its `AnonMap`.
-        Self { map: unsafe { AnonMap::from_raw(ptr, len) } }
-    }
-}
+crate::mr_buf::anon_map_buffer!(HugePageBuf);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mr_buf::MrBuffer;
 
     /// On a host with free huge pages: aligned, zeroed, round trip; on
     /// one without: the error names the sysctl.

@@ -169,33 +169,43 @@ impl PageBuf {
     }
 }
 
-impl core::ops::Deref for PageBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.map.bytes()
-    }
-}
+/// `Deref`/`DerefMut` to the bytes and `MrBuffer` for a buffer that is
+/// one `AnonMap` in its field `map` ([`PageBuf`], B3; `HugePageBuf`, H2
+/// of `huge_buf.rs`).
+macro_rules! anon_map_buffer {
+    ($t:ident) => {
+        impl core::ops::Deref for $t {
+            type Target = [u8];
+            fn deref(&self) -> &[u8] {
+                self.map.bytes()
+            }
+        }
 
-impl core::ops::DerefMut for PageBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.map.bytes_mut()
-    }
-}
+        impl core::ops::DerefMut for $t {
+            fn deref_mut(&mut self) -> &mut [u8] {
+                self.map.bytes_mut()
+            }
+        }
 
-// SAFETY: `into_raw` gives the mapping up without unmapping it and
-// `from_raw` owns it again (B3; A3 in `anon_map.rs`).
-unsafe impl MrBuffer for PageBuf {
-    type Raw = ();
-    fn into_raw(self) -> (*mut u8, usize, ()) {
-        let (p, n) = self.map.into_raw();
-        (p, n, ())
-    }
-    unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
-        // SAFETY: the parts a `PageBuf`'s `into_raw` gave, once (caller
-        // contract), are those of its `AnonMap`.
-        Self { map: unsafe { AnonMap::from_raw(ptr, len) } }
-    }
+        // SAFETY: `into_raw` gives the mapping up without unmapping it and
+        // `from_raw` owns it again (B3 / H2; A3 in `anon_map.rs`).
+        unsafe impl $crate::mr_buf::MrBuffer for $t {
+            type Raw = ();
+            fn into_raw(self) -> (*mut u8, usize, ()) {
+                let (p, n) = self.map.into_raw();
+                (p, n, ())
+            }
+            unsafe fn from_raw(ptr: *mut u8, len: usize, (): ()) -> Self {
+                // SAFETY: the parts this type's `into_raw` gave, once
+                // (caller contract), are those of its `AnonMap`.
+                Self { map: unsafe { $crate::anon_map::AnonMap::from_raw(ptr, len) } }
+            }
+        }
+    };
 }
+pub(crate) use anon_map_buffer;
+
+anon_map_buffer!(PageBuf);
 
 /// Memory managed outside Rust's ownership (a foreign allocator, hugepage
 /// mappings, shared memory), vouched for with the `unsafe`

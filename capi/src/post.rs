@@ -46,6 +46,7 @@
 use core::ffi::c_int;
 use core::mem::MaybeUninit;
 
+use verbs::cmd::channel::RingFailed;
 use verbs::qp::{Plain, StraightWr};
 use verbs::wr::{Payload, PostError, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
@@ -244,17 +245,29 @@ fn post_prefix<W>(wrs: &[W], mut post: impl FnMut(&[W]) -> Result<(), PostError>
 ///
 /// Made only by [`post_send`] from a request the caller promises is
 /// valid, with everything it points to, and unchanged during the call.
+/// `INLINE`: whether it may carry inline data (`IBV_SEND_INLINE`); a
+/// `CStraight<false>` is made only of a request without the flag (its
+/// flag is not tested again), so the path of SGE requests has no copy of
+/// inline bytes (a call to `memcpy`, which would give it a stack frame).
+/// Were the flag set after all (a request changed during the call,
+/// against the contract), its SGE would be sent as an SGE: no memory is
+/// touched that the request does not name either way.
 #[repr(transparent)]
-struct CStraight(IbvSendWr);
+struct CStraight<const INLINE: bool>(IbvSendWr);
 
-impl StraightWr for CStraight {
+impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
     #[inline(always)]
     fn opcode(&self) -> u32 {
         self.0.opcode as u32
     }
     #[inline(always)]
     fn flags(&self) -> u32 {
-        self.0.send_flags & !SEND_INLINE
+        // Without `INLINE`, [`post_send`] found the flag clear.
+        if INLINE {
+            self.0.send_flags & !SEND_INLINE
+        } else {
+            self.0.send_flags
+        }
     }
     #[inline(always)]
     fn data(&self) -> Option<Plain<'_>> {
@@ -267,7 +280,10 @@ impl StraightWr for CStraight {
             1 if !w.sg_list.is_null() => Some(unsafe { &*w.sg_list.cast::<Sge>() }),
             _ => return None,
         };
-        Some(match (w.send_flags & SEND_INLINE != 0, sge) {
+        // Without `INLINE`, [`post_send`] found the flag clear (and the
+        // request is unchanged during the call).
+        let inline = INLINE && w.send_flags & SEND_INLINE != 0;
+        Some(match (inline, sge) {
             (false, None) => Plain::Empty,
             (false, Some(g)) => Plain::Sge(g),
             (true, Some(g)) if g.length != 0 => {
@@ -328,10 +344,40 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         // SAFETY: forwarded caller contract.
         return unsafe { post_send_list(c, wr, bad_wr) };
     }
+    // SAFETY: non-NULL: the caller promises a valid request.
+    if unsafe { (*wr).send_flags } & SEND_INLINE != 0 {
+        // SAFETY: forwarded caller contract; `wr` is not NULL.
+        return unsafe { post_send_inline(c, wr, bad_wr) };
+    }
+    // SAFETY: forwarded caller contract; `wr` is not NULL.
+    unsafe { post_send_straight::<false>(c, wr, bad_wr) }
+}
+
+/// [`post_send`] of one request with inline data: the same straight path
+/// with the copy of its bytes, out of line (a tail call: the path of SGE
+/// requests keeps no stack frame for the copy).
+///
+/// # Safety
+///
+/// As [`post_send`]; `wr` is not NULL.
+#[inline(never)]
+unsafe extern "C" fn post_send_inline(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { post_send_straight::<true>(c, wr, bad_wr) }
+}
+
+/// [`post_send`] of one request through the core's straight path (with
+/// inline data only if `INLINE`), else [`post_send_one`].
+///
+/// # Safety
+///
+/// As [`post_send`]; `wr` is not NULL.
+#[inline(always)]
+unsafe fn post_send_straight<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request, and valid
     // memory behind it, unchanged during the call (`CStraight` is
     // `repr(transparent)`).
-    let s = unsafe { &*wr.cast::<CStraight>() };
+    let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // The names test of `names_refused`, with the provider's answer
@@ -346,13 +392,26 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
             Some(Err(failed)) => {
                 drop(g);
                 // SAFETY: forwarded caller contract.
-                return unsafe { refuse(bad_wr, wr, errno_of(&failed.error("ibv_post_send"))) };
+                return unsafe { refuse_rung(bad_wr, wr, failed) };
             }
             None => {}
         }
     }
     // SAFETY: forwarded caller contract.
     unsafe { post_send_one(c, wr, bad_wr) }
+}
+
+/// [`refuse`] of a request queued whose doorbell failed (`failed`), out
+/// of line: the error is built here, not in [`post_send`]'s frame.
+///
+/// # Safety
+///
+/// As [`refuse`].
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn refuse_rung(bad_wr: *mut *mut IbvSendWr, wr: *mut IbvSendWr, failed: RingFailed) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { refuse(bad_wr, wr, errno_of(&failed.error("ibv_post_send"))) }
 }
 
 /// Whether a post on `c` is refused because its C fields no longer name
@@ -382,7 +441,7 @@ fn doorbell_names_qp(c: &qp::CQp) -> bool {
 ///
 /// As [`post_send`]; `wr` is not NULL.
 #[inline(never)]
-unsafe fn post_send_one(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+unsafe extern "C" fn post_send_one(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
     if names_refused(c) {
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
@@ -457,7 +516,10 @@ unsafe extern "C" fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) ->
         // SAFETY: the caller passes NULL or a writable slot.
         unsafe { *bad_wr = wr };
     }
-    fail_errno(errno)
+    // Opaque: were the result known to be `errno`, a caller would keep
+    // `errno` across the call and return it itself (no tail call, and a
+    // register saved for it in the caller's frame).
+    core::hint::black_box(fail_errno(errno))
 }
 
 /// [`post_send`] of a list of several requests (or none): converted and
@@ -467,7 +529,7 @@ unsafe extern "C" fn refuse<W>(bad_wr: *mut *mut W, wr: *mut W, errno: c_int) ->
 ///
 /// As [`post_send`].
 #[inline(never)]
-unsafe fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+unsafe extern "C" fn post_send_list(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
     if names_refused(c) {
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };

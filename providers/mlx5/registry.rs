@@ -204,11 +204,7 @@ impl RegRef {
     /// there is no such slot.
     #[inline]
     pub fn lock(&self, uidx: u32) -> Option<SlotGuard<'_>> {
-        let slot = self.region().slots.get(uidx as usize)?;
-        while slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            core::hint::spin_loop();
-        }
-        Some(SlotGuard { slot })
+        self.acquire(uidx, |_| false)
     }
 
     /// Locks slot `uidx` for a poll, which already holds its CQ's slot:
@@ -222,9 +218,18 @@ impl RegRef {
     /// waiting for a CQ's slot, so this wait ends.
     #[inline]
     pub fn lock_queue(&self, uidx: u32) -> Option<SlotGuard<'_>> {
+        self.acquire(uidx, |slot| slot.cq.load(Ordering::Relaxed))
+    }
+
+    /// The one spin of [`lock`](Self::lock) and
+    /// [`lock_queue`](Self::lock_queue): takes slot `uidx`'s lock (acquire
+    /// compare-exchange 0 → 1), or `None` if there is no such slot or
+    /// `give_up` says so, asked before each try.
+    #[inline(always)]
+    fn acquire(&self, uidx: u32, give_up: impl Fn(&Slot) -> bool) -> Option<SlotGuard<'_>> {
         let slot = self.region().slots.get(uidx as usize)?;
         loop {
-            if slot.cq.load(Ordering::Relaxed) {
+            if give_up(slot) {
                 return None;
             }
             if slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {

@@ -400,10 +400,10 @@ impl<T: FromBytes> SlotReader<'_, T> {
     pub fn copy_fast<const AT: usize, const LOG2: u32, U>(self, start: u32, dst: &mut [U], mut map: impl FnMut(&mut U, T)) -> Option<u32> {
         const { assert!(AT + size_of::<u32>() <= size_of::<T>(), "the word is past the record") };
         let first = start & self.mask;
-        // Slots from `first` to the end of the ring (`mask + 1 - first`,
-        // at least 1, no overflow: `first <= mask`).
-        let room = (self.mask - first) as usize + 1;
-        if self.log2 != LOG2 || dst.len() > room {
+        // The batch ends at the end of the ring or before it: `first +
+        // dst.len() <= mask + 1` (no overflow in `usize`: both sides are
+        // below 2^33).
+        if self.log2 != LOG2 || first as usize + dst.len() > self.mask as usize + 1 {
             return None;
         }
         Some(Self::copy_run::<AT, U>(self.base, first, LOG2, dst, &mut map))

@@ -403,7 +403,9 @@ impl Doorbell {
 
 /// A doorbell `write()` that failed: its errno, or 0 if it came back
 /// short.
+/// (`repr(transparent)`: an `extern "C"` function may take it.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
 pub struct RingFailed(i32);
 
 impl RingFailed {

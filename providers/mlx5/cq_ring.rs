@@ -90,7 +90,6 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
     // The entry table, checked once: each lookup masks its index.
     let Some((entries, mask)) = sq.entries() else { return (ci0, 0) };
     let mut ci = ci0;
-    let mut retired = None;
     for slot in out.iter_mut() {
         let w7 = ring.word_of::<6>(ci, 7);
         let op_own = (w7 >> 56) as u32;
@@ -106,16 +105,20 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
         if t == 0 || r != rsn {
             break;
         }
-        // The tail moves once, after the run.
+        // (The tail moves once, after the run.)
         let e = entries[usize::from(u16::from_be((w7 >> 32) as u16)) & mask];
-        retired = Some(e.wqe_head);
         let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word_of::<6>(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
         // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.
         let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
         slot.set(req_wc(e.wr_id, opcode, byte_len, qp_num, t >> 8 & 0xff));
         ci = ci.wrapping_add(1);
     }
-    if let Some(head) = retired {
+    if ci != ci0 {
+        // The run's last CQE again (software's until the doorbell record
+        // frees it), rather than its WQE head kept in a register the loop
+        // needs: the tail moves past every WQE the run covered.
+        let last = ring.word_of::<6>(ci.wrapping_sub(1), 7);
+        let head = entries[usize::from(u16::from_be((last >> 32) as u16)) & mask].wqe_head;
         sq.retire(head);
     }
     (ci, ci.wrapping_sub(ci0) as usize)

@@ -543,7 +543,8 @@ FLOORS = {
         _each(1, "per completion: the rare-case test (an invalidated rkey, a status siw does not define: one "
                  "`or` of the CQE's word into an accumulator)"),
         _each(1, "per completion: hand the element back to the kernel (a release store of its flags)"),
-        _each(1, "per completion: step the source and the destination (shared by the records the compiler unrolls together)"),
+        (8, "per round of eight completions: step the source and the destination, the count, and branch "
+            "(the loop unrolled eight elements a round, 4 x 2 rounds ="),
         (1, "the call's `ret`"),
         (2, "the provider: compare the CQ's driver tag, branch"),
         _CLAIM,
@@ -559,13 +560,15 @@ FLOORS = {
                  "it"),
         _each(2, "per completion: the closure's sum and count"),
         _each(1, "per completion: hand the element back (a release store)"),
-        _each(3, "per completion: step the position and the count, branch"),
+        _each(4, "per completion: move the position past the element and store it before the closure runs (a "
+                 "panic in the closure must leave the completions it was handed consumed, and a poll from inside "
+                 "it must find the next element and be refused the claim, not told the CQ is empty), the loop's "
+                 "end test and branch"),
         (1, "the call's `ret`"),
         (2, "the provider: compare the CQ's driver tag, branch"),
         (6, "the claim, lent to the closure: the compare-exchange with its operands, its test, the store that "
             "lends it, the release store"),
         (3, "load the array, its length and the position"),
-        (2, "store the position"),
         (4, "return the count, the sum and the failures in the `Result`")], _GUARD_SIW),
     ("siw", "poll_cq_empty"): ("`ibv_poll_cq` on an empty siw CQ", [
         (2, "the provider: compare the CQ's driver tag, branch"),

@@ -191,7 +191,7 @@ impl Uars {
     /// offset (register + current half) and does the 64-bit store or the
     /// BlueFlame copy; fences and the half flip around it (`BfReg::ring`).
     #[inline(always)]
-    pub fn ring<R>(&self, db: Doorbell, store: impl FnOnce(&Uar, usize) -> R) -> Option<R> {
+    pub fn ring<R>(&self, db: &Doorbell, store: impl FnOnce(&Uar, usize) -> R) -> Option<R> {
         let uar = self.pages.get(db.page)?;
         // (a mask, not a bounds check: every `Doorbell::state` is below
         // the length, a power of two; a forged one names another register
@@ -208,7 +208,7 @@ impl Uars {
     /// the one WQE from `sq`'s ring in `buf`. `false` if the register is
     /// not this context's (nothing stored).
     #[inline]
-    pub fn ring_send(&self, db: Doorbell, sq: &SendQueue, buf: &WqBuf, ring: Ring) -> bool {
+    pub fn ring_send(&self, db: &Doorbell, sq: &SendQueue, buf: &WqBuf, ring: Ring) -> bool {
         match ring {
             Ring::Nothing => true,
             Ring::Doorbell(bytes) => self.ring(db, |uar, off| uar.store(off, bytes)).unwrap_or(false),
@@ -222,7 +222,7 @@ impl Uars {
     /// path's WQE, read from the ring word by word as it is copied): as
     /// [`Uars::ring_send`] does for `Ring::BlueFlame` of one chunk.
     #[inline(always)]
-    pub fn ring_block(&self, db: Doorbell, block: SqBlock<'_>) -> bool {
+    pub fn ring_block(&self, db: &Doorbell, block: SqBlock<'_>) -> bool {
         self.ring(db, #[inline(always)] |uar, off| uar.store_block_with(off, #[inline(always)] |w| block.word(w))).unwrap_or(false)
     }
 
@@ -321,7 +321,7 @@ pub(super) mod tests {
         assert_eq!((db.page, db.offset, db.buf_size), (1, 0xa00, 256));
         assert_eq!(u.doorbell(0).unwrap().buf_size, 0, "register 0: no BlueFlame");
         for v in [1u8, 2] {
-            assert_eq!(u.ring(db, |uar, off| uar.store(off, [v; 8])), Some(true));
+            assert_eq!(u.ring(&db, |uar, off| uar.store(off, [v; 8])), Some(true));
         }
         // The last register of the last page (the simulator hands out
         // register numbers up to 29) rings too, with a state of its own.
@@ -329,7 +329,7 @@ pub(super) mod tests {
         assert_eq!((last.page, last.offset, last.state), (7, 0xa00, 15));
         let states: Vec<usize> = [1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29].iter().map(|&r| u.doorbell(r).unwrap().state).collect();
         assert_eq!(states, (1..16).collect::<Vec<_>>(), "one state per register");
-        assert_eq!(u.ring(last, |uar, off| uar.store(off, [7; 8])), Some(true));
+        assert_eq!(u.ring(&last, |uar, off| uar.store(off, [7; 8])), Some(true));
         assert!(u.arm_cq([9; 8]));
         let mut page = [0u8; UAR_PAGE];
         rustix::io::pread(&fd, &mut page, UAR_PAGE as u64).unwrap();
@@ -365,7 +365,7 @@ pub(super) mod tests {
             let wr = SendWr::rdma_write(1, &sge, 0x2000, 6).signaled();
             let ring = sq.post(&mut buf, &[wr], |_| None).unwrap();
             assert_eq!(matches!(ring, Ring::BlueFlame { chunks: 1, .. }), bf_expected, "{ring:?}");
-            assert!(u.ring_send(db, &sq, &buf, ring));
+            assert!(u.ring_send(&db, &sq, &buf, ring));
             let mut page = [0u8; UAR_PAGE];
             rustix::io::pread(&fd, &mut page, 0).unwrap();
             let wqe: [u8; 64] = buf.get(0).unwrap();

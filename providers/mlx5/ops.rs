@@ -34,7 +34,7 @@ pub fn post_send(reg: &RegRef, uidx: u32, db: Doorbell, wrs: &[SendWr<'_>]) -> R
         _ => None,
     };
     let ring = sq.post(buf, wrs, av_of)?;
-    reg.uars().ring_send(db, sq, buf, ring);
+    reg.uars().ring_send(&db, sq, buf, ring);
     Ok(())
 }
 
@@ -46,7 +46,7 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
     let mut g = reg.lock(uidx).ok_or_else(|| gone(VERB))?;
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return Err(gone(VERB)) };
     let ring = sq.post_raw(buf, wqe, wr_id)?;
-    reg.uars().ring_send(db, sq, buf, ring);
+    reg.uars().ring_send(&db, sq, buf, ring);
     Ok(())
 }
 
@@ -56,7 +56,7 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
 ///
 /// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
 #[inline(always)]
-pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: Doorbell, s: &W) -> bool {
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: &Doorbell, s: &W) -> bool {
     let Some(mut g) = reg.lock(uidx) else { return false };
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
     let Some(ring) = sq.post_straight(buf, s) else { return false };

@@ -157,7 +157,7 @@ fn concurrent_straight_posts_keep_the_ring_whole() {
             sc.spawn(move || {
                 for i in 0..N {
                     let wr = SendWr::rdma_write(t << 32 | i, &[SGE], 0x2000, 5);
-                    while !post_send_straight(reg, qp, db, &wr) {
+                    while !post_send_straight(reg, qp, &db, &wr) {
                         // Full: retire everything posted (as a completion
                         // of the last WQE would).
                         let mut g = reg.lock(qp).unwrap();

@@ -470,7 +470,7 @@ impl ProviderQp for Mlx5Qp {
     #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         if let [one] = wrs {
-            if ops::post_send_straight(&self.reg, self.slot, self.db, one) {
+            if ops::post_send_straight(&self.reg, self.slot, &self.db, one) {
                 return Ok(());
             }
         }
@@ -484,7 +484,7 @@ impl ProviderQp for Mlx5Qp {
         _: QpType,
         s: &W,
     ) -> Option<core::result::Result<(), RingFailed>> {
-        ops::post_send_straight(&self.reg, self.slot, self.db, s).then_some(Ok(()))
+        ops::post_send_straight(&self.reg, self.slot, &self.db, s).then_some(Ok(()))
     }
 
     fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {

@@ -14,9 +14,11 @@ use super::abi::{
     SiwCqe, SIW_NUM_WC_STATUS, SIW_OP_COMP_AND_SWAP, SIW_OP_FETCH_AND_ADD, SIW_OP_READ, SIW_OP_READ_LOCAL_INV,
     SIW_OP_RECEIVE, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_SEND_WITH_IMM, SIW_OP_WRITE, SIW_WQE_REM_INVAL,
 };
+use super::cq::SiwCq;
 use super::ring::CqRing;
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::providers::claim::Claim;
+use crate::swap_cell::Held;
 use crate::wc::{WcFlags, Wc};
 
 /// `enum ibv_wc_status` of each `SIW_WC_*` (rdma-core's `map_cqe_status`).
@@ -126,17 +128,57 @@ fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, C
 }
 
 /// [`poll_copy`] inlined, for a caller that is itself out of line
-/// (`Cq::poll`'s, past its empty check).
+/// (`Cq::poll`'s, past its empty check): a batch that cannot wrap takes
+/// [`Consumer::run_straight`](super::ring::Consumer::run_straight), any
+/// other the general [`Consumer::run`](super::ring::Consumer::run).
 #[inline(always)]
 pub fn copy_run<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
     let c = cq.consumer()?;
-    let (run, seen) = c.run(out, copy_common);
+    let (run, seen) = match c.run_straight(out, copy_common) {
+        Some(r) => r,
+        None => c.run(out, copy_common),
+    };
+    Ok(finish(run, seen, out))
+}
+
+/// The end of a copying poll: the run copied again if one of its
+/// completions was not common, then handed back. Returns how many.
+#[inline(always)]
+fn finish<S: crate::wc::WcOut, const E: usize>(run: super::ring::Run<'_, '_, E>, seen: u32, out: &mut [S]) -> usize {
     let n = run.len();
     if seen & RARE != 0 || seen >> 16 >= u32::from(SIW_NUM_WC_STATUS) {
         copy_again(&run, out);
     }
     run.hand_back();
-    Ok(n)
+    n
+}
+
+/// `Cq::poll`'s copy on siw, holding the CQ's resize guard `cq` (see
+/// `ProviderCq::poll_leave`): the uncontended poll of a batch that does
+/// not wrap, inline into `Cq::poll`'s one out-of-line function with the
+/// guard's release and the `Result`; the rest (a claim another poller
+/// holds or a `poll_with` closure has, a batch that may wrap) a tail call
+/// that takes the guard along.
+#[inline(always)]
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let Ok(c) = cq.get().ring().try_consumer() else {
+        return poll_leave_slow(cq, out);
+    };
+    let Some((run, seen)) = c.run_straight(out, copy_common) else {
+        // Nothing read: the general way, claimed afresh.
+        drop(c);
+        return poll_leave_slow(cq, out);
+    };
+    Ok(finish(run, seen, out))
+}
+
+/// [`poll_leave`] of what its inline part does not take: waits for
+/// another thread's copying poll (`Busy` at once while a `poll_with`
+/// closure holds the CQ), then copies any batch. Drops the guard last.
+#[cold]
+#[inline(never)]
+fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    copy_run(cq.get().ring(), out).map_err(crate::providers::dispatch::busy)
 }
 
 /// The bits of a CQE's word at byte 8 (flags, opcode, status) that

@@ -134,6 +134,11 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        poll::poll_leave(cq, out)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         poll::poll_with(self.ring(), max, f)
     }

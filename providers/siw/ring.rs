@@ -484,36 +484,43 @@ pub struct Consumer<'q, const ELEM: usize> {
 
 impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// Takes up to `max` completions from the position on, oldest first,
-    /// stopping at the first element whose flags lack `VALID` (acquire).
-    /// Each is copied out and given to `read` (library code: what it
-    /// returns, typically the completion translated or stored into the
-    /// caller's array, is made while the element is still user space's,
-    /// so its stores need not wait for the hand-back), then its element
-    /// is handed back to the kernel (release store of 0) and the
-    /// position moved past it, and only then is `read`'s result given to
-    /// `then` (caller code: a panic in it leaves the completions already
-    /// given consumed, and none twice). Returns how many.
+    /// stopping at the first element whose flags lack `VALID` (acquire),
+    /// at most once round the array. Each is copied out and given to
+    /// `read` (library code: what it returns, typically the completion
+    /// translated or stored into the caller's array, is made while the
+    /// element is still user space's, so its stores need not wait for the
+    /// hand-back), then its element is handed back to the kernel (release
+    /// store of 0), and only then is `read`'s result given to `then`
+    /// (caller code), the position moved past the element first: a panic
+    /// in `then` leaves the completions already given consumed, and none
+    /// given twice, and a poll from inside `then` sees the next element
+    /// (and is refused the claim, not told the CQ is empty). Returns how
+    /// many.
     ///
-    /// The walk keeps the array's address and length in registers and
-    /// compares against the end instead of reducing every index modulo
-    /// the length.
+    /// The walk is at most two contiguous stretches of the array (from the
+    /// position to the array's end, then from its start), each a pointer
+    /// stepping by `ELEM` to a precomputed end.
     #[inline(always)]
     pub fn take_each<T>(&self, max: usize, mut read: impl FnMut(&SiwCqe) -> T, mut then: impl FnMut(T)) -> usize {
         const { assert!(size_of::<SiwCqe>() <= ELEM) };
-        let (base, n) = (self.q.base.as_ptr(), self.q.n);
-        let mut i = self.start();
-        let mut got = 0;
-        while got < max {
-            // Element `i < n`: inside the mapping (S1).
-            let elem = base.wrapping_add(i as usize * ELEM);
-            // SAFETY: byte 8 of element `i`, inside the live mapping, is
-            // its flags byte, only ever accessed as an atomic (S1, S2);
-            // the borrow ends with this iteration.
+        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
+        let start = self.start() as usize;
+        let max = max.min(n);
+        let first = (n - start).min(max);
+        let (next, n32) = (&self.q.next, self.q.n);
+        // Takes the element at `elem` if it is `VALID`, the position then
+        // set to `after` (in `0..n`) before `then` runs: `false`, nothing
+        // done, if it is not.
+        let mut one = |elem: *mut u8, after: u32| -> bool {
+            // SAFETY: byte 8 of an element inside the live mapping (S1:
+            // the callers below keep `elem` inside the array) is its flags
+            // byte, only ever accessed as an atomic (S2); the borrow ends
+            // with this call.
             let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
             if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
-                break;
+                return false;
             }
-            // SAFETY: element `i` is inside the mapping (S1) and holds a
+            // SAFETY: the element is inside the mapping (S1) and holds a
             // `SiwCqe` (compile time above; `FromBytes`, any bytes valid,
             // read unaligned-tolerant). Its flags say it is user space's
             // (S2): the kernel does not write it until the store below,
@@ -521,13 +528,39 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
             let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
             let t = read(&cqe);
             flags.store(0, Ordering::Release);
-            i += 1;
-            if i == n {
-                i = 0;
-            }
-            self.q.next.store(i, Ordering::Relaxed);
-            got += 1;
+            next.store(after, Ordering::Relaxed);
             then(t);
+            true
+        };
+        // The `count` elements from element `i < n`, `i + count <= n`
+        // (the caller's bounds): each sets the position to its successor,
+        // `i + 1 < n` but for the array's last element, whose successor is
+        // element 0 (taken apart, so the others need no wrap test).
+        let mut stretch = |i: u32, count: usize| -> usize {
+            let from = base.wrapping_add(i as usize * ELEM);
+            let end = from.wrapping_add(count * ELEM);
+            let last_wraps = i as usize + count == n32 as usize;
+            let plain_end = if last_wraps { end.wrapping_sub(ELEM) } else { end };
+            let (mut elem, mut pos) = (from, i);
+            while elem != plain_end {
+                pos += 1;
+                if !one(elem, pos) {
+                    return (elem as usize - from as usize) / ELEM;
+                }
+                elem = elem.wrapping_add(ELEM);
+            }
+            if last_wraps && one(elem, 0) {
+                elem = elem.wrapping_add(ELEM);
+            }
+            (elem as usize - from as usize) / ELEM
+        };
+        // `start < n`: the first stretch is `start .. start + first`.
+        let mut got = stretch(start as u32, first);
+        if got == first && max > first {
+            // It reached the array's end (`first = n - start`): the second
+            // stretch is `0 .. max - first`, where `max - first <= n -
+            // first = start`: inside the array, short of the first.
+            got += stretch(0, max - first);
         }
         got
     }
@@ -565,26 +598,64 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         (Run { c: self, start: start as u32, len: got as u32 }, acc)
     }
 
+    /// [`Consumer::run`] of a batch that cannot wrap: `None`, nothing
+    /// read, if `out` holds more slots than there are elements from the
+    /// position to the array's end (the caller then takes
+    /// [`Consumer::run`]). One stretch, one hand-back loop: the fast path
+    /// of the copying poll.
+    #[inline(always)]
+    pub fn run_straight<'c, S>(&'c self, out: &mut [S], mut copy: impl FnMut(&mut S, &SiwCqe) -> u32) -> Option<(Run<'c, 'q, ELEM>, u32)> {
+        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
+        let start = self.start() as usize;
+        // `start < n`: the elements `start..start + out.len()` are inside
+        // the array (S1) when this holds.
+        if out.len() > n - start {
+            return None;
+        }
+        let mut acc = 0;
+        let got = Self::stretch(base.wrapping_add(start * ELEM), out, &mut copy, &mut acc);
+        Some((Run { c: self, start: start as u32, len: got as u32 }, acc))
+    }
+
     /// [`Consumer::run`] over the contiguous elements from `elem` on, one
     /// per slot of `out` (the caller keeps them inside the array),
-    /// stopping at the first not `VALID`. Returns how many.
+    /// stopping at the first not `VALID`. Returns how many. Eight
+    /// elements a round (the loop's steps shared by them, each element
+    /// addressed by a constant displacement), then the rest one by one.
     #[inline(always)]
     fn stretch<S>(mut elem: *mut u8, out: &mut [S], copy: &mut impl FnMut(&mut S, &SiwCqe) -> u32, acc: &mut u32) -> usize {
         const { assert!(size_of::<SiwCqe>() <= ELEM) };
         let first = elem;
-        for slot in out.iter_mut() {
+        let mut one = |slot: &mut S, elem: &mut *mut u8| -> bool {
             // SAFETY: byte 8 of an element inside the live mapping (the
-            // caller's bounds, S1) is its flags byte, only ever accessed
-            // as an atomic (S2); the borrow ends with this iteration.
+            // caller's bounds, S1: `*elem` steps one element per slot of
+            // `out`) is its flags byte, only ever accessed as an atomic
+            // (S2); the borrow ends with this call.
             let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
             if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
-                break;
+                return false;
             }
             // SAFETY: as in `take_each`: inside the mapping, a `SiwCqe`,
             // user space's by its flags until the run is handed back.
             let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
             *acc |= copy(slot, &cqe);
-            elem = elem.wrapping_add(ELEM);
+            *elem = elem.wrapping_add(ELEM);
+            true
+        };
+        let mut rounds = out.chunks_exact_mut(8);
+        'all: {
+            for round in &mut rounds {
+                for slot in round {
+                    if !one(slot, &mut elem) {
+                        break 'all;
+                    }
+                }
+            }
+            for slot in rounds.into_remainder() {
+                if !one(slot, &mut elem) {
+                    break;
+                }
+            }
         }
         // How many: the elements stepped over (no counter in the loop).
         (elem as usize - first as usize) / ELEM

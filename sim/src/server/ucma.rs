@@ -301,14 +301,13 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             d.mem.write(pid, u64_at(c, 0), &r[..n]).map_err(|_| libc::EFAULT)
         }
         18 => {
-            // MIGRATE_ID: id, fd of the new file (in this process).
+            // MIGRATE_ID, written to the new file: id, and the fd (in this
+            // process) of the file that holds the id now.
             let (h, fd) = (u32_at(c, 8), u32_at(c, 12) as i32);
             let ino = sock::ino_of(pid, fd).ok_or(libc::EBADF)?;
-            let to = cm.files.iter().find(|(_, f)| f.app_ino == ino && f.pid == pid).map(|(k, _)| *k).ok_or(libc::EINVAL)?;
-            let from = cm.ids.get(&h).ok_or(libc::ENOENT)?.file;
-            if cm.files.get(&from).is_none_or(|f| f.pid != pid) {
-                return Err(libc::EINVAL);
-            }
+            let from = cm.files.iter().find(|(_, f)| f.app_ino == ino && f.pid == pid).map(|(k, _)| *k).ok_or(libc::EINVAL)?;
+            own(&cm, from, h)?;
+            let to = file;
             let reported = migrate(&mut cm, h, from, to);
             drop(cm);
             out(d, pid, u64_at(c, 0), outlen, &reported.to_le_bytes())

@@ -2,6 +2,7 @@
 //! context of one process), the uverbs commands (write and ioctl) answered as `mlx5_ib`
 //! answers them, and the doorbell scanner that drives the engine.
 
+mod bfreg;
 mod blueflame;
 pub mod cmd;
 mod device;
@@ -75,8 +76,8 @@ pub struct CtxExtra {
     pub tot_bfregs: u32,
     /// cqe_version granted.
     pub cqe_version: u8,
-    /// Round-robin position for QP bfregs.
-    pub next_bfreg: u32,
+    /// Which BlueFlame register each QP holds (the kernel's classes).
+    pub bfregs: bfreg::Bfregs,
 }
 
 /// The whole daemon state, behind one lock.

@@ -45,7 +45,10 @@ pub fn serve(d: &Daemon, sock: OwnedFd, hello: Hello) {
             }
         }
     }
-    d.cm().close_file(file);
+    let mut cm = d.cm();
+    cm.close_file(file);
+    publish_listeners(d, &cm);
+    drop(cm);
     d.trace.line(format_args!("cm file={file} pid={} CLOSE", hello.pid));
 }
 
@@ -109,8 +112,37 @@ fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32>
     let n = inlen.min(c.len());
     d.mem.read(pid, buf + 8, &mut c[..n]).map_err(|_| libc::EFAULT)?;
     let r = command(d, file, pid, cmd, &c, outlen);
+    if matches!(cmd, 1 | 7 | 18) {
+        publish_listeners(d, &d.cm()); // DESTROY_ID, LISTEN, MIGRATE_ID
+    }
     d.trace.line(format_args!("cm file={file} pid={pid} CMD {cmd} in={inlen} out={outlen} -> {r:?}"));
     r
+}
+
+/// Rewrites the listener file (see `super::cm_listen_path`); a failure
+/// only leaves the previous contents (waiters then keep waiting).
+fn publish_listeners(d: &Daemon, cm: &Cm) {
+    let mut text = String::new();
+    let mut ls: Vec<_> = cm.ids.iter().filter(|(_, i)| i.st == St::Listen).collect();
+    ls.sort_by_key(|(h, _)| **h);
+    for (h, i) in ls {
+        let Some(a) = i.src else { continue };
+        let ps = match i.ps {
+            PS_TCP => "TCP",
+            PS_UDP => "UDP",
+            _ => "IB",
+        };
+        let ip = if a.v6 {
+            std::net::IpAddr::from(a.ip).to_string()
+        } else {
+            std::net::Ipv4Addr::new(a.ip[12], a.ip[13], a.ip[14], a.ip[15]).to_string()
+        };
+        text.push_str(&format!("cm-idn {h} state LISTEN ps {ps} src-addr {ip}:{} \n", a.port));
+    }
+    let tmp = d.cm_listen.with_extension("tmp");
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, &d.cm_listen);
+    }
 }
 
 fn out(d: &Daemon, pid: i32, at: u64, outlen: usize, resp: &[u8]) -> Result<(), i32> {
@@ -183,6 +215,13 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             id.st = St::RouteResolved;
             cm.push_simple(h, ev::ROUTE_RESOLVED, 0);
             Ok(())
+        }
+        5 => {
+            let h = u32_at(c, 8);
+            own(&cm, file, h)?;
+            let r = super::ucma_qp::query_route(d, &cm, h);
+            drop(cm);
+            out(d, pid, u64_at(c, 0), outlen, &r)
         }
         6 => connect(d, &mut cm, file, u32_at(c, 272), &c[0..272]),
         7 => {

@@ -12,19 +12,21 @@
 //! before `need` (checked arithmetic); `rq_ring` checks `need <= len` of
 //! the live mapping (B1) and borrows the buffer mutably for the view's
 //! lifetime (B3), and the geometry shared (so it cannot change under the
-//! view; `RqGeom`'s fields are private and set only by its constructor). A store masks the WQE index by `mask` and checks the
+//! view; `RqGeom`'s fields are private and set only by its constructor).
+//! A store masks the WQE index by `mask` and checks the
 //! segment index against `segs`, so every address it forms is inside the
-//! checked range; the doorbell word is 4-aligned from the page-aligned
-//! base. Stores are unaligned (`write_unaligned`); nothing is read.
+//! checked range; the doorbell word is a `DbWord` of `buf.rs` (its one
+//! proof, B6/B7 there). Stores are unaligned (`write_unaligned`); nothing
+//! is read.
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
 use core::mem::size_of;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::Ordering;
 
 use zerocopy::{Immutable, IntoBytes};
 
-use super::WqBuf;
+use super::{DbWord, WqBuf};
 
 /// Bytes of one receive segment (a data segment or the terminator).
 const SEG: usize = 16;
@@ -103,14 +105,13 @@ impl RqRing<'_> {
         true
     }
 
-    /// The receive doorbell word, for the release store of the counter.
+    /// Stores `v` (the counter, already big-endian) into the receive
+    /// doorbell word with release ordering: after every store of the view.
+    /// (The word is made here, from the geometry `rq_ring` checked, rather
+    /// than kept: one register fewer across the post.)
     #[inline(always)]
-    pub fn dbrec(&self) -> &AtomicU32 {
-        // SAFETY: 4 bytes inside the checked range, 4-aligned (page
-        // aligned base, B7), valid while the buffer is borrowed (B1); no
-        // store through the view can run while `&self` is borrowed (stores
-        // take `&mut self`), so none overlaps (B3).
-        unsafe { AtomicU32::from_ptr(self.p.wrapping_add(self.g.dbrec).cast::<u32>()) }
+    pub fn store_db(&self, v: u32) {
+        DbWord::at(self.p, self.g.dbrec).word().store(v, Ordering::Release);
     }
 }
 
@@ -134,7 +135,7 @@ mod tests {
         assert!(r.put_seg(8 + 3, 1, 0x1122u64), "index masked");
         assert!(!r.put_seg(2, 2, 7u64), "no third segment");
         assert!(r.put_seg(7, 1, [9u8; 16]), "the ring's last bytes");
-        r.dbrec().store(0x1234, core::sync::atomic::Ordering::Release);
+        r.store_db(0x1234);
         assert_eq!(b.get::<u64>(1024 + 3 * 32 + 16), Some(0x1122));
         assert_eq!(b.get::<[u8; 16]>(1024 + 8 * 32 - 16), Some([9; 16]));
         assert_eq!(b.get::<u64>(1024 + 2 * 32 + 32), Some(0), "nothing past segment 1 of WQE 2");

@@ -242,9 +242,15 @@ fn sock_fd(s: &OwnedFd) -> BorrowedFd<'_> {
 /// errno set).
 fn forward(slot: &Slot, call: Call) -> i64 {
     let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+    let raw = slot.sock.load(Relaxed);
+    if raw < 0 {
+        // closed by another thread between the lookup and the lock
+        set_errno(libc::EBADF);
+        return -1;
+    }
     // SAFETY: the slot's socket stays open while its fd is registered and
     // we hold its lock (close takes the lock before closing it).
-    let sock = unsafe { BorrowedFd::borrow_raw(slot.sock.load(Relaxed)) };
+    let sock = unsafe { BorrowedFd::borrow_raw(raw) };
     if fdpass::send(sock, &call.encode(), &[]).is_err() {
         set_errno(libc::EIO);
         return -1;
@@ -438,6 +444,40 @@ pub unsafe extern "C" fn statx(dirfd: c_int, path: *const c_char, flags: c_int, 
     }
 }
 
+/// fstat on an rdma_cm descriptor (the daemon's event socket) reports the
+/// character device the fixture names in `class/misc/rdma_cm/dev`, as the
+/// kernel's file would: librdmacm opens `/dev/infiniband/rdma_cm` only if
+/// fstat says it is a character device (and, when netlink named one, that
+/// device's number). Everything else comes from the socket's own fstat.
+///
+/// # Safety
+/// fstat(2)'s contract: `buf` points to a writable `struct stat`.
+unsafe fn do_fstat(real: unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    let r = unsafe { real(fd, buf) };
+    if r == 0 && slot_of(fd).is_some_and(|s| s.cm.load(Relaxed)) {
+        let (major, minor) = verbs_sim::fixture::RDMA_CM_DEV;
+        // SAFETY: fstat filled `*buf` (the caller's writable struct stat).
+        unsafe {
+            (*buf).st_mode = libc::S_IFCHR | 0o666;
+            (*buf).st_rdev = libc::makedev(major, minor);
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: fstat's contract is the caller's.
+    unsafe { do_fstat(real!("fstat", unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int), fd, buf) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as fstat (struct stat64 is struct stat on x86_64).
+    unsafe { do_fstat(real!("fstat64", unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int), fd, buf) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: access's contract; the path is swapped for a literal.
@@ -454,6 +494,20 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
     unsafe { real!("socket", unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)(domain, ty, protocol) }
 }
 
+/// rdma_cm's GET_EVENT command number (`rdma_ucm_cmd_hdr.cmd`).
+const UCMA_GET_EVENT: u32 = 12;
+
+/// A GET_EVENT whose file another thread closed while it waited. The
+/// kernel's GET_EVENT holds its file and sleeps until an event comes, which
+/// none will now (the ids go with the file): the thread sleeps until the
+/// process ends, as there.
+fn park_closed_get_event() -> ! {
+    loop {
+        // SAFETY: pause has no preconditions.
+        unsafe { libc::pause() };
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize {
     if let Some(slot) = slot_of(fd) {
@@ -462,7 +516,16 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize
             // rdma_cm's GET_EVENT with nothing queued: a blocking file waits
             // until its descriptor is readable (an event came), then asks again.
             // SAFETY: errno location and fcntl/poll on the caller's descriptor.
-            let again = r < 0 && slot.cm.load(Relaxed) && unsafe { *libc::__errno_location() } == libc::EAGAIN;
+            let errno = unsafe { *libc::__errno_location() };
+            if r < 0 && errno == libc::EBADF && slot.fd.load(Acquire) != fd && slot.cm.load(Relaxed) && n >= 4 {
+                // closed by another thread after this call found the file; the
+                // kernel would still run the command on the file it holds
+                // SAFETY: write's contract: `buf` holds `n` >= 4 readable bytes.
+                if unsafe { (buf as *const u32).read_unaligned() } == UCMA_GET_EVENT {
+                    park_closed_get_event();
+                }
+            }
+            let again = r < 0 && slot.cm.load(Relaxed) && errno == libc::EAGAIN;
             // SAFETY: fcntl with integer arguments.
             if !again || unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0 {
                 return r as isize;
@@ -471,6 +534,9 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize
             // SAFETY: one pollfd on the stack.
             if unsafe { libc::poll(&mut p, 1, -1) } < 0 && unsafe { *libc::__errno_location() } != libc::EINTR {
                 return -1;
+            }
+            if slot.fd.load(Acquire) != fd {
+                park_closed_get_event();
             }
         }
     }

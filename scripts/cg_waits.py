@@ -14,34 +14,42 @@ not on the program; what one spin costs and what the rest of the iteration costs
 
 The split is taken from how often each instruction ran (callgrind's `Ir` per instruction
 address is that count), in two runs of the same client (-n 100 and -n 600), the same way
-for both programs and from their own profiles only:
+for both programs and from their own profiles only. It goes by code path, not by how many
+spins a wait took, so a fast emulator (a wait of one or two empty polls) and a slow one (a
+hundred) are split alike:
 
-1. an instruction *spins* if it ran at least HOT = 16 times per iteration in one of the
-   runs: the iteration proper runs an instruction a few times (a post, a successful poll
-   per completion, a timestamp; the samples' sort up to ~13 times at 600 iterations), a
-   spin loop once per spin. Never spinning: an instruction that ran equally often in both
-   runs (setup, teardown), or equally often per iteration (within 1 %) and a whole number
-   of times more per extra iteration (within 0.01: a loop of fixed length in the iteration
-   proper, e.g. one of librxe's post_send runs 18 times per call; a wait's spins per
-   iteration differ from run to run, and where two waits happen to average within 1 % of
-   each other, as perftest's rxe send_lat once did at 195.5 and 196.7 spins, their
-   difference over the extra iterations is no whole number), and the C library's string
-   functions (memset, memcpy: their `rep` instructions count once per byte, a size, not a
-   repetition);
-2. in each run and function, spinning instructions whose counts lie within TOL = 2.5 per
-   iteration of each other form one loop (TOL: the few times per iteration an instruction
-   of a spin also runs outside of it, on the shared path of the successful polls); the
-   smallest count of a loop is its number of spins (the instructions only an empty poll
-   runs, run exactly once per empty poll);
-3. waiting = for each spinning instruction, the spins of its loop; what remains of its
-   count (the successful polls' share of the shared path) stays loop work.
+1. an instruction is *fixed* if its count is a whole number k >= 1 of times per iteration
+   (it *grows*) plus a small constant in both runs (it grows by k, within 0.01, per extra iteration; the
+   constant is under half the shorter run's iterations: setup polls of the same code), or
+   equal in both runs (setup, teardown); the C library's string functions (memset, memcpy:
+   their `rep` instructions count once per byte, a size, not a repetition) never wait;
+2. an empty poll is the poll's code path minus the part a successful poll runs. Within one
+   function, an instruction of count U that is not fixed waits if
+   a. another instruction of the function ran L times, L < U, and U - L grows: L is the
+      path only an empty poll runs (the loop back to the poll, the "nothing there" return:
+      ours, and perftest's loop around ibv_poll_cq), U is the path both run; U waits L
+      times, and the L instructions wait all their count; or
+   b. another instruction of the function ran L times, L < U, and L grows: L is the
+      path only a successful poll runs (the provider's poll function, which has no
+      instruction of its own for the empty case: librxe, libsiw); U waits U - L times
+      (of several such L, the largest, the least waiting).
+   The same holds for write_lat's read of the last byte (the read that finds the byte
+   returns a whole number of times per iteration). L (2b) and U - L (2a) must grow with the
+   iterations: a count equal in both runs is setup, and pairing with it would take the
+   statistics' sort (partition_at_index, qsort: n log n) for a wait. A waiting share is taken
+   only where it ran at least MIN_SPIN = 0.5 times per iteration in one of the runs (a
+   smaller remainder counts as loop work for both programs alike);
+3. a loop that waits for time to pass with no successful path beside it (perftest's
+   CPU-frequency calibration at start, which samples gettimeofday for a fixed time): an
+   instruction that is not fixed, not covered by 2, and ran at least HOT = 16 times per
+   iteration in one run waits all its count (it cancels between the runs anyway).
 
-What is waiting then: the empty polls, the reads of the last byte (write_lat) and any other
-loop that runs until time passes (perftest's CPU-frequency calibration at start, which
-samples gettimeofday for a fixed time: it does not cancel between the two runs either).
-Biases, both small and alike for both programs: the shared path of a successful poll that
-lies in a function of its own (pthread_spin_lock in librxe's poll) counts as waiting; a
-wait of fewer than HOT spins per iteration in both runs counts as loop work.
+What is waiting then: the empty polls, the reads of the last byte (write_lat) and perftest's
+calibration. Biases, small and alike for both programs: in case 2b an instruction that a
+successful poll runs twice (a lock and its unlock on one line) has its fixed part taken from
+the largest fixed level below it, which may be smaller than its own (it then waits a little
+more); a wait of fewer than MIN_SPIN empty polls per iteration in both runs counts as
+loop work.
 `split()` returns the totals per run; bench_report.py takes the loop per iteration as the
 difference of the two runs' (total - waiting) over the difference of their counts.
 """
@@ -52,51 +60,107 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cg_listing import self_costs  # noqa: E402
 
-HOT = 16   # runs per iteration from which an instruction belongs to a spin loop
-TOL = 2.5  # runs per iteration by which counts of one spin loop may differ
+HOT = 16        # runs per iteration from which an unpaired loop waits for time to pass (rule 3)
+MIN_SPIN = 0.5  # waiting shares below this many times per iteration stay loop work (rule 2)
 
 
-def split_counts(counts, iters, spinning=None):
-    """counts: [(key, times run)] of every instruction of one run; `spinning`: the keys of
-    the instructions that spin (default: those this run ran HOT times per iteration). ->
-    (total, waiting, loops) where loops = [(spins, instructions per spin, keys)] of the spin
-    loops found, most spins first."""
-    total = sum(c for _, c in counts)
-    if spinning is None:
-        spinning = {k for k, c in counts if c >= HOT * iters and not string_op(k)}
-    hot = sorted(((c, k) for k, c in counts if k in spinning and c > 0), reverse=True)
-    by_fn = {}
-    for c, k in hot:
-        by_fn.setdefault(k[:2], []).append((c, k))
-    loops, waiting = [], 0
-    for fn_hot in by_fn.values():
-        group = []
-        for c, k in fn_hot + [(None, None)]:
-            if group and (c is None or group[-1][0] - c > TOL * iters):
-                spins = group[-1][0]  # the smallest count of the loop
-                waiting += spins * len(group)
-                loops.append((spins, len(group), [key for _, key in group]))
-                group = []
-            if c is not None:
-                group.append((c, k))
-    loops.sort(key=lambda lp: (-lp[0], lp[2][0]))
-    return total, waiting, loops
-
-
-def steady(runs):
-    """[(count, iterations)] of one instruction: equal in every run (setup, teardown) or the
-    same number of times per iteration in every run (within 1 %: a loop of fixed length in
-    the iteration proper, e.g. over a work request's fields). A wait's spins per iteration
-    differ from run to run; two waits that happen to average within 1 % of each other still
-    differ by no whole number of spins per extra iteration: a fixed loop's count grows by
-    exactly its length with each iteration, checked to 0.01."""
+def fixed(runs):
+    """[(count, iterations)] of one instruction (or a difference of two): equal in every
+    run, or k >= 1 times per iteration plus a small constant in every run (k whole: the
+    count grows by k, within 0.01, per extra iteration; the constant, e.g. the setup's own
+    polls on the same code, under half the shorter run's iterations)."""
     counts = [c for c, _ in runs]
     if len(set(counts)) == 1:
         return True
-    rates = [c / n for c, n in runs]
+    return per_iteration(runs)
+
+
+def per_iteration(runs):
+    """fixed() and growing: k >= 1 times per iteration plus a small constant in every run."""
     (c0, n0), (c1, n1) = runs[0], runs[-1]
-    step = (c1 - c0) / (n1 - n0) if n1 != n0 else 0.0
-    return max(rates) <= 1.01 * min(rates) and abs(step - round(step)) <= 0.01
+    if n1 == n0:
+        return False
+    step = (c1 - c0) / (n1 - n0)
+    k = round(step)
+    return k >= 1 and abs(step - k) <= 0.01 and all(abs(c - k * n) <= min(n0, n1) / 2 for c, n in runs)
+
+
+def steady(runs):
+    """fixed(), kept under its former name for callers."""
+    return fixed(runs)
+
+
+def waits(counts, iters):
+    """{key: [waiting count per run]} of the instructions that wait (rules 2 and 3 of the
+    module doc), from [{key: times run}] per run and the runs' iteration counts."""
+    nr = len(counts)
+    keys = set().union(*counts)
+    vec = {k: tuple(c.get(k, 0) for c in counts) for k in keys}
+    by_fn = {}
+    for k in keys:
+        if not string_op(k):
+            by_fn.setdefault(k[:2], []).append(k)
+    out = {}
+
+    def enough(w):
+        return any(w[i] >= MIN_SPIN * iters[i] for i in range(nr))
+
+    def is_fixed(v):
+        return fixed(list(zip(v, iters)))
+
+    def grows(v):
+        return per_iteration(list(zip(v, iters)))
+
+    for fn_keys in by_fn.values():
+        levels = sorted({vec[k] for k in fn_keys})
+        fixed_lv = {v for v in levels if is_fixed(v)}
+        wait_of = {}  # level -> waiting per run
+        for u in levels:
+            if u in fixed_lv:
+                continue
+            best = None
+            for low in levels:
+                if low == u or not all(low[i] < u[i] for i in range(nr)):
+                    continue
+                diff = tuple(u[i] - low[i] for i in range(nr))
+                cands = []
+                if low not in fixed_lv and grows(diff):
+                    cands.append((low, low))  # 2a: low is the empty-only path
+                if low in fixed_lv and grows(low):
+                    cands.append((diff, None))  # 2b: low is the success-only path
+                for w, empty_only in cands:
+                    # the least waiting; on a tie the empty-only path (2a), which then waits too
+                    rank = (sum(w), empty_only is None)
+                    if enough(w) and (best is None or rank < best[2]):
+                        best = (w, empty_only, rank)
+            if best is not None:
+                wait_of[u] = best[0]
+                if best[1] is not None:
+                    wait_of[best[1]] = best[1]
+        for u in levels:
+            if u not in fixed_lv and u not in wait_of and any(u[i] >= HOT * iters[i] for i in range(nr)):
+                wait_of[u] = u  # 3: a loop until time passes, no successful path beside it
+        for k in fn_keys:
+            if vec[k] in wait_of:
+                out[k] = wait_of[vec[k]]
+    return out
+
+
+def split_dicts(counts, iters):
+    """split() of [{key: times run}] per run, with the runs' iteration counts: [(total,
+    waiting, loops)] per run, loops = [(spins, instructions, keys)]: per function, the
+    instructions that wait equally often, most spins first."""
+    w = waits(counts, iters)
+    res = []
+    for i, c in enumerate(counts):
+        groups = {}
+        for k, v in w.items():
+            if v[i] > 0:
+                groups.setdefault((k[:2], v[i]), []).append(k)
+        loops = sorted(((sp, len(ks), sorted(ks)) for (_, sp), ks in groups.items()),
+                       key=lambda lp: (-lp[0], lp[2][0]))
+        res.append((sum(c.values()), sum(v[i] for v in w.values()), loops))
+    return res
 
 
 def string_op(key):
@@ -139,53 +203,41 @@ def loop_by_function(runs, top=12):
     return sorted((r for r in rows if abs(r[2]) >= 0.5), key=lambda r: (-round(abs(r[2]), 1), r[0], r[1]))[:top]
 
 
-def split_dicts(counts, iters):
-    """split() of [{key: times run}] per run, with the runs' iteration counts."""
-    runs = [(None, n) for n in iters]
-    keys = set().union(*counts)
-    spinning = {k for k in keys
-                if any(c.get(k, 0) >= HOT * n for c, (_, n) in zip(counts, runs)) and not string_op(k)
-                and not steady([(c.get(k, 0), n) for c, (_, n) in zip(counts, runs)])}
-    return [split_counts(list(c.items()), n, spinning) for c, (_, n) in zip(counts, runs)]
-
-
 def selftest():
-    n = 100
-    # a post (20 instructions once), a successful poll sharing 10 instructions with the
-    # empty poll (which has 4 of its own) run 2x per iteration, 5000 empty polls, a byte
-    # spin of 3 instructions with 900 spins; a sort touching 8 instructions 13x per iteration
-    counts = [(("prog", "post", i), n) for i in range(20)]
-    counts += [(("prog", "poll", i), 5000 + 2 * n) for i in range(10)]
-    counts += [(("prog", "poll", 100 + i), 5000) for i in range(4)]
-    counts += [(("prog", "ok", i), 2 * n) for i in range(30)]
-    counts += [(("prog", "byte", i), 900 * n + n) for i in range(3)]
-    counts += [(("prog", "sort", i), 13 * n) for i in range(8)]
-    total, waiting, loops = split_counts(counts, n)
-    loops = [(sp, k) for sp, k, _ in loops]
-    loop_work = 20 * n + 10 * 2 * n + 30 * 2 * n + 8 * 13 * n  # the byte's last read: waiting
-    assert total - waiting == loop_work, (total - waiting, loop_work)
-    assert loops == [(900 * n + n, 3), (5000, 14)], loops
-    # two runs: setup (same count), a fixed 18-times loop per iteration (same rate), a sort
-    # at 13 and 15 per iteration, a wait of 40 and 20 spins per iteration (5 instructions)
-    def run(n, spins, sort):
-        c = {("p", "setup", i): 5000 for i in range(4)}
-        c.update({("p", "post", i): 18 * n for i in range(2)})
-        c.update({("p", "sort", i): sort * n for i in range(3)})
-        c.update({("p", "wait", i): spins * n for i in range(5)})
+    def run(n, empty, byte, sort_extra, calib):
+        c = {("p", "setup", i): 5000 for i in range(4)}           # setup: equal in both runs
+        c.update({("p", "post", i): 18 * n for i in range(2)})   # a fixed loop, 18 per call
+        c[("p", "post", 9)] = n
+        # ours-like poll inlined in the loop: 10 shared (empty + 1 successful per iteration),
+        # 4 only on an empty poll, 6 only on a successful one
+        c.update({("p", "loop", i): empty + n for i in range(10)})
+        c.update({("p", "loop", 100 + i): empty for i in range(4)})
+        c.update({("p", "loop", 200 + i): n for i in range(6)})
+        # a provider's poll (its own function): 8 on every call, 5 only on success (2 per
+        # iteration plus 3 setup polls), no instruction of its own for the empty case
+        c.update({("lib", "poll", i): empty + 2 * n + 3 for i in range(8)})
+        c.update({("lib", "poll", 50 + i): 2 * n + 3 for i in range(5)})
+        # write_lat's byte: 3 instructions per read, the exit once per iteration
+        c.update({("p", "byte", i): byte + n for i in range(3)})
+        c[("p", "byte", 9)] = n
+        # the samples' sort: n plus an n log n remainder (no wait)
+        c.update({("p", "sort", i): n + sort_extra for i in range(7)})
+        c.update({("p", "sort", 20 + i): n for i in range(2)})
+        c.update({("p", "calib", i): calib for i in range(3)})   # a timed loop at start
         c[("libc.so.6", "__memset_avx2_unaligned_erms", 0)] = 40 * n  # a rep stosb
         return c
-    (t1, w1, _), (t2, w2, _) = split_dicts([run(100, 40, 13), run(600, 20, 15)], [100, 600])
-    assert (w1, w2) == (5 * 40 * 100, 5 * 20 * 600), (w1, w2)
-    assert t1 - w1 == 4 * 5000 + 2 * 18 * 100 + 3 * 13 * 100 + 40 * 100
-    # a wait of 195.5 and 196.7 spins per iteration (within 1 %, as perftest's once): its
-    # count grows by 196.9 per extra iteration, no whole number: still waiting
-    def run2(n, spins_total):
-        c = run(n, 0, 13)
-        c.update({("p", "wait", i): spins_total for i in range(5)})
-        return c
-    (_, w1, _), (_, w2, _) = split_dicts([run2(100, 19550), run2(600, 118000)], [100, 600])
-    assert (w1, w2) == (5 * 19550, 5 * 118000), (w1, w2)
-    assert steady([(1800 + 7, 100), (10800 + 7, 600)]), "a fixed loop of 18 and a constant"
+    for e1, e2 in ((150, 600), (4000, 12000), (60, 1500)):  # fast and slow emulators alike
+        runs = [run(100, e1, 3 * e1, 27, 56000), run(600, e2, 3 * e2, 190, 50500)]
+        (t1, w1, _), (t2, w2, loops) = split_dicts(runs, [100, 600])
+        for (t, w, c, e, calib) in ((t1, w1, runs[0], e1, 56000), (t2, w2, runs[1], e2, 50500)):
+            expect = 14 * e + 8 * e + 3 * 3 * e + 3 * calib
+            assert w == expect, (e1, e2, w, expect)
+        loop = ((t2 - w2) - (t1 - w1)) / 500
+        fixed_work = 2 * 18 + 1 + 10 + 6 + 8 * 2 + 5 * 2 + 3 + 1 + 9 + 40
+        assert abs(loop - fixed_work - 7 * (190 - 27) / 500) < 1e-9, (loop, fixed_work)
+    assert fixed([(1800 + 7, 100), (10800 + 7, 600)]), "a fixed loop of 18 and a constant"
+    assert not fixed([(19550, 100), (118000, 600)]), "a wait of 195.5 and 196.7 spins"
+    assert not fixed([(1270, 100), (7860, 600)]), "a sort"
     print("cg_waits selftest: ok")
 
 

@@ -61,6 +61,8 @@ pub fn get_context(d: &Daemon, st: &mut State, ctx: u32, _pid: Pid, req: &Req) -
     let x = st.ctxx.entry(ctx).or_default();
     x.open = true;
     x.tot_bfregs = total;
+    // The kernel's `bfregi->ver`: 0 for the 8-byte request, else 2.
+    x.bfregs = super::bfreg::Bfregs::new(total, low_lat, u.len() > 8);
     x.cqe_version = cqe_version;
     let core = Out::new(8).u32(0, 0).u32(4, NUM_COMP_VECTORS).done();
     let mut m = Out::new(72);

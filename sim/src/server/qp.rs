@@ -23,6 +23,8 @@ pub struct QpExtra {
     pub sqd_notify: bool,
     /// Multicast groups joined (GID, LID), in order (ATTACH_MCAST).
     pub mcast: Vec<([u8; 16], u16)>,
+    /// The BlueFlame register held, compact numbering (freed on destroy).
+    pub bfreg: u32,
 }
 
 /// CREATE_QP. Core (after the response pointer): user_handle 0, pd 8,
@@ -34,12 +36,7 @@ pub struct QpExtra {
 pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
     let c = &req.core;
     let user_handle = u64_at(c, 0);
-    let qp_type = match u8_at(c, 45) {
-        2 => QpType::Rc,
-        3 => QpType::Uc,
-        4 => QpType::Ud,
-        _ => return Err(errno::EOPNOTSUPP),
-    };
+    let qp_type = QpType::from_ib(u8_at(c, 45)).ok_or(errno::EOPNOTSUPP)?;
     // extended: comp_mask (RSS indirection table) none; create_flags only
     // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
     if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {
@@ -87,11 +84,10 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
     }
     let x = st.ctxx.get_mut(&ctx).ok_or(errno::EINVAL)?;
     let cqe_v1 = x.cqe_version == 1;
-    // Legacy bfreg numbering: 4 per UAR page, the first two are BlueFlame
-    // registers; index 0 (no BlueFlame) is never handed out.
-    let usable: Vec<u32> = (0..x.tot_bfregs / 2).flat_map(|p| [p * 4, p * 4 + 1]).filter(|&b| b != 0).collect();
-    let bfreg = usable[(x.next_bfreg as usize) % usable.len().max(1)];
-    x.next_bfreg = x.next_bfreg.wrapping_add(1);
+    // The kernel's register classes (`alloc_bfreg`): a low-latency register
+    // of its own if one is free, else the least shared medium one.
+    let compact = x.bfregs.alloc();
+    let bfreg = super::bfreg::Bfregs::index(compact);
     let qpn = State::alloc(&mut st.next_qpn, 0x100);
     let rq = Wq { buf, wqe_cnt: rq_cnt, wqe_shift: if rq_cnt > 0 { rq_shift } else { 0 }, ci: 0 };
     let sq = Wq { buf: buf + (u64::from(rq_cnt) << rq.wqe_shift), wqe_cnt: sq_cnt, wqe_shift: 6, ci: 0 };
@@ -119,7 +115,7 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
             max_recv_sge: if rq_cnt > 0 { (1 << rq_shift) / 16 } else { 0 },
         },
     );
-    st.qpx.insert(qpn, QpExtra::default());
+    st.qpx.insert(qpn, QpExtra { bfreg: compact, ..Default::default() });
     let mut core = Out::new(if req.ex { 40 } else { 32 });
     core.u32(0, qpn).u32(4, qpn).u32(8, caps[0]).u32(12, caps[1]).u32(16, caps[2]).u32(20, caps[3]).u32(24, caps[4]);
     if req.ex {
@@ -321,7 +317,9 @@ pub fn destroy_qp(st: &mut State, ctx: u32, req: &Req) -> Result<Resp, i32> {
         return Err(errno::EBUSY);
     }
     let qp = st.dev.qps.remove(&qpn).ok_or(errno::EINVAL)?;
-    st.qpx.remove(&qpn);
+    if let (Some(x), Some(c)) = (st.qpx.remove(&qpn), st.ctxx.get_mut(&ctx)) {
+        c.bfregs.free(x.bfreg);
+    }
     let n = st.sink.async_reported(ctx, qp.user_handle);
     Ok(Resp { core: Out::new(4).u32(0, n).done(), note: format!("qpn={qpn:#x}"), ..Default::default() })
 }

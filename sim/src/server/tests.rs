@@ -117,7 +117,8 @@ fn context_pd_cq_qp_and_the_state_machine_answer_like_mlx5_ib() {
     ud.u64(0, ring.addr() + 64);
     assert_eq!(a.write(18, Some(&cq), 16, &core.0, &ud.0).ret, EINVAL);
 
-    // CREATE_QP (RC) on them: QPN, BlueFlame register 1.
+    // CREATE_QP (RC) on them: QPN, BlueFlame register 24 (compact 12, the
+    // first of the 4 low-latency ones of 16: the QP's alone).
     let (qbuf, qdb) = (Buf::new(4096), Buf::new(64));
     let mut core = Out::new(48);
     core.u64(0, 0x9a).u32(8, pdn).u32(12, cqh).u32(16, cqh).u32(24, 1).u32(28, 1).u32(32, 1).u32(36, 1).u8(45, 2);
@@ -126,7 +127,7 @@ fn context_pd_cq_qp_and_the_state_machine_answer_like_mlx5_ib() {
     let qp = Buf::new(72);
     assert!(a.write(24, Some(&qp), 72, &core.0, &ud.0).ret > 0);
     let qpn = u32_at(qp.bytes(), 4);
-    assert_eq!(u32_at(qp.bytes(), 32), 1, "bfreg_index");
+    assert_eq!(u32_at(qp.bytes(), 32), 24, "bfreg_index");
 
     // MODIFY_QP: RESET->INIT without the port is EINVAL, with all three it
     // works; INIT->RTS is no transition; ->ERR from anywhere.

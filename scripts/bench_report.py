@@ -598,8 +598,10 @@ FLOORS = {
     ("mlx5", "post_send_inline"): (96, (
         "As the non-inline post, with the data segment replaced by the inline header (length | 0x80000000, "
         "swapped) and the 8 bytes copied into the WQE (a load and a store): ~2 more instructions.")),
-    ("mlx5", "post_recv"): (32, (
-        "By contract `ibv_post_recv` of one WR with one SGE on mlx5 must: take the QP from concurrent posters "
+    ("mlx5", "post_recv"): (34, (
+        "By contract `ibv_post_recv` of one WR with one SGE on mlx5 must: reach the QP's provider (the library "
+        "serves several providers: compare the driver tag, branch: ~2, as for post_send), take the QP from "
+        "concurrent posters "
         "(~4), find room (`head - tail` against `wqe_cnt`: ~4), check the SGE count (~2), address the slot (~3), "
         "store the data segment (length, lkey, address, swapped: ~7) and `wr_id` (~2), advance `head` (~1), store "
         "the doorbell record (swap, release store: ~3), plus " + _RET_TEXT + " (~6).")),

@@ -49,6 +49,7 @@
 //!   mask + 1`: every address formed is inside the checked range, without
 //!   a check per store. The doorbell word of both ring views (this one
 //!   and B7's `RqRing`) is a `DbWord`, made only by `sq_ring`/`rq_ring`
+//!   (or `RqRing::store_db` from the geometry `rq_ring` checked)
 //!   at the offset their geometry checked (4 bytes, 4-aligned) and lent
 //!   as `&AtomicU32` only through the view's `&self`, while the view's
 //!   stores take `&mut self` (B3); its one `from_ptr` carries the proof.
@@ -440,8 +441,9 @@ impl DbWord<'_> {
     /// The word, for the release store of a ring's new counter.
     #[inline(always)]
     fn word(&self) -> &AtomicU32 {
-        // SAFETY: `at` is called only by `sq_ring`/`rq_ring` with the
-        // doorbell offset their geometry checked: 4 bytes inside the
+        // SAFETY: `at` is called only by `sq_ring`/`rq_ring` (and
+        // `RqRing::store_db`, from the geometry `rq_ring` checked and the
+        // view borrows) with the doorbell offset their geometry checked: 4 bytes inside the
         // checked range of the live mapping, 4-aligned from the page
         // aligned base (B6, B7), valid while the buffer is borrowed (B1).
         // The view holding this word lends it only through `&self` and

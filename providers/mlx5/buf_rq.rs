@@ -11,7 +11,9 @@
 //! shift`), and the 4-aligned doorbell word at `dbrec` both end at or
 //! before `need` (checked arithmetic); `rq_ring` checks `need <= len` of
 //! the live mapping (B1) and borrows the buffer mutably for the view's
-//! lifetime (B3). A store masks the WQE index by `mask` and checks the
+//! lifetime (B3), and the geometry shared (so it cannot change under the
+//! view; `RqGeom`'s fields are private and set only by its constructor).
+//! A store masks the WQE index by `mask` and checks the
 //! segment index against `segs`, so every address it forms is inside the
 //! checked range; the doorbell word is a `DbWord` of `buf.rs` (its one
 //! proof, B6/B7 there). Stores are unaligned (`write_unaligned`); nothing
@@ -20,7 +22,7 @@
 
 use core::marker::PhantomData;
 use core::mem::size_of;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::Ordering;
 
 use zerocopy::{Immutable, IntoBytes};
 
@@ -62,26 +64,25 @@ impl RqGeom {
 }
 
 /// A receive ring and its doorbell word in a [`WqBuf`], checked once (B7).
+/// It keeps the geometry by reference, so that each field is loaded
+/// where a store needs it (copied up front they took registers the whole
+/// post long, and the post a bigger frame).
 #[derive(Debug)]
 pub struct RqRing<'b> {
-    /// WQE 0: `(mask + 1) << shift` bytes of the live mapping from here.
-    ring: *mut u8,
-    mask: u32,
-    shift: u32,
-    segs: u32,
-    db: DbWord<'b>,
+    /// Byte 0 of the live mapping; the checked range is `[0, g.need)`.
+    p: *mut u8,
+    g: &'b RqGeom,
     _b: PhantomData<&'b mut WqBuf>,
 }
 
 impl WqBuf {
     /// The receive ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
-    pub fn rq_ring(&mut self, g: &RqGeom) -> Option<RqRing<'_>> {
+    pub fn rq_ring<'b>(&'b mut self, g: &'b RqGeom) -> Option<RqRing<'b>> {
         if g.need > self.0.len {
             return None;
         }
-        let p = self.0.ptr.as_ptr();
-        Some(RqRing { ring: p.wrapping_add(g.base), mask: g.mask, shift: g.shift, segs: g.segs, db: DbWord::at(p, g.dbrec), _b: PhantomData })
+        Some(RqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData })
     }
 }
 
@@ -91,22 +92,26 @@ impl RqRing<'_> {
     #[inline(always)]
     pub fn put_seg<T: IntoBytes + Immutable>(&mut self, idx: u32, k: u32, v: T) -> bool {
         const { assert!(size_of::<T>() <= SEG, "a receive segment is 16 bytes") };
-        if k >= self.segs {
+        let g = self.g;
+        if k >= g.segs {
             return false;
         }
-        let off = (((idx & self.mask) as usize) << self.shift) + k as usize * SEG;
+        let off = g.base + (((idx & g.mask) as usize) << g.shift) + k as usize * SEG;
         // SAFETY: WQE `idx & mask` of the ring and its segment `k < segs`,
         // `segs * 16 <= 1 << shift`: inside the range `RqGeom::new` and
         // `rq_ring` checked in the live mapping (B7, B1); the view borrows
         // the buffer mutably (B3); an unaligned store.
-        unsafe { self.ring.wrapping_add(off).cast::<T>().write_unaligned(v) };
+        unsafe { self.p.wrapping_add(off).cast::<T>().write_unaligned(v) };
         true
     }
 
-    /// The receive doorbell word, for the release store of the counter.
+    /// Stores `v` (the counter, already big-endian) into the receive
+    /// doorbell word with release ordering: after every store of the view.
+    /// (The word is made here, from the geometry `rq_ring` checked, rather
+    /// than kept: one register fewer across the post.)
     #[inline(always)]
-    pub fn dbrec(&self) -> &AtomicU32 {
-        self.db.word()
+    pub fn store_db(&self, v: u32) {
+        DbWord::at(self.p, self.g.dbrec).word().store(v, Ordering::Release);
     }
 }
 
@@ -125,11 +130,12 @@ mod tests {
         assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 1, 4001)).is_none(), "misaligned doorbell word");
         assert!(b.rq_ring(&RqGeom::new(usize::MAX - 8, 8, 4, 1, 4000)).is_none(), "overflowing offset");
         assert!(b.rq_ring(&RqGeom::new(0, 1 << 31, 16, 1, 4000)).is_none(), "a ring larger than the buffer");
-        let mut r = b.rq_ring(&RqGeom::new(1024, 8, 5, 2, 4092)).unwrap();
+        let g = RqGeom::new(1024, 8, 5, 2, 4092);
+        let mut r = b.rq_ring(&g).unwrap();
         assert!(r.put_seg(8 + 3, 1, 0x1122u64), "index masked");
         assert!(!r.put_seg(2, 2, 7u64), "no third segment");
         assert!(r.put_seg(7, 1, [9u8; 16]), "the ring's last bytes");
-        r.dbrec().store(0x1234, core::sync::atomic::Ordering::Release);
+        r.store_db(0x1234);
         assert_eq!(b.get::<u64>(1024 + 3 * 32 + 16), Some(0x1122));
         assert_eq!(b.get::<[u8; 16]>(1024 + 8 * 32 - 16), Some([9; 16]));
         assert_eq!(b.get::<u64>(1024 + 2 * 32 + 32), Some(0), "nothing past segment 1 of WQE 2");

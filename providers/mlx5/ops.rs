@@ -83,7 +83,7 @@ pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), Post
 /// `false`, nothing written, if not taken.
 #[inline(always)]
 pub fn post_recv_one(reg: &RegRef, uidx: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
-    let Some(mut g) = reg.lock(uidx) else { return false };
+    let mut g = reg.lock_made(uidx);
     match &mut *g {
         Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, wr_id, sge),
         _ => false,

@@ -493,23 +493,26 @@ impl ProviderQp for Mlx5Qp {
 
     #[inline]
     fn post_recv(&mut self, _: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-        if self.slots.1.is_none() {
-            return Err(no_recv_queue());
-        }
         // One request of at most one SGE, the common case: the straight
-        // path; anything it does not take (a full queue, no room for an
-        // SGE) goes the general way, which names the error.
+        // path (which finds no receive queue in the slot of a QP on an
+        // SRQ); anything it does not take (no receive queue, a full
+        // queue, no room for an SGE) goes the general way, which names
+        // the error.
         if let [wr] = wrs {
             if wr.sg_list.len() <= 1 && ops::post_recv_one(&self.reg, self.slot, wr.wr_id, wr.sg_list.first()) {
                 return Ok(());
             }
+        }
+        if self.slots.1.is_none() {
+            return Err(no_recv_queue());
         }
         ops::post_recv(&self.reg, self.slot, wrs)
     }
 
     #[inline(always)]
     fn post_recv_straight(&mut self, _: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
-        self.slots.1.is_some() && ops::post_recv_one(&self.reg, self.slot, wr_id, sge)
+        // (No receive queue in the slot, a QP on an SRQ: `false`.)
+        ops::post_recv_one(&self.reg, self.slot, wr_id, sge)
     }
 
     fn queue_slots(&self) -> (u32, Option<u32>) {

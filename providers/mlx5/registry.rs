@@ -207,6 +207,21 @@ impl RegRef {
         self.acquire(uidx, |_| false)
     }
 
+    /// Locks slot `uidx` of an object this context made, whose index
+    /// [`insert`](Self::insert) handed out (below [`SLOTS`]): the index is
+    /// masked rather than compared (a wrong one still names some slot of
+    /// this table, whose entry the caller matches like any other), so a
+    /// post pays no bound check and no `None` branch.
+    #[inline(always)]
+    pub fn lock_made(&self, uidx: u32) -> SlotGuard<'_> {
+        const { assert!(SLOTS.is_power_of_two()) };
+        let slot = &self.region().slots[uidx as usize & (SLOTS - 1)];
+        while slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            core::hint::spin_loop();
+        }
+        SlotGuard { slot }
+    }
+
     /// Locks slot `uidx` for a poll, which already holds its CQ's slot:
     /// `None` if there is no such slot or it holds a CQ. A CQE naming a
     /// CQ is bogus (only QPs and SRQs are created with a user index), and

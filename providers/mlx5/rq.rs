@@ -145,7 +145,7 @@ impl RecvQueue {
         };
         ring.put_seg(ind, j, END);
         self.head = self.head.wrapping_add(1);
-        ring.dbrec().store((self.head & 0xffff).to_be(), Ordering::Release);
+        ring.store_db((self.head & 0xffff).to_be());
         true
     }
 

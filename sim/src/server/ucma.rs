@@ -8,9 +8,10 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::sock;
-use super::ucma_model::{ev, event, put_conn, Addr, Cm, Conn, St, PD_REJ, PD_REP, PD_REQ, PD_SIDR_REP, PD_SIDR_REQ, PS_TCP, PS_UDP, QPT_UD, UDP_QKEY};
+use super::ucma_model::{ev, event, put_conn, Addr, Cm, Conn, St, PD_REJ, PD_REP, PD_REQ, PD_SIDR_REP, PD_SIDR_REQ, PS_IB, PS_TCP, PS_UDP, UDP_QKEY};
 use super::Daemon;
 use crate::fdpass;
+use crate::model::QpType;
 use crate::mem::HostMem;
 use crate::proto::{Call, Hello, Reply, Welcome};
 
@@ -169,16 +170,16 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
     let mut cm = d.cm();
     match cmd {
         0 => {
-            let (uid, resp, ps, qpt) = (u64_at(c, 0), u64_at(c, 8), u16_at(c, 16), c[18]);
-            let qpt_ok = match ps {
-                PS_TCP => qpt == 2,
-                PS_UDP => qpt == QPT_UD,
-                0x013F => qpt == 2 || qpt == QPT_UD,
+            let (uid, resp, ps) = (u64_at(c, 0), u64_at(c, 8), u16_at(c, 16));
+            let qpt = QpType::from_ib(c[18]).filter(|&t| match ps {
+                PS_TCP => t == QpType::Rc,
+                PS_UDP => t == QpType::Ud,
+                PS_IB => t != QpType::Uc,
                 _ => false,
-            };
-            if !qpt_ok {
+            });
+            let Some(qpt) = qpt else {
                 return Err(EINVAL);
-            }
+            };
             let h = cm.add_id(file, uid, ps, qpt);
             drop(cm);
             let r = out(d, pid, resp, outlen, &h.to_le_bytes());
@@ -255,7 +256,7 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             if id.st != St::ReqRcvd {
                 return Err(EINVAL);
             }
-            let ud = id.qp_type == QPT_UD;
+            let ud = id.qp_type == QpType::Ud;
             id.st = St::Idle;
             let Some(p) = id.peer.take() else { return Ok(()) };
             let Some(peer) = cm.ids.get_mut(&p) else { return Ok(()) };
@@ -451,7 +452,7 @@ fn connect(_d: &Daemon, cm: &mut Cm, file: u32, h: u32, p: &[u8]) -> Result<(), 
     if id.st != St::RouteResolved {
         return Err(EINVAL);
     }
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     if pd.len() > if ud { PD_SIDR_REQ } else { PD_REQ } {
         return Err(EINVAL);
     }
@@ -496,7 +497,7 @@ fn accept(d: &Daemon, cm: &mut Cm, file: u32, h: u32, uid: u64, p: &[u8]) -> Res
     own(cm, file, h)?;
     let (conn, pd) = read_conn(p);
     let id = cm.ids.get_mut(&h).ok_or(EINVAL)?;
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     match id.st {
         St::ReqRcvd => {
             if pd.len() > if ud { PD_SIDR_REP } else { PD_REP } {

@@ -5,8 +5,9 @@
 
 use super::device::ACTIVE_MTU;
 use super::ucma::put_sa;
-use super::ucma_model::{Addr, Cm, St, EVENT_LEN, QPT_UD, UDP_QKEY};
+use super::ucma_model::{Addr, Cm, St, EVENT_LEN, UDP_QKEY};
 use super::Daemon;
+use crate::model::QpType;
 
 const GID_V2: &str = "RoCE v2";
 
@@ -46,7 +47,7 @@ pub fn init_qp_attr(d: &Daemon, cm: &Cm, h: u32, state: u32) -> Result<[u8; 144]
     let id = &cm.ids[&h];
     let src = id.src.filter(|s| !s.is_any()).ok_or(libc::EINVAL)?;
     let mut a = [0u8; 144];
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     let put32 = |a: &mut [u8; 144], at: usize, v: u32| a[at..at + 4].copy_from_slice(&v.to_le_bytes());
     put32(&mut a, 4, state);
     let has_cm_id = matches!(id.st, St::Listen | St::ReqSent | St::ReqRcvd | St::RepSent | St::RepRcvd | St::Established | St::Disconnected);

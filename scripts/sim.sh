@@ -158,6 +158,14 @@ echo "sim.sh: verbs-simd pid $DAEMON, SYSFS_PATH=$SYSFS_PATH"
 run_one ibv_devices "" "mlx5_0[[:space:]]+0c42a10300b15e00" ibv_devices
 run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx5_0
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
+# RDMA netlink (the shim's NETLINK_RDMA socket, the daemon's nldev): iproute2's rdma tool
+run_one rdma "dev" "^0: mlx5_0: node_type ca fw 22\.36\.1010 node_guid 0c42:a103:00b1:5e00" rdma dev
+run_one rdma "link" "^link mlx5_0/1 state ACTIVE physical_state LINK_UP" rdma link
+# a program's MR and listening cm_id, listed while it waits for its peer (polled until listed)
+run_one rdma "res show mr (ibv_rc_pingpong's MR)" "^dev mlx5_0 mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ iova 0x[0-9a-f]+ mrlen 4096 pdn [0-9]+ pid [0-9]+ comm ibv_rc_pingpong" \
+    bash -c "ibv_rc_pingpong -d mlx5_0 -g 3 -p $((PORT + 7)) & s=\$!; until rdma res show mr | grep ibv_rc_pingpong; do sleep 0.1; done; kill \$s"
+run_one rdma "res show cm_id (rping's listener)" "^link mlx5_0/1 cm-idn [0-9]+ state LISTEN ps TCP pid [0-9]+ comm rping src-addr 0\.0\.0\.0:$((PORT + 8)) " \
+    bash -c "rping -s -a 0.0.0.0 -p $((PORT + 8)) & s=\$!; until rdma res show cm_id | grep rping; do sleep 0.1; done; kill \$s"
 
 G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 D="-d mlx5_0"

@@ -125,18 +125,8 @@ pub(crate) fn tcp_listening(port: u16) -> bool {
 
 /// True once a connection-manager id listens on `port` (`rdma res show cm_id`, any device,
 /// TCP or UDP port space): RoCE listeners have no socket to find in `/proc/net`.
-/// On the simulated ConnectX (`VERBS_SIM_SOCKET` set) the kernel's table is the daemon's:
-/// it publishes its listeners in the same words in `<socket>.cm_listen` (RDMA netlink,
-/// which `rdma` asks, is not modelled).
 pub(crate) fn cm_listening(port: u16) -> bool {
-    let out = match std::env::var_os("VERBS_SIM_SOCKET") {
-        Some(sock) => {
-            let mut p = sock;
-            p.push(".cm_listen");
-            std::fs::read(p).unwrap_or_default()
-        }
-        None => std::process::Command::new("rdma").args(["res", "show", "cm_id"]).output().map(|o| o.stdout).unwrap_or_default(),
-    };
+    let out = std::process::Command::new("rdma").args(["res", "show", "cm_id"]).output().map(|o| o.stdout).unwrap_or_default();
     let want = format!(":{port} ");
     String::from_utf8_lossy(&out).lines().any(|l| l.contains("state LISTEN") && l.contains(&want))
 }

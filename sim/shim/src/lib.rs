@@ -5,8 +5,9 @@
 //! names as the uverbs device, so libibverbs' `fstat` check passes) that is
 //! connected to `verbs-simd`: `write` and `ioctl` on it are forwarded (the
 //! daemon reads the command and writes the response in this process's
-//! memory), `mmap` maps the context's UAR memfd, `close` hangs up. Netlink
-//! RDMA sockets are refused so libibverbs falls back to sysfs discovery.
+//! memory), `mmap` maps the context's UAR memfd, `close` hangs up. A
+//! `NETLINK_RDMA` socket is a connection to the daemon, which answers RDMA
+//! netlink (`netlink.rs`).
 //! Everything else goes to the next definition (`dlsym(RTLD_NEXT)`).
 //! Without the variable every function only passes through.
 //!
@@ -48,6 +49,8 @@ struct Slot {
     pages: AtomicU32,
     /// An rdma_cm file (its fd is the daemon's event socket).
     cm: std::sync::atomic::AtomicBool,
+    /// A NETLINK_RDMA socket (its fd is the daemon connection itself).
+    nl: std::sync::atomic::AtomicBool,
     lock: Mutex<()>,
 }
 
@@ -58,6 +61,7 @@ const FREE: Slot = Slot {
     memfd: AtomicI32::new(-1),
     pages: AtomicU32::new(0),
     cm: std::sync::atomic::AtomicBool::new(false),
+    nl: std::sync::atomic::AtomicBool::new(false),
     lock: Mutex::new(()),
 };
 static SLOTS: [Slot; SLOTS_N] = [FREE; SLOTS_N];
@@ -133,9 +137,24 @@ fn sys_close(fd: c_int) {
 /// Opens a connection to the daemon and says hello; returns the socket,
 /// its welcome and the descriptor that came with it.
 fn connect_daemon(index: u32) -> Result<(OwnedFd, Welcome, OwnedFd), c_int> {
+    let sock = say_hello(index, libc::SOCK_CLOEXEC)?;
+    let mut buf = [0u8; 64];
+    let (n, mut fds) = fdpass::recv(sock_fd(&sock), &mut buf).map_err(|_| libc::ENODEV)?;
+    let w = Welcome::decode(&buf[..n]).ok_or(libc::ENODEV)?;
+    let fd = fds.pop().ok_or(libc::ENODEV)?;
+    // Let the daemon reach this process's memory (process_vm_*) even where
+    // Yama restricts ptrace to descendants; harmless elsewhere.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, w.daemon_pid as c_ulong, 0, 0, 0) };
+    Ok((sock, w, fd))
+}
+
+/// A connection to the daemon (a `SOCK_SEQPACKET` socket with `flags`,
+/// `SOCK_CLOEXEC`/`SOCK_NONBLOCK`) that has said hello for `index`.
+fn say_hello(index: u32, flags: c_int) -> Result<OwnedFd, c_int> {
     let path = socket_path().ok_or(libc::ENODEV)?;
     // SAFETY: plain socket(2) through syscall(2) (not our `socket`).
-    let s = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+    let s = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_SEQPACKET | flags, 0) };
     if s < 0 {
         return Err(libc::ENODEV);
     }
@@ -165,16 +184,14 @@ fn connect_daemon(index: u32) -> Result<(OwnedFd, Welcome, OwnedFd), c_int> {
     }
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    fdpass::send(sock_fd(&sock), &Hello { pid, index }.encode(), &[]).map_err(|_| libc::ENODEV)?;
-    let mut buf = [0u8; 64];
-    let (n, mut fds) = fdpass::recv(sock_fd(&sock), &mut buf).map_err(|_| libc::ENODEV)?;
-    let w = Welcome::decode(&buf[..n]).ok_or(libc::ENODEV)?;
-    let fd = fds.pop().ok_or(libc::ENODEV)?;
-    // Let the daemon reach this process's memory (process_vm_*) even where
-    // Yama restricts ptrace to descendants; harmless elsewhere.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_PTRACER, w.daemon_pid as c_ulong, 0, 0, 0) };
-    Ok((sock, w, fd))
+    loop {
+        match fdpass::send(sock_fd(&sock), &Hello { pid, index }.encode(), &[]) {
+            Ok(()) => return Ok(sock),
+            // a non-blocking netlink socket: the daemon has room soon
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(_) => return Err(libc::ENODEV),
+        }
+    }
 }
 
 fn register(fd: c_int, sock: OwnedFd, memfd: c_int, pages: u32, cm: bool) -> Result<(), c_int> {
@@ -183,6 +200,7 @@ fn register(fd: c_int, sock: OwnedFd, memfd: c_int, pages: u32, cm: bool) -> Res
     slot.memfd.store(memfd, Relaxed);
     slot.pages.store(pages, Relaxed);
     slot.cm.store(cm, Relaxed);
+    slot.nl.store(false, Relaxed);
     slot.fd.store(fd, Release);
     ACTIVE.fetch_add(1, AcqRel);
     Ok(())
@@ -279,6 +297,8 @@ fn forward(slot: &Slot, call: Call) -> i64 {
     }
     reply.ret
 }
+
+mod netlink;
 
 fn detach(slot: &Slot) {
     let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -487,8 +507,13 @@ pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     if domain == libc::AF_NETLINK && protocol == NETLINK_RDMA && socket_path().is_some() {
-        set_errno(libc::EPROTONOSUPPORT);
-        return -1;
+        return match netlink::open(ty) {
+            Ok(fd) => fd,
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        };
     }
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real!("socket", unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)(domain, ty, protocol) }

@@ -10,6 +10,7 @@ mod events;
 mod ioctl;
 mod ioctl_device;
 mod mcast;
+mod nldev;
 mod objects;
 mod qp;
 mod qp_state;
@@ -186,6 +187,9 @@ fn serve(d: &Daemon, sock: OwnedFd) {
     let Some(hello) = Hello::decode(&buf[..n]) else { return };
     if hello.index == crate::proto::UCMA_INDEX {
         return ucma::serve(d, sock, hello);
+    }
+    if hello.index == crate::proto::NETLINK_INDEX {
+        return nldev::serve(d, sock, hello);
     }
     let uar = match Uar::new() {
         Ok(u) => Arc::new(u),

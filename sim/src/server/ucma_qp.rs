@@ -32,7 +32,17 @@ fn ah_attr(d: &Daemon, src: &Addr, dst: &Addr, tos: u8) -> [u8; 32] {
     a
 }
 
-/// INIT_QP_ATTR: `struct ib_uverbs_qp_attr` (144 bytes) for `state`.
+/// INIT_QP_ATTR: `struct ib_uverbs_qp_attr` (144 bytes) for `state`, as
+/// `rdma_init_qp_attr` computes it on a RoCE port. A UD id, or a connected
+/// one before it has a CM id (no `rdma_connect` sent, no request received),
+/// gets `cma_ib_init_qp_attr`'s answer whatever the state asked: STATE |
+/// PKEY_INDEX | PORT and the qkey (UD) or access flags 0 (RC); and for RTR
+/// the id's own PSN in rq_psn (outside the mask). A connected id gets
+/// `ib_cm_init_qp_attr`'s: INIT with REMOTE_WRITE (| REMOTE_READ |
+/// REMOTE_ATOMIC with responder resources), RTR with the path and the
+/// peer's QPN and PSN, RTS with the send PSN, retries and timeout; EINVAL
+/// for a listener or an id whose connection ended (the CM id is idle or in
+/// timewait there).
 pub fn init_qp_attr(d: &Daemon, cm: &Cm, h: u32, state: u32) -> Result<[u8; 144], i32> {
     let id = &cm.ids[&h];
     let src = id.src.filter(|s| !s.is_any()).ok_or(libc::EINVAL)?;
@@ -40,46 +50,49 @@ pub fn init_qp_attr(d: &Daemon, cm: &Cm, h: u32, state: u32) -> Result<[u8; 144]
     let ud = id.qp_type == QpType::Ud;
     let put32 = |a: &mut [u8; 144], at: usize, v: u32| a[at..at + 4].copy_from_slice(&v.to_le_bytes());
     put32(&mut a, 4, state);
-    let mask: u32 = match (state, ud) {
-        (1, true) => {
+    let has_cm_id = matches!(id.st, St::Listen | St::ReqSent | St::ReqRcvd | St::RepSent | St::RepRcvd | St::Established | St::Disconnected);
+    let mask: u32 = if ud || !has_cm_id {
+        if state == 2 {
+            put32(&mut a, 24, id.conn.psn);
+        }
+        if ud {
             put32(&mut a, 20, UDP_QKEY);
-            1 | 16 | 32 | 64
+            1 | 16 | 32 | 64 // STATE | PKEY_INDEX | PORT | QKEY
+        } else {
+            1 | 8 | 16 | 32 // STATE | ACCESS_FLAGS (0) | PKEY_INDEX | PORT
         }
-        (1, false) => {
-            let connected = id.peer.is_some() || matches!(id.st, St::Established | St::RepSent | St::RepRcvd);
-            let rr = connected && id.conn.responder_resources > 0;
-            // LOCAL_WRITE | REMOTE_WRITE, and REMOTE_READ | REMOTE_ATOMIC with responder resources.
-            put32(&mut a, 36, 1 | 2 | if rr { 4 | 8 } else { 0 });
-            1 | 8 | 16 | 32
-        }
-        (2, true) => 1,
-        (2, false) => {
-            let peer = id.peer.and_then(|p| cm.ids.get(&p)).ok_or(libc::EINVAL)?;
-            let dst = id.dst.ok_or(libc::EINVAL)?;
-            put32(&mut a, 12, u32::from(ACTIVE_MTU));
-            put32(&mut a, 24, peer.conn.psn);
-            put32(&mut a, 32, peer.conn.qpn);
-            a[40..72].copy_from_slice(&ah_attr(d, &src, &dst, id.tos));
-            a[131] = id.conn.responder_resources;
-            a[132] = 0; // min_rnr_timer, as ib_cm gives
-            1 | 128 | 256 | 4096 | 32768 | 131072 | 1048576
-        }
-        (3, true) => {
-            put32(&mut a, 28, id.conn.psn);
-            1 | 65536
-        }
-        (3, false) => {
-            if id.peer.is_none() && id.st != St::Established {
-                return Err(libc::EINVAL);
+    } else {
+        match state {
+            1 if !matches!(id.st, St::Listen | St::Disconnected) => {
+                let rr = id.conn.responder_resources > 0;
+                // REMOTE_WRITE, and REMOTE_READ | REMOTE_ATOMIC with responder resources.
+                put32(&mut a, 36, 2 | if rr { 4 | 8 } else { 0 });
+                1 | 8 | 16 | 32
             }
-            put32(&mut a, 28, id.conn.psn);
-            a[130] = id.conn.initiator_depth;
-            a[134] = id.timeout.unwrap_or(18);
-            a[135] = id.conn.retry;
-            a[136] = id.conn.rnr_retry;
-            1 | 512 | 1024 | 2048 | 8192 | 65536
+            2 => {
+                let peer = id.peer.and_then(|p| cm.ids.get(&p)).ok_or(libc::EINVAL)?;
+                let dst = id.dst.ok_or(libc::EINVAL)?;
+                put32(&mut a, 12, u32::from(ACTIVE_MTU));
+                put32(&mut a, 24, peer.conn.psn);
+                put32(&mut a, 32, peer.conn.qpn);
+                a[40..72].copy_from_slice(&ah_attr(d, &src, &dst, id.tos));
+                a[131] = id.conn.responder_resources;
+                a[132] = 0; // min_rnr_timer, as ib_cm gives
+                1 | 128 | 256 | 4096 | 32768 | 131072 | 1048576
+            }
+            3 => {
+                if id.peer.is_none() && id.st != St::Established {
+                    return Err(libc::EINVAL);
+                }
+                put32(&mut a, 28, id.conn.psn);
+                a[130] = id.conn.initiator_depth;
+                a[134] = id.timeout.unwrap_or(18);
+                a[135] = id.conn.retry;
+                a[136] = id.conn.rnr_retry;
+                1 | 512 | 1024 | 2048 | 8192 | 65536
+            }
+            _ => return Err(libc::EINVAL),
         }
-        _ => return Err(libc::EINVAL),
     };
     put32(&mut a, 0, mask);
     a[133] = 1; // port_num

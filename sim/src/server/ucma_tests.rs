@@ -175,3 +175,56 @@ fn nobody_listening_is_rejected_and_ports_conflict() {
     let (_, id, e, status, _) = f.event().unwrap();
     assert_eq!((id, e, status), (b, ev::REJECTED, 8), "IB_CM_REJ_INVALID_SERVICE_ID");
 }
+
+/// INIT_QP_ATTR: (mask, access flags, qp_state) or the errno.
+fn init_attr(f: &F, id: u32, state: u32) -> Result<(u32, u32, u32), i32> {
+    let qa = vec![0u8; 144];
+    let mut q = [0u8; 16];
+    q[0..8].copy_from_slice(&(qa.as_ptr() as u64).to_le_bytes());
+    q[8..12].copy_from_slice(&id.to_le_bytes());
+    q[12..16].copy_from_slice(&state.to_le_bytes());
+    f.cmd(11, &q, 144)?;
+    let qa = std::hint::black_box(&qa).clone();
+    let u = |a: usize| u32::from_le_bytes(qa[a..a + 4].try_into().unwrap());
+    Ok((u(0), u(36), u(4)))
+}
+
+#[test]
+fn query_route_and_init_qp_attr_as_the_kernel_answers() {
+    let d = daemon();
+    let (srv, cli) = (F::new(&d), F::new(&d));
+    let l = srv.create(1);
+    bind(&srv, l, IP, 7300).unwrap();
+    srv.cmd(7, &[l.to_le_bytes(), 4u32.to_le_bytes()].concat(), 0).unwrap();
+    assert_eq!(init_attr(&srv, l, 1), Err(libc::EINVAL), "a listener's CM id has no QP attributes");
+    let c = cli.create(2);
+    resolve(&cli, c, IP, 7300);
+    assert_eq!(cli.event().unwrap().2, ev::ADDR_RESOLVED);
+    // QUERY_ROUTE before the route: the addresses and GIDs, no path
+    let qr = |f: &F, id: u32| {
+        let out = vec![0u8; 208];
+        let mut q = [0u8; 16];
+        q[0..8].copy_from_slice(&(out.as_ptr() as u64).to_le_bytes());
+        q[8..12].copy_from_slice(&id.to_le_bytes());
+        f.cmd(5, &q, 208).unwrap();
+        std::hint::black_box(&out).clone()
+    };
+    let r = qr(&cli, c);
+    assert_eq!(u32::from_le_bytes(r[192..196].try_into().unwrap()), 0, "num_paths");
+    assert_eq!((r[196], &r[0..8]), (1, &0x0c42_a103_00b1_5e00u64.to_be_bytes()[..]));
+    assert_eq!(r[8..24], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 251, 0, 1], "dgid");
+    assert_eq!(u16::from_le_bytes([r[164], r[165]]), libc::AF_INET as u16);
+    assert_eq!((u16::from_be_bytes([r[166], r[167]]), &r[168..172]), (7300, &IP[..]), "dst_addr");
+    cli.cmd(4, &c.to_le_bytes(), 0).unwrap();
+    assert_eq!(cli.event().unwrap().2, ev::ROUTE_RESOLVED);
+    let r = qr(&cli, c);
+    assert_eq!((u32::from_le_bytes(r[192..196].try_into().unwrap()), r[8 + 62]), (1, 16), "one path, packet life");
+    // before rdma_connect (no CM id): cma_ib_init_qp_attr, access flags 0, any state
+    assert_eq!(init_attr(&cli, c, 1), Ok((1 | 8 | 16 | 32, 0, 1)));
+    assert_eq!(init_attr(&cli, c, 2), Ok((1 | 8 | 16 | 32, 0, 2)));
+    let mut b = conn_param(0x11, b"", 272, 288);
+    b[272..276].copy_from_slice(&c.to_le_bytes());
+    cli.cmd(6, &b, 0).unwrap();
+    // connecting, with responder resources: REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC
+    assert_eq!(init_attr(&cli, c, 1), Ok((1 | 8 | 16 | 32, 2 | 4 | 8, 1)));
+}

@@ -580,9 +580,9 @@ FLOORS = {
         (3, "load its flags, test `VALID`, branch"),
         _RET], _GUARD_SIW),
     # mlx5 (the mlx5 section's floors, scripts/sim-bench.sh): (floor, text) as written.
-    ("mlx5", "post_send"): (95, (
-        "By contract `ibv_post_send` of one 8-byte RDMA WRITE with one SGE on mlx5 (BlueFlame register, as "
-        "libmlx5 rings it for a one-WQE post) must: reach the QP's provider (the library serves several "
+    ("mlx5", "post_send"): (94, (
+        "By contract `ibv_post_send` of one 8-byte RDMA WRITE with one SGE on mlx5 (BlueFlame copy to the QP's "
+        "low-latency register, which the kernel gives it alone, as libmlx5 rings it for a one-WQE post) must: reach the QP's provider (the library serves several "
         "providers: compare the driver tag, branch: ~2), take the QP from concurrent posters (a compare-exchange and "
         "its release store: ~4), judge the request (opcode allowed on RC, flag bits, SGE count against "
         "`max_send_sge`, message size: ~8), find room (`head - tail` against `max_post`: ~4), address the slot "
@@ -591,10 +591,11 @@ FLOORS = {
         "segment (address and rkey swapped: ~6) and the data segment (length, lkey, address: ~7), record `wr_id` and "
         "the WQE head for the completion (~4), advance `cur_post` and `head` (~3), store the doorbell record (swap, "
         "release store: ~3), then ring: address the register (its UAR page plus the half in use: ~3), `sfence`, "
-        "take the BlueFlame register (~4), copy the 64-byte basic block "
-        "(8 loads, 8 stores: 16), `sfence`, flip the register's half and release it (~3), plus the frame and "
-        + _RET_TEXT + " (~16).")),
-    ("mlx5", "post_send_inline"): (97, (
+        "copy the 64-byte basic block "
+        "(8 loads, 8 stores: 16), `sfence`, load the register's half, flip it and store it (~3; no register lock: "
+        "the register is the QP's alone and its posts are serialised by the QP's own lock), plus the frame and "
+        + _RET_TEXT + " (~16); with the two fences, 94.")),
+    ("mlx5", "post_send_inline"): (96, (
         "As the non-inline post, with the data segment replaced by the inline header (length | 0x80000000, "
         "swapped) and the 8 bytes copied into the WQE (a load and a store): ~2 more instructions.")),
     ("mlx5", "post_recv"): (32, (

@@ -6,7 +6,8 @@
 # every RoCE test runs on our pure-Rust mlx5 provider instead of rxe:
 #   1. builds the device test binary with rustix's libc backend (RUSTFLAGS="--cfg
 #      rustix_use_libc", so the shim sees open/write/ioctl/mmap; target/sim-libc, shared with
-#      `scripts/sim.sh --ours`) and the `mlx5` feature;
+#      `scripts/sim.sh --ours`) and the `mlx5` feature, and our libibverbs.so (capi/, the same
+#      way) for the C library tests;
 #   2. starts verbs-simd with a fixture sysfs tree (SYSFS_PATH), VERBS_TEST_RXE=mlx5_0 and the
 #      fixture's RoCE v2 GID index;
 #   3. runs each selected test in its own process (timeout $SIM_DEVICE_TIMEOUT s, default 120)
@@ -46,6 +47,9 @@ if [ "$BUILD" = 1 ]; then
     RUSTFLAGS="--cfg rustix_use_libc" cargo test --release --features internals,mlx5 --test device \
         --no-run --target-dir "$TARGET/sim-libc" --message-format=json-render-diagnostics \
         > "$TARGET/sim-device-build.json" || { echo "sim-device.sh: device test build failed"; exit 1; }
+    # the C library tests (capi_*) load libibverbs.so from the test binary's directory
+    RUSTFLAGS="--cfg rustix_use_libc" cargo build --release -p verbs-capi --features verbs-capi/mlx5 --lib \
+        --target-dir "$TARGET/sim-libc" || { echo "sim-device.sh: C library build failed"; exit 1; }
 fi
 BIN=$TARGET/release
 SHIM=$BIN/libverbs_sim_shim.so

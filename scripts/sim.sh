@@ -8,7 +8,8 @@
 #      SYSFS_PATH, VERBS_SIM_SOCKET): ibv_devices, ibv_devinfo -v, ibv_{rc,uc,ud,srq}_pingpong
 #      (server and client as two processes on localhost; sizes 1 B to 64 KiB, -e, -n 1000, data
 #      validation -c) and perftest's ib_{send,write,read}_{lat,bw} and ib_atomic_{lat,bw} (with
-#      -q / -l variants), and scripts/mlx5diff-record.sh --check (libmlx5's WQE/CQE recording
+#      -q / -l variants), librdmacm's rping, ucmatose, udaddy and perftest over rdma_cm
+#      (ib_send_lat -R, ib_write_bw -R; the simulator's ucma model), and scripts/mlx5diff-record.sh --check (libmlx5's WQE/CQE recording
 #      of tests/fixtures/mlx5diff still equal)
 #   3. rdma-core's own pyverbs suite (/usr/share/doc/rdma-core/tests, python3-pyverbs) on the
 #      same device through scripts/pyverbs_run.py (a crashed or hung test is recorded, never
@@ -157,6 +158,14 @@ echo "sim.sh: verbs-simd pid $DAEMON, SYSFS_PATH=$SYSFS_PATH"
 run_one ibv_devices "" "mlx5_0[[:space:]]+0c42a10300b15e00" ibv_devices
 run_one ibv_devinfo "-v" "vendor_part_id:[[:space:]]+4125" ibv_devinfo -v -d mlx5_0
 run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v -d mlx5_0
+# RDMA netlink (the shim's NETLINK_RDMA socket, the daemon's nldev): iproute2's rdma tool
+run_one rdma "dev" "^0: mlx5_0: node_type ca fw 22\.36\.1010 node_guid 0c42:a103:00b1:5e00" rdma dev
+run_one rdma "link" "^link mlx5_0/1 state ACTIVE physical_state LINK_UP" rdma link
+# a program's MR and listening cm_id, listed while it waits for its peer (polled until listed)
+run_one rdma "res show mr (ibv_rc_pingpong's MR)" "^dev mlx5_0 mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ iova 0x[0-9a-f]+ mrlen 4096 pdn [0-9]+ pid [0-9]+ comm ibv_rc_pingpong" \
+    bash -c "ibv_rc_pingpong -d mlx5_0 -g 3 -p $((PORT + 7)) & s=\$!; until rdma res show mr | grep ibv_rc_pingpong; do sleep 0.1; done; kill \$s"
+run_one rdma "res show cm_id (rping's listener)" "^link mlx5_0/1 cm-idn [0-9]+ state LISTEN ps TCP pid [0-9]+ comm rping src-addr 0\.0\.0\.0:$((PORT + 8)) " \
+    bash -c "rping -s -a 0.0.0.0 -p $((PORT + 8)) & s=\$!; until rdma res show cm_id | grep rping; do sleep 0.1; done; kill \$s"
 
 G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 D="-d mlx5_0"
@@ -321,6 +330,39 @@ for v in "-n 1000" "-l 4 -n 1000" "-q 2 -n 500"; do
     # shellcheck disable=SC2086
     run_pair ib_atomic_bw "$v" ib_atomic_bw $D $v
 done
+
+# rdma-core's librdmacm tools (rdma_cm over the simulator's ucma model, /dev/infiniband/rdma_cm)
+# and perftest over rdma_cm (-R), server and client both rdma-core. The client starts once the
+# daemon lists the server's listener on the port ($SOCK.cm_listen, the daemon's own table in
+# the words of `rdma res show cm_id`; the kernel answers that over RDMA netlink, not modelled).
+cm_listening() { grep -q "state LISTEN .*:$1 " "$SOCK.cm_listen" 2>/dev/null; }
+run_cm_pair() {  # run_cm_pair NAME VARIANT "SERVER CMD" "CLIENT CMD" (PORT substituted in both;
+    # FIXED_PORT=N: a tool whose port cannot be chosen)
+    local name=$1 variant=$2 t slog clog src crc res spid; shift 2
+    selected "$name" "$variant" || return 0
+    N=$((N + 1)); slog=$WORK/$N.server.log; clog=$WORK/$N.client.log; t=$(date +%s)
+    PORT=$((PORT + 1)); [ -n "${FIXED_PORT:-}" ] && PORT=$FIXED_PORT
+    # shellcheck disable=SC2086
+    LD_PRELOAD=$SHIM timeout "$TMO" ${1//PORT/$PORT} > "$slog" 2>&1 &
+    spid=$!
+    for _ in $(seq 200); do cm_listening "$PORT" && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
+    # shellcheck disable=SC2086
+    LD_PRELOAD=$SHIM timeout "$TMO" ${2//PORT/$PORT} > "$clog" 2>&1; crc=$?
+    wait $spid; src=$?
+    if [ $src = 124 ] || [ $crc = 124 ]; then res=TIMEOUT
+    elif [ $src != 0 ] || [ $crc != 0 ]; then res="FAIL($src/$crc)"
+    else res=PASS; fi
+    row "$name" "$variant" "$res" "$(( $(date +%s) - t ))s"
+    if [ "$res" != PASS ]; then
+        echo "----- $name $variant: $res; server:"; tail -n 15 "$slog"; echo "----- client:"; tail -n 15 "$clog"
+    fi
+}
+A=10.251.0.1
+run_cm_pair rping "-C 100 -S 64 (RC, SEND + READ + WRITE)" "rping -s -a $A -p PORT -C 100 -S 64" "rping -c -a $A -p PORT -C 100 -S 64"
+run_cm_pair ucmatose "-c 4 -C 50 (RC, 4 connections)" "ucmatose -p PORT -c 4 -C 50" "ucmatose -s $A -p PORT -c 4 -C 50"
+FIXED_PORT=7174 run_cm_pair udaddy "-c 4 -C 50 (UD, SIDR; port 7174)" "udaddy -c 4 -C 50" "udaddy -s $A -c 4 -C 50"
+run_cm_pair ib_send_lat "-R -n 500 (rdma_cm)" "ib_send_lat -R $D -p PORT -n 500" "ib_send_lat -R $D -p PORT -n 500 $A"
+run_cm_pair ib_write_bw "-R -n 500 (rdma_cm)" "ib_write_bw -R $D -p PORT -n 500" "ib_write_bw -R $D -p PORT -n 500 $A"
 
 # the device tests that apply to the simulated RoCE device, on our mlx5 provider
 if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then

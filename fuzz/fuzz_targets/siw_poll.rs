@@ -1,5 +1,7 @@
 //! Arbitrary bytes and flags in siw's CQE array, on plain memory (no
-//! device): polling (copying and in place) never panics, hands out the
+//! device): polling (copying: `poll`, and `copy_run`, the C library's,
+//! whose `Consumer::drain` is also `Cq::poll`'s; and in
+//! place) never panics, hands out the
 //! completions of consecutive valid elements from the position on (each
 //! completion names the element it was read from), stops at the first
 //! element without `VALID` or at the caller's room, clears the flags of
@@ -12,7 +14,7 @@ use common::siw::Array;
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
 use verbs::providers::siw::abi::{SiwCqCtrl, SiwCqe, SIW_WQE_VALID};
-use verbs::providers::siw::poll::{poll, poll_with, to_wc};
+use verbs::providers::siw::poll::{copy_run, poll, poll_with, to_wc};
 use zerocopy::{FromBytes, IntoBytes};
 use verbs::Wc;
 
@@ -35,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let valid = |cq: &mut Array<CQE>, i: u32| cq.kernel.read::<u8>(i as usize * CQE + 8).unwrap() & SIW_WQE_VALID as u8 != 0;
     let mut out = vec![Wc::zeroed(); 20];
     while !b.is_empty() {
-        match b.u8() % 3 {
+        match b.u8() % 4 {
             0 => {
                 // The "kernel" (or garbage) fills an element.
                 let i = u32::from(b.u8()) % n;
@@ -52,7 +54,17 @@ fuzz_target!(|data: &[u8]| {
                     want += 1;
                 }
                 let mut wcs = Vec::new();
-                let got = if op == 1 {
+                let got = if op == 3 {
+                    // The C library's copy (`poll_nonempty` is `copy_run`
+                    // into `MaybeUninit` slots), whose `Consumer::drain` is
+                    // also `Cq::poll`'s past its claim: no empty check first.
+                    let k = copy_run(&cq.q, &mut out[..max]).expect("the only consumer");
+                    wcs.extend(out[..k].iter().map(|w| {
+                        exercise(w);
+                        *w
+                    }));
+                    k
+                } else if op == 1 {
                     let k = poll(&cq.q, &mut out[..max]).expect("the only consumer");
                     wcs.extend(out[..k].iter().map(|w| {
                         exercise(w);

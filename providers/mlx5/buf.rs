@@ -47,7 +47,11 @@
 //!   and borrows the buffer mutably for the view's lifetime. A one-block
 //!   window masks its index by `mask`; a longer one checks `idx + nbb <=
 //!   mask + 1`: every address formed is inside the checked range, without
-//!   a check per store.
+//!   a check per store. The doorbell word of both ring views (this one
+//!   and B7's `RqRing`) is a `DbWord`, made only by `sq_ring`/`rq_ring`
+//!   at the offset their geometry checked (4 bytes, 4-aligned) and lent
+//!   as `&AtomicU32` only through the view's `&self`, while the view's
+//!   stores take `&mut self` (B3); its one `from_ptr` carries the proof.
 //! * **B4 — `Table`.** Library-private memory no device is told about:
 //!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
 //!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
@@ -411,9 +415,41 @@ pub struct SqRing<'b> {
     /// Block 0: `(mask + 1) * 64` bytes of the live mapping from here.
     ring: *mut u8,
     mask: u32,
-    /// The doorbell word: 4 bytes of the live mapping, 4-aligned.
-    dbrec: *mut u8,
+    db: DbWord<'b>,
     _b: PhantomData<&'b mut WqBuf>,
+}
+
+/// The doorbell word of a ring view ([`SqRing`], [`RqRing`]): 4 bytes of
+/// the live mapping, 4-aligned, inside the range the view's geometry and
+/// `sq_ring`/`rq_ring` checked once (B6, B7). The view holds it privately
+/// and lends it only through `&self`, while its plain stores take
+/// `&mut self`.
+#[derive(Debug)]
+struct DbWord<'b> {
+    ptr: *mut u8,
+    _b: PhantomData<&'b WqBuf>,
+}
+
+impl DbWord<'_> {
+    /// The word at `base + off`, as `sq_ring`/`rq_ring` checked it.
+    #[inline(always)]
+    fn at(base: *mut u8, off: usize) -> Self {
+        DbWord { ptr: base.wrapping_add(off), _b: PhantomData }
+    }
+
+    /// The word, for the release store of a ring's new counter.
+    #[inline(always)]
+    fn word(&self) -> &AtomicU32 {
+        // SAFETY: `at` is called only by `sq_ring`/`rq_ring` with the
+        // doorbell offset their geometry checked: 4 bytes inside the
+        // checked range of the live mapping, 4-aligned from the page
+        // aligned base (B6, B7), valid while the buffer is borrowed (B1).
+        // The view holding this word lends it only through `&self` and
+        // stores plain bytes only through `&mut self` (its windows borrow
+        // it mutably), so no plain store overlaps the atomic while the
+        // reference lives (B3).
+        unsafe { AtomicU32::from_ptr(self.ptr.cast::<u32>()) }
+    }
 }
 
 impl WqBuf {
@@ -424,7 +460,7 @@ impl WqBuf {
             return None;
         }
         let p = self.0.ptr.as_ptr();
-        Some(SqRing { ring: p.wrapping_add(g.base), mask: g.mask, dbrec: p.wrapping_add(g.dbrec), _b: PhantomData })
+        Some(SqRing { ring: p.wrapping_add(g.base), mask: g.mask, db: DbWord::at(p, g.dbrec), _b: PhantomData })
     }
 }
 
@@ -452,11 +488,7 @@ impl<'b> SqRing<'b> {
     /// The send doorbell word, for the release store of the new counter.
     #[inline(always)]
     pub fn dbrec(&self) -> &AtomicU32 {
-        // SAFETY: 4 bytes inside the checked range, 4-aligned (page
-        // aligned base, B6), valid while the buffer is borrowed (B1); no
-        // window is alive while `&self` is (they borrow the view mutably),
-        // so no plain store overlaps (B3).
-        unsafe { AtomicU32::from_ptr(self.dbrec.cast::<u32>()) }
+        self.db.word()
     }
 
     /// Block `idx & mask`, for reading back after the view is done with

@@ -13,8 +13,9 @@
 //! the live mapping (B1) and borrows the buffer mutably for the view's
 //! lifetime (B3). A store masks the WQE index by `mask` and checks the
 //! segment index against `segs`, so every address it forms is inside the
-//! checked range; the doorbell word is 4-aligned from the page-aligned
-//! base. Stores are unaligned (`write_unaligned`); nothing is read.
+//! checked range; the doorbell word is a `DbWord` of `buf.rs` (its one
+//! proof, B6/B7 there). Stores are unaligned (`write_unaligned`); nothing
+//! is read.
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
@@ -23,7 +24,7 @@ use core::sync::atomic::AtomicU32;
 
 use zerocopy::{Immutable, IntoBytes};
 
-use super::WqBuf;
+use super::{DbWord, WqBuf};
 
 /// Bytes of one receive segment (a data segment or the terminator).
 const SEG: usize = 16;
@@ -68,8 +69,7 @@ pub struct RqRing<'b> {
     mask: u32,
     shift: u32,
     segs: u32,
-    /// The doorbell word: 4 bytes of the live mapping, 4-aligned.
-    dbrec: *mut u8,
+    db: DbWord<'b>,
     _b: PhantomData<&'b mut WqBuf>,
 }
 
@@ -81,7 +81,7 @@ impl WqBuf {
             return None;
         }
         let p = self.0.ptr.as_ptr();
-        Some(RqRing { ring: p.wrapping_add(g.base), mask: g.mask, shift: g.shift, segs: g.segs, dbrec: p.wrapping_add(g.dbrec), _b: PhantomData })
+        Some(RqRing { ring: p.wrapping_add(g.base), mask: g.mask, shift: g.shift, segs: g.segs, db: DbWord::at(p, g.dbrec), _b: PhantomData })
     }
 }
 
@@ -106,11 +106,7 @@ impl RqRing<'_> {
     /// The receive doorbell word, for the release store of the counter.
     #[inline(always)]
     pub fn dbrec(&self) -> &AtomicU32 {
-        // SAFETY: 4 bytes inside the checked range, 4-aligned (page
-        // aligned base, B7), valid while the buffer is borrowed (B1); no
-        // store through the view can run while `&self` is borrowed (stores
-        // take `&mut self`), so none overlaps (B3).
-        unsafe { AtomicU32::from_ptr(self.dbrec.cast::<u32>()) }
+        self.db.word()
     }
 }
 

@@ -151,6 +151,10 @@ pub struct Doorbell {
     /// Bytes one BlueFlame copy may fill (`bf->buf_size`); 0 for no
     /// BlueFlame (register 0, or `bf_reg_size` 0).
     pub buf_size: u32,
+    /// A low-latency register: the kernel gives it to one QP at a time
+    /// (mlx5_ib `alloc_high_class_bfreg`), so the QP rings it without the
+    /// register lock ([`BfReg::ring_alone`]; libmlx5's `need_lock` 0).
+    pub alone: bool,
 }
 
 impl Doorbell {
@@ -184,7 +188,11 @@ impl Uars {
         let (page, offset) = self.info.bfreg_place(reg)?;
         let buf_size = if reg == 0 { 0 } else { self.info.bf_reg_size / 2 };
         let state = page * 2 + (reg % BFREGS_PER_PAGE) as usize;
-        Some(Doorbell { page, offset, reg, state, buf_size })
+        // The high class is the last `LOW_LAT_BFREGS` of the compact
+        // numbering (`state`); register 0 is shared by any QP the kernel
+        // has nothing else for (libmlx5's `need_uuar_lock`).
+        let alone = reg != 0 && state >= self.info.tot_bfregs.saturating_sub(LOW_LAT_BFREGS) as usize;
+        Some(Doorbell { page, offset, reg, state, buf_size, alone })
     }
 
     /// Rings a send doorbell: `store` gets the UAR page and the byte
@@ -200,7 +208,10 @@ impl Uars {
         // The half flips by `bf_reg_size / 2` even for register 0, whose
         // doorbells are 8 bytes (libmlx5 flips every register).
         let half = self.info.bf_reg_size / 2;
-        Some(reg.ring(half, #[inline(always)] |off| store(uar, db.offset + off)))
+        Some(match db.alone {
+            true => reg.ring_alone(half, #[inline(always)] |off| store(uar, db.offset + off)),
+            false => reg.ring(half, #[inline(always)] |off| store(uar, db.offset + off)),
+        })
     }
 
     /// Rings the doorbell a post asked for ([`Ring`]): the 64-bit store
@@ -329,7 +340,13 @@ pub(super) mod tests {
         assert_eq!((last.page, last.offset, last.state), (7, 0xa00, 15));
         let states: Vec<usize> = [1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29].iter().map(|&r| u.doorbell(r).unwrap().state).collect();
         assert_eq!(states, (1..16).collect::<Vec<_>>(), "one state per register");
-        assert_eq!(u.ring(&last, |uar, off| uar.store(off, [7; 8])), Some(true));
+        // Registers 24, 25, 28, 29 (compact 12..16) are the 4 low-latency
+        // ones of 16: rung without the lock; the rest share theirs.
+        let alone: Vec<u32> = (0..32).filter(|&r| u.doorbell(r).is_some_and(|d| d.alone)).collect();
+        assert_eq!(alone, [24, 25, 28, 29]);
+        for v in [7u8, 8] {
+            assert_eq!(u.ring(&last, |uar, off| uar.store(off, [v; 8])), Some(true));
+        }
         assert!(u.arm_cq([9; 8]));
         let mut page = [0u8; UAR_PAGE];
         rustix::io::pread(&fd, &mut page, UAR_PAGE as u64).unwrap();
@@ -339,6 +356,7 @@ pub(super) mod tests {
         assert_eq!(&page[0x20..0x28], &[9; 8]);
         rustix::io::pread(&fd, &mut page, 7 * UAR_PAGE as u64).unwrap();
         assert_eq!(&page[0xa00..0xa08], &[7; 8], "register 29 rang");
+        assert_eq!(&page[0xb00..0xb08], &[8; 8], "alone, it alternates halves too");
     }
 
     /// A real post through `SendQueue`, then its doorbell: one RDMA WRITE

@@ -63,7 +63,8 @@ pub struct Uar {
 unsafe impl Send for Uar {}
 // SAFETY: `&Uar` only allows volatile 64-bit stores (U2), which are
 // single instructions; callers serialise what must be serialised (the
-// BlueFlame register lock, `BfReg`).
+// BlueFlame register lock, `BfReg::ring`; for a low-latency register, its
+// one QP's slot lock, `BfReg::ring_alone`).
 unsafe impl Sync for Uar {}
 
 impl Uar {
@@ -228,6 +229,27 @@ impl BfReg {
         let r = store(cur as usize);
         wc_flush();
         self.state.store(cur ^ buf_size, Ordering::Release);
+        r
+    }
+
+    /// [`BfReg::ring`] of a low-latency register, which one QP holds
+    /// alone ([`Doorbell::alone`](super::ctx::Doorbell::alone)): no lock.
+    /// That QP's posts ring under its slot lock (`ops`), so they are
+    /// serialised and each sees the half the previous one left (the slot
+    /// lock's acquire/release orders the relaxed accesses). Nothing else
+    /// rings the register: the kernel hands it to one QP at a time, and
+    /// every QP it is given to rings it this way (the class is a function
+    /// of the register number), never by [`BfReg::ring`]. A kernel that
+    /// broke that rule could only garble what the device reads (the MMIO
+    /// stores are Sync, U2) or lose a half flip; `LOCKED` is masked off, so
+    /// even a mix with locked rings cannot leave the lock held for ever.
+    #[inline(always)]
+    pub fn ring_alone<R>(&self, buf_size: u32, store: impl FnOnce(usize) -> R) -> R {
+        let cur = self.state.load(Ordering::Relaxed) & !LOCKED;
+        wc_flush();
+        let r = store(cur as usize);
+        wc_flush();
+        self.state.store(cur ^ buf_size, Ordering::Relaxed);
         r
     }
 }

@@ -12,10 +12,10 @@
 
 use super::abi::{
     SiwCqe, SIW_NUM_WC_STATUS, SIW_OP_COMP_AND_SWAP, SIW_OP_FETCH_AND_ADD, SIW_OP_READ, SIW_OP_READ_LOCAL_INV,
-    SIW_OP_RECEIVE, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_SEND_WITH_IMM, SIW_OP_WRITE, SIW_WQE_REM_INVAL,
+    SIW_OP_RECEIVE, SIW_OP_SEND, SIW_OP_SEND_REMOTE_INV, SIW_OP_SEND_WITH_IMM, SIW_OP_WRITE, SIW_WQE_REM_INVAL, SIW_WQE_VALID,
 };
 use super::cq::SiwCq;
-use super::ring::CqRing;
+use super::ring::{Consumer, CqRing};
 use crate::abi::uverbs::Wc as AbiWc;
 use crate::providers::claim::Claim;
 use crate::swap_cell::Held;
@@ -94,7 +94,7 @@ pub fn to_wc(cqe: &SiwCqe) -> Wc {
 /// moment earlier). Reads only the flags byte, an atomic.
 #[inline(always)]
 pub fn is_empty(cq: &CqRing) -> bool {
-    cq.next_flags8() & (super::abi::SIW_WQE_VALID as u8) == 0
+    cq.next_flags8() & (SIW_WQE_VALID as u8) == 0
 }
 
 /// `ibv_poll_cq` on siw: moves up to `out.len()` completions into `out`,
@@ -128,29 +128,39 @@ fn poll_copy<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, C
 }
 
 /// [`poll_copy`] inlined, for a caller that is itself out of line
-/// (`Cq::poll`'s, past its empty check): a batch that cannot wrap takes
-/// [`Consumer::run_straight`](super::ring::Consumer::run_straight), any
-/// other the general [`Consumer::run`](super::ring::Consumer::run).
+/// (the C library's `ibv_poll_cq`, past its empty check): claims the CQ
+/// (waiting for another thread's copying poll) and copies the run, a
+/// batch that cannot wrap by the one-stretch walk.
 #[inline(always)]
 pub fn copy_run<S: crate::wc::WcOut>(cq: &CqRing, out: &mut [S]) -> Result<usize, Claim> {
     let c = cq.consumer()?;
-    let (run, seen) = match c.run_straight(out, copy_common) {
-        Some(r) => r,
-        None => c.run(out, copy_common),
-    };
-    Ok(finish(run, seen, out))
+    Ok(match drain(&c, out, true) {
+        Some(n) => n,
+        None => drain(&c, out, false).unwrap_or(0),
+    })
 }
 
-/// The end of a copying poll: the run copied again if one of its
-/// completions was not common, then handed back. Returns how many.
+/// The copy of a claimed CQ: each common completion (flags exactly
+/// `VALID`, a status siw defines) translated into its slot by
+/// [`copy_common`] and its element handed back in the same step; from
+/// the first other one on, [`to_wc`] out of line ([`drain_rare`]).
+/// `straight`: see [`Consumer::drain`](super::ring::Consumer::drain).
 #[inline(always)]
-fn finish<S: crate::wc::WcOut, const E: usize>(run: super::ring::Run<'_, '_, E>, seen: u32, out: &mut [S]) -> usize {
-    let n = run.len();
-    if seen & RARE != 0 || seen >> 16 >= u32::from(SIW_NUM_WC_STATUS) {
-        copy_again(&run, out);
-    }
-    run.hand_back();
-    n
+fn drain<S: crate::wc::WcOut, const E: usize>(c: &Consumer<'_, E>, out: &mut [S], straight: bool) -> Option<usize> {
+    c.drain(out, straight, |cqe| cqe.status < SIW_NUM_WC_STATUS, copy_common, drain_rare)
+}
+
+/// The rest of a copy from a completion that is not common on: each
+/// through [`to_wc`], out of line.
+#[cold]
+#[inline(never)]
+fn drain_rare<S: crate::wc::WcOut, const E: usize>(c: &Consumer<'_, E>, out: &mut [S]) -> usize {
+    let mut slots = out.iter_mut();
+    c.take_each(slots.len(), to_wc, |wc| {
+        if let Some(slot) = slots.next() {
+            slot.set(wc);
+        }
+    })
 }
 
 /// `Cq::poll`'s copy on siw, holding the CQ's resize guard `cq` (see
@@ -164,12 +174,12 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]
     let Ok(c) = cq.get().ring().try_consumer() else {
         return poll_leave_slow(cq, out);
     };
-    let Some((run, seen)) = c.run_straight(out, copy_common) else {
+    let Some(n) = drain(&c, out, true) else {
         // Nothing read: the general way, claimed afresh.
         drop(c);
         return poll_leave_slow(cq, out);
     };
-    Ok(finish(run, seen, out))
+    Ok(n)
 }
 
 /// [`poll_leave`] of what its inline part does not take: waits for
@@ -178,13 +188,9 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]
 #[cold]
 #[inline(never)]
 fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
-    copy_run(cq.get().ring(), out).map_err(crate::providers::dispatch::busy)
+    let c = cq.get().ring().consumer().map_err(crate::providers::dispatch::busy)?;
+    Ok(drain(&c, out, false).unwrap_or(0))
 }
-
-/// The bits of a CQE's word at byte 8 (flags, opcode, status) that
-/// [`copy_common`] does not translate: the rkey-invalidated flag. (A
-/// status siw does not define is told by the status half.)
-const RARE: u32 = SIW_WQE_REM_INVAL as u32;
 
 /// `enum ibv_wc_status` of the low four bits of a status: [`STATUS`],
 /// then `IBV_WC_GENERAL_ERR` (a batch with such a status is copied again
@@ -223,12 +229,10 @@ const fn pair(lo: u32, hi: u32) -> u64 {
     }
 }
 
-/// The copy of the common completion: as [`to_wc`] for one that has no
-/// invalidated rkey and a status siw defines, in six 8-byte stores.
-/// Returns the CQE's word at byte 8 (flags, opcode, status), which the
-/// caller ORs over the batch to find whether one was not common.
+/// The copy of a common completion (flags exactly `VALID`, a status siw
+/// defines): as [`to_wc`], in six 8-byte stores.
 #[inline(always)]
-fn copy_common<S: crate::wc::WcOut>(slot: &mut S, cqe: &SiwCqe) -> u32 {
+fn copy_common<S: crate::wc::WcOut>(slot: &mut S, cqe: &SiwCqe) {
     let words: [u64; 6] = [
         cqe.id,
         pair(STATUS16[usize::from(cqe.status & 15)], 0) | OPCODES[usize::from(cqe.opcode)],
@@ -238,19 +242,6 @@ fn copy_common<S: crate::wc::WcOut>(slot: &mut S, cqe: &SiwCqe) -> u32 {
         0,
     ];
     slot.set(Wc::from_abi(zerocopy::transmute!(words)));
-    u32::from(cqe.flags) | u32::from(cqe.opcode) << 8 | u32::from(cqe.status) << 16
-}
-
-/// Copies the run again, each completion through [`to_wc`]: a batch in
-/// which one has an invalidated rkey or a status siw does not define.
-#[cold]
-#[inline(never)]
-fn copy_again<S: crate::wc::WcOut, const E: usize>(run: &super::ring::Run<'_, '_, E>, out: &mut [S]) {
-    for (k, slot) in out.iter_mut().enumerate().take(run.len()) {
-        if let Some(cqe) = run.get(k) {
-            slot.set(to_wc(&cqe));
-        }
-    }
 }
 
 /// Hands up to `max` completions to `f`, oldest first; each element is

@@ -25,7 +25,7 @@
 //!   arithmetic) with `n >= 1`; an element index is always taken modulo
 //!   `n` (the positions stay in `0..n`: every store of the position is of
 //!   a value below `n`, [`Ring::map`]'s 0 and the wrapped ones of
-//!   [`Producer::advance`], [`Consumer::take_each`] and a [`Run`]'s drop,
+//!   [`Producer::advance`], [`Consumer::take_each`] and [`Consumer::drain`],
 //!   which [`Ring::next_flags8`] and [`Producer`] rely on without reducing it again), so element `i` occupies
 //!   `base + i * ELEM .. + ELEM`, inside the mapping. Accesses within an
 //!   element are checked against `ELEM`: at compile time for
@@ -565,65 +565,79 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         got
     }
 
-    /// Copies the run of ready completions at the position into `out`,
-    /// oldest first: for each slot, while the element's flags have
-    /// `VALID` (acquire), `copy` gets the slot and the completion read
-    /// out (at most the array's length); what it returns is ORed over
-    /// the run. The elements stay user
-    /// space's (the [`Run`] can read them again) until the run is handed
-    /// back, all at once, by [`Run::hand_back`] or its drop.
+    /// Copies the ready completions at the position into `out`, oldest
+    /// first, handing each element back to the kernel (a release store of
+    /// 0 into its flags byte) right after its copy, and moves the position
+    /// past them. Returns how many (at most the array's length: once
+    /// round it).
     ///
-    /// The run is walked as at most two contiguous stretches of the array
-    /// (from the position to the array's end, then from its start), each
-    /// with a pointer stepping by `ELEM` and no index arithmetic.
+    /// The walk takes each element whose flags byte (loaded with acquire)
+    /// is exactly `VALID` and of which `common` holds: `copy` gets the
+    /// slot and the completion read out. It stops at the first other
+    /// element; if that one is `VALID` all the same (a completion the
+    /// caller translates the general way), the rest is taken by
+    /// [`Consumer::take_each`] with `rare` (out of line, the caller's
+    /// general translation), from the position on.
+    ///
+    /// The walk is at most two contiguous stretches of the array (from the
+    /// position to the array's end, then from its start), each with a
+    /// pointer stepping by `ELEM` and no index arithmetic. `straight`
+    /// (`Some`): only if `out` does not reach past the array's end (one
+    /// stretch), else `None`, nothing read. Nothing in it runs caller code
+    /// (`common`, `copy` and `rare` are library code that does not panic),
+    /// and the position is stored before it returns.
     #[inline(always)]
-    pub fn run<'c, S>(&'c self, out: &mut [S], mut copy: impl FnMut(&mut S, &SiwCqe) -> u32) -> (Run<'c, 'q, ELEM>, u32) {
+    pub fn drain<S>(
+        &self,
+        out: &mut [S],
+        straight: bool,
+        common: impl Fn(&SiwCqe) -> bool,
+        mut copy: impl FnMut(&mut S, &SiwCqe),
+        rare: impl FnOnce(&Self, &mut [S]) -> usize,
+    ) -> Option<usize> {
         let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
         let start = self.start() as usize;
-        // At most once round the array: its elements stay `VALID` until
-        // the run is handed back, so a second lap would read them again.
-        let max = out.len().min(n);
-        // `start < n`: the first stretch is elements `start..start + first`,
-        // inside the array (S1).
-        let first = (n - start).min(max);
-        let mut acc = 0;
-        let (head, tail) = out[..max].split_at_mut(first);
-        let mut got = Self::stretch(base.wrapping_add(start * ELEM), head, &mut copy, &mut acc);
-        if got == first && !tail.is_empty() {
-            // The second stretch: elements `0..max - first`, where
-            // `max - first <= n - first = start` (it wrapped): inside the
-            // array and short of the first stretch.
-            got += Self::stretch(base, tail, &mut copy, &mut acc);
+        let got = if straight {
+            // `start < n`: the elements `start..start + out.len()` are
+            // inside the array (S1) when this holds.
+            if out.len() > n - start {
+                return None;
+            }
+            Self::stretch(base.wrapping_add(start * ELEM), out, &common, &mut copy)
+        } else {
+            // At most once round the array.
+            let max = out.len().min(n);
+            // `start < n`: the first stretch is elements `start..start +
+            // first`, inside the array (S1).
+            let first = (n - start).min(max);
+            let (head, tail) = out[..max].split_at_mut(first);
+            let mut g = Self::stretch(base.wrapping_add(start * ELEM), head, &common, &mut copy);
+            if g == first && !tail.is_empty() {
+                // The second stretch: elements `0..max - first`, where
+                // `max - first <= n - first = start` (it wrapped): inside
+                // the array and short of the first stretch.
+                g += Self::stretch(base, tail, &common, &mut copy);
+            }
+            g
+        };
+        let next = start + got;
+        self.q.next.store((if next >= n { next - n } else { next }) as u32, Ordering::Relaxed);
+        // At most once round the array in all (`got <= n`).
+        let end = out.len().min(n);
+        if got < end && self.ready() {
+            // Stopped at a completion that is not common.
+            return Some(got + rare(self, &mut out[got..end]));
         }
-        (Run { c: self, start: start as u32, len: got as u32 }, acc)
+        Some(got)
     }
 
-    /// [`Consumer::run`] of a batch that cannot wrap: `None`, nothing
-    /// read, if `out` holds more slots than there are elements from the
-    /// position to the array's end (the caller then takes
-    /// [`Consumer::run`]). One stretch, one hand-back loop: the fast path
-    /// of the copying poll.
-    #[inline(always)]
-    pub fn run_straight<'c, S>(&'c self, out: &mut [S], mut copy: impl FnMut(&mut S, &SiwCqe) -> u32) -> Option<(Run<'c, 'q, ELEM>, u32)> {
-        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
-        let start = self.start() as usize;
-        // `start < n`: the elements `start..start + out.len()` are inside
-        // the array (S1) when this holds.
-        if out.len() > n - start {
-            return None;
-        }
-        let mut acc = 0;
-        let got = Self::stretch(base.wrapping_add(start * ELEM), out, &mut copy, &mut acc);
-        Some((Run { c: self, start: start as u32, len: got as u32 }, acc))
-    }
-
-    /// [`Consumer::run`] over the contiguous elements from `elem` on, one
+    /// [`Consumer::drain`] over the contiguous elements from `elem` on, one
     /// per slot of `out` (the caller keeps them inside the array),
-    /// stopping at the first not `VALID`. Returns how many. Eight
+    /// stopping at the first not common. Returns how many. Eight
     /// elements a round (the loop's steps shared by them, each element
     /// addressed by a constant displacement), then the rest one by one.
     #[inline(always)]
-    fn stretch<S>(mut elem: *mut u8, out: &mut [S], copy: &mut impl FnMut(&mut S, &SiwCqe) -> u32, acc: &mut u32) -> usize {
+    fn stretch<S>(mut elem: *mut u8, out: &mut [S], common: &impl Fn(&SiwCqe) -> bool, copy: &mut impl FnMut(&mut S, &SiwCqe)) -> usize {
         const { assert!(size_of::<SiwCqe>() <= ELEM) };
         let first = elem;
         let mut one = |slot: &mut S, elem: &mut *mut u8| -> bool {
@@ -632,13 +646,19 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
             // `out`) is its flags byte, only ever accessed as an atomic
             // (S2); the borrow ends with this call.
             let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
-            if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
+            if flags.load(Ordering::Acquire) != SIW_WQE_VALID as u8 {
                 return false;
             }
             // SAFETY: as in `take_each`: inside the mapping, a `SiwCqe`,
-            // user space's by its flags until the run is handed back.
+            // user space's by its flags (`VALID`, loaded above with
+            // acquire) until the store below.
             let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
-            *acc |= copy(slot, &cqe);
+            if !common(&cqe) {
+                return false;
+            }
+            copy(slot, &cqe);
+            // Handed back after its last read (S2).
+            flags.store(0, Ordering::Release);
             *elem = elem.wrapping_add(ELEM);
             true
         };
@@ -693,77 +713,6 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     #[inline(always)]
     pub fn lend(&self) {
         self.q.claim.store(Claim::Lent as u8, Ordering::Relaxed);
-    }
-}
-
-/// The completions a [`Consumer::run`] copied: the elements from `start`
-/// on, still user space's until handed back (on drop at the latest,
-/// before the consumer's claim goes).
-pub struct Run<'c, 'q, const ELEM: usize> {
-    c: &'c Consumer<'q, ELEM>,
-    /// Position of the first element (in `0..n`).
-    start: u32,
-    /// Elements in the run (at most `n`: each was found `VALID` once).
-    len: u32,
-}
-
-impl<const ELEM: usize> Run<'_, '_, ELEM> {
-    /// How many completions the run holds.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// Whether the run is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The `k`-th completion of the run, read again (its element is still
-    /// user space's); `None` past the run.
-    #[inline]
-    pub fn get(&self, k: usize) -> Option<SiwCqe> {
-        if k >= self.len as usize {
-            return None;
-        }
-        let i = self.c.q.wrap(self.start, k as u32);
-        // SAFETY: element `i` (in `0..n`) is inside the mapping (S1) and
-        // was found `VALID` by the run, which has not handed it back (S2,
-        // S3): the kernel does not write it meanwhile.
-        Some(unsafe { self.c.q.elem_ptr(i).cast::<SiwCqe>().read_unaligned() })
-    }
-
-    /// Hands every element of the run back to the kernel (a release store
-    /// of 0 into each flags byte, after every read of the run) and moves
-    /// the position past them.
-    #[inline(always)]
-    pub fn hand_back(self) {}
-}
-
-impl<const ELEM: usize> Drop for Run<'_, '_, ELEM> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        let q = self.c.q;
-        let (base, n) = (q.base.as_ptr(), q.n as usize);
-        let (start, len) = (self.start as usize, self.len as usize);
-        // The two stretches `Consumer::run` read: `start..start + first`,
-        // then `0..len - first` (`len <= n`, so `len - first <= start`).
-        let first = (n - start).min(len);
-        let give_back = |from: usize, count: usize| {
-            let mut flags = base.wrapping_add(from * ELEM + FLAGS);
-            for _ in 0..count {
-                // SAFETY: the flags byte of an element of the run, inside
-                // the live mapping, only ever accessed as an atomic (S1,
-                // S2).
-                unsafe { &*flags.cast::<AtomicU8>() }.store(0, Ordering::Release);
-                flags = flags.wrapping_add(ELEM);
-            }
-        };
-        give_back(start, first);
-        give_back(0, len - first);
-        let next = start + len;
-        q.next.store((if next >= n { next - n } else { next }) as u32, Ordering::Relaxed);
     }
 }
 

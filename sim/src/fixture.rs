@@ -49,6 +49,11 @@ pub const PCI_DEVICE: u16 = 0x101d;
 pub const NETDEV: &str = "lo";
 /// GID table length of the port (QUERY_PORT's gid_tbl_len).
 pub const GID_TBL_LEN: u32 = 16;
+/// The rdma_cm character device number (`class/misc/rdma_cm/dev`; a misc
+/// device, major 10, whose minor the kernel assigns at load). The shim's
+/// `fstat` on an rdma_cm descriptor reports it, as librdmacm's open check
+/// wants a character device there.
+pub const RDMA_CM_DEV: (u32, u32) = (10, 122);
 /// Firmware version (QUERY_DEVICE fw_ver: major << 32 | minor << 16 | sub).
 pub const FW: (u64, u64, u64) = (22, 36, 1010);
 
@@ -100,6 +105,7 @@ pub fn write(root: &Path, id: &Identity) -> io::Result<()> {
     w(&uverbs, "abi_version", "1")?;
     // The connection manager's ABI (librdmacm reads it before using rdma_cm).
     w(&root.join("class/misc/rdma_cm"), "abi_version", "4")?;
+    w(&root.join("class/misc/rdma_cm"), "dev", &format!("{}:{}", RDMA_CM_DEV.0, RDMA_CM_DEV.1))?;
     let modalias = format!("pci:v{:08X}d{:08X}sv{:08X}sd{:08X}bc02sc00i00", PCI_VENDOR, PCI_DEVICE, PCI_VENDOR, 0x0016);
     w(&uverbs, "device/modalias", &modalias)?;
     w(&ibdev, "node_type", "1: CA")?;

@@ -155,6 +155,28 @@ pub enum QpType {
     Ud,
 }
 
+impl QpType {
+    /// The type of an `enum ib_qp_type` value (2, 3, 4); `None` for the
+    /// types the sim does not model.
+    pub fn from_ib(v: u8) -> Option<Self> {
+        match v {
+            2 => Some(QpType::Rc),
+            3 => Some(QpType::Uc),
+            4 => Some(QpType::Ud),
+            _ => None,
+        }
+    }
+
+    /// The `enum ib_qp_type` value.
+    pub fn ib(self) -> u8 {
+        match self {
+            QpType::Rc => 2,
+            QpType::Uc => 3,
+            QpType::Ud => 4,
+        }
+    }
+}
+
 /// IB QP states (`enum ib_qp_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QpState {

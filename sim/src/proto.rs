@@ -24,6 +24,10 @@ pub const UAR_PAGES: u32 = 64;
 /// (its Welcome carries the event descriptor instead of the UAR memfd).
 pub const UCMA_INDEX: u32 = u32::MAX;
 
+/// [`Hello::index`] of a connection that stands for a `NETLINK_RDMA`
+/// socket: no Welcome; netlink requests and answers, one per datagram.
+pub const NETLINK_INDEX: u32 = u32::MAX - 1;
+
 /// shim -> daemon, first message of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {

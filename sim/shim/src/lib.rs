@@ -5,8 +5,9 @@
 //! names as the uverbs device, so libibverbs' `fstat` check passes) that is
 //! connected to `verbs-simd`: `write` and `ioctl` on it are forwarded (the
 //! daemon reads the command and writes the response in this process's
-//! memory), `mmap` maps the context's UAR memfd, `close` hangs up. Netlink
-//! RDMA sockets are refused so libibverbs falls back to sysfs discovery.
+//! memory), `mmap` maps the context's UAR memfd, `close` hangs up. A
+//! `NETLINK_RDMA` socket is a connection to the daemon, which answers RDMA
+//! netlink (`netlink.rs`).
 //! Everything else goes to the next definition (`dlsym(RTLD_NEXT)`).
 //! Without the variable every function only passes through.
 //!
@@ -48,6 +49,8 @@ struct Slot {
     pages: AtomicU32,
     /// An rdma_cm file (its fd is the daemon's event socket).
     cm: std::sync::atomic::AtomicBool,
+    /// A NETLINK_RDMA socket (its fd is the daemon connection itself).
+    nl: std::sync::atomic::AtomicBool,
     lock: Mutex<()>,
 }
 
@@ -58,6 +61,7 @@ const FREE: Slot = Slot {
     memfd: AtomicI32::new(-1),
     pages: AtomicU32::new(0),
     cm: std::sync::atomic::AtomicBool::new(false),
+    nl: std::sync::atomic::AtomicBool::new(false),
     lock: Mutex::new(()),
 };
 static SLOTS: [Slot; SLOTS_N] = [FREE; SLOTS_N];
@@ -133,9 +137,24 @@ fn sys_close(fd: c_int) {
 /// Opens a connection to the daemon and says hello; returns the socket,
 /// its welcome and the descriptor that came with it.
 fn connect_daemon(index: u32) -> Result<(OwnedFd, Welcome, OwnedFd), c_int> {
+    let sock = say_hello(index, libc::SOCK_CLOEXEC)?;
+    let mut buf = [0u8; 64];
+    let (n, mut fds) = fdpass::recv(sock_fd(&sock), &mut buf).map_err(|_| libc::ENODEV)?;
+    let w = Welcome::decode(&buf[..n]).ok_or(libc::ENODEV)?;
+    let fd = fds.pop().ok_or(libc::ENODEV)?;
+    // Let the daemon reach this process's memory (process_vm_*) even where
+    // Yama restricts ptrace to descendants; harmless elsewhere.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, w.daemon_pid as c_ulong, 0, 0, 0) };
+    Ok((sock, w, fd))
+}
+
+/// A connection to the daemon (a `SOCK_SEQPACKET` socket with `flags`,
+/// `SOCK_CLOEXEC`/`SOCK_NONBLOCK`) that has said hello for `index`.
+fn say_hello(index: u32, flags: c_int) -> Result<OwnedFd, c_int> {
     let path = socket_path().ok_or(libc::ENODEV)?;
     // SAFETY: plain socket(2) through syscall(2) (not our `socket`).
-    let s = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+    let s = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_SEQPACKET | flags, 0) };
     if s < 0 {
         return Err(libc::ENODEV);
     }
@@ -165,16 +184,14 @@ fn connect_daemon(index: u32) -> Result<(OwnedFd, Welcome, OwnedFd), c_int> {
     }
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    fdpass::send(sock_fd(&sock), &Hello { pid, index }.encode(), &[]).map_err(|_| libc::ENODEV)?;
-    let mut buf = [0u8; 64];
-    let (n, mut fds) = fdpass::recv(sock_fd(&sock), &mut buf).map_err(|_| libc::ENODEV)?;
-    let w = Welcome::decode(&buf[..n]).ok_or(libc::ENODEV)?;
-    let fd = fds.pop().ok_or(libc::ENODEV)?;
-    // Let the daemon reach this process's memory (process_vm_*) even where
-    // Yama restricts ptrace to descendants; harmless elsewhere.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_PTRACER, w.daemon_pid as c_ulong, 0, 0, 0) };
-    Ok((sock, w, fd))
+    loop {
+        match fdpass::send(sock_fd(&sock), &Hello { pid, index }.encode(), &[]) {
+            Ok(()) => return Ok(sock),
+            // a non-blocking netlink socket: the daemon has room soon
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(_) => return Err(libc::ENODEV),
+        }
+    }
 }
 
 fn register(fd: c_int, sock: OwnedFd, memfd: c_int, pages: u32, cm: bool) -> Result<(), c_int> {
@@ -183,6 +200,7 @@ fn register(fd: c_int, sock: OwnedFd, memfd: c_int, pages: u32, cm: bool) -> Res
     slot.memfd.store(memfd, Relaxed);
     slot.pages.store(pages, Relaxed);
     slot.cm.store(cm, Relaxed);
+    slot.nl.store(false, Relaxed);
     slot.fd.store(fd, Release);
     ACTIVE.fetch_add(1, AcqRel);
     Ok(())
@@ -242,9 +260,15 @@ fn sock_fd(s: &OwnedFd) -> BorrowedFd<'_> {
 /// errno set).
 fn forward(slot: &Slot, call: Call) -> i64 {
     let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+    let raw = slot.sock.load(Relaxed);
+    if raw < 0 {
+        // closed by another thread between the lookup and the lock
+        set_errno(libc::EBADF);
+        return -1;
+    }
     // SAFETY: the slot's socket stays open while its fd is registered and
     // we hold its lock (close takes the lock before closing it).
-    let sock = unsafe { BorrowedFd::borrow_raw(slot.sock.load(Relaxed)) };
+    let sock = unsafe { BorrowedFd::borrow_raw(raw) };
     if fdpass::send(sock, &call.encode(), &[]).is_err() {
         set_errno(libc::EIO);
         return -1;
@@ -273,6 +297,8 @@ fn forward(slot: &Slot, call: Call) -> i64 {
     }
     reply.ret
 }
+
+mod netlink;
 
 fn detach(slot: &Slot) {
     let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -438,6 +464,40 @@ pub unsafe extern "C" fn statx(dirfd: c_int, path: *const c_char, flags: c_int, 
     }
 }
 
+/// fstat on an rdma_cm descriptor (the daemon's event socket) reports the
+/// character device the fixture names in `class/misc/rdma_cm/dev`, as the
+/// kernel's file would: librdmacm opens `/dev/infiniband/rdma_cm` only if
+/// fstat says it is a character device (and, when netlink named one, that
+/// device's number). Everything else comes from the socket's own fstat.
+///
+/// # Safety
+/// fstat(2)'s contract: `buf` points to a writable `struct stat`.
+unsafe fn do_fstat(real: unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    let r = unsafe { real(fd, buf) };
+    if r == 0 && slot_of(fd).is_some_and(|s| s.cm.load(Relaxed)) {
+        let (major, minor) = verbs_sim::fixture::RDMA_CM_DEV;
+        // SAFETY: fstat filled `*buf` (the caller's writable struct stat).
+        unsafe {
+            (*buf).st_mode = libc::S_IFCHR | 0o666;
+            (*buf).st_rdev = libc::makedev(major, minor);
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: fstat's contract is the caller's.
+    unsafe { do_fstat(real!("fstat", unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int), fd, buf) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as fstat (struct stat64 is struct stat on x86_64).
+    unsafe { do_fstat(real!("fstat64", unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int), fd, buf) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: access's contract; the path is swapped for a literal.
@@ -447,11 +507,30 @@ pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     if domain == libc::AF_NETLINK && protocol == NETLINK_RDMA && socket_path().is_some() {
-        set_errno(libc::EPROTONOSUPPORT);
-        return -1;
+        return match netlink::open(ty) {
+            Ok(fd) => fd,
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        };
     }
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real!("socket", unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)(domain, ty, protocol) }
+}
+
+/// rdma_cm's GET_EVENT command number (`rdma_ucm_cmd_hdr.cmd`).
+const UCMA_GET_EVENT: u32 = 12;
+
+/// A GET_EVENT whose file another thread closed while it waited. The
+/// kernel's GET_EVENT holds its file and sleeps until an event comes, which
+/// none will now (the ids go with the file): the thread sleeps until the
+/// process ends, as there.
+fn park_closed_get_event() -> ! {
+    loop {
+        // SAFETY: pause has no preconditions.
+        unsafe { libc::pause() };
+    }
 }
 
 #[no_mangle]
@@ -462,7 +541,16 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize
             // rdma_cm's GET_EVENT with nothing queued: a blocking file waits
             // until its descriptor is readable (an event came), then asks again.
             // SAFETY: errno location and fcntl/poll on the caller's descriptor.
-            let again = r < 0 && slot.cm.load(Relaxed) && unsafe { *libc::__errno_location() } == libc::EAGAIN;
+            let errno = unsafe { *libc::__errno_location() };
+            if r < 0 && errno == libc::EBADF && slot.fd.load(Acquire) != fd && slot.cm.load(Relaxed) && n >= 4 {
+                // closed by another thread after this call found the file; the
+                // kernel would still run the command on the file it holds
+                // SAFETY: write's contract: `buf` holds `n` >= 4 readable bytes.
+                if unsafe { (buf as *const u32).read_unaligned() } == UCMA_GET_EVENT {
+                    park_closed_get_event();
+                }
+            }
+            let again = r < 0 && slot.cm.load(Relaxed) && errno == libc::EAGAIN;
             // SAFETY: fcntl with integer arguments.
             if !again || unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0 {
                 return r as isize;
@@ -471,6 +559,9 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize
             // SAFETY: one pollfd on the stack.
             if unsafe { libc::poll(&mut p, 1, -1) } < 0 && unsafe { *libc::__errno_location() } != libc::EINTR {
                 return -1;
+            }
+            if slot.fd.load(Acquire) != fd {
+                park_closed_get_event();
             }
         }
     }

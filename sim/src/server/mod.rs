@@ -10,6 +10,7 @@ mod events;
 mod ioctl;
 mod ioctl_device;
 mod mcast;
+mod nldev;
 mod objects;
 mod qp;
 mod qp_state;
@@ -55,6 +56,17 @@ pub struct Config {
 }
 
 pub use crate::model::ARM_UNSET;
+
+/// The file in which the daemon publishes its rdma_cm listeners, next to
+/// `socket`: one line per listening id, in the words of `rdma res show
+/// cm_id` (`state LISTEN ps TCP src-addr 10.251.0.1:7471 `). The kernel
+/// answers that over RDMA netlink, which the simulator does not model; a
+/// program that waits for another's listener reads this instead.
+pub fn cm_listen_path(socket: &std::path::Path) -> PathBuf {
+    let mut p = socket.as_os_str().to_owned();
+    p.push(".cm_listen");
+    PathBuf::from(p)
+}
 
 /// Per-context facts the model does not keep.
 #[derive(Debug, Default, Clone)]
@@ -117,6 +129,8 @@ pub struct Daemon {
     pub trace: Trace,
     /// NIC identity.
     pub id: Identity,
+    /// Where the rdma_cm listeners are published (`<socket>.cm_listen`).
+    pub cm_listen: PathBuf,
 }
 
 impl Daemon {
@@ -124,7 +138,7 @@ impl Daemon {
     pub fn new(cfg: &Config) -> io::Result<Arc<Self>> {
         let trace = Trace::new(cfg.trace.as_deref())?;
         let state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
-        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone() }))
+        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket) }))
     }
 
     /// The state lock.
@@ -149,6 +163,7 @@ impl Daemon {
 pub fn run(cfg: &Config) -> io::Result<()> {
     let d = Daemon::new(cfg)?;
     let _ = std::fs::remove_file(&cfg.socket);
+    let _ = std::fs::write(cm_listen_path(&cfg.socket), ""); // no listener yet
     let listener = sock::seqpacket_listen(&cfg.socket)?;
     {
         let d = d.clone();
@@ -172,6 +187,9 @@ fn serve(d: &Daemon, sock: OwnedFd) {
     let Some(hello) = Hello::decode(&buf[..n]) else { return };
     if hello.index == crate::proto::UCMA_INDEX {
         return ucma::serve(d, sock, hello);
+    }
+    if hello.index == crate::proto::NETLINK_INDEX {
+        return nldev::serve(d, sock, hello);
     }
     let uar = match Uar::new() {
         Ok(u) => Arc::new(u),

@@ -36,12 +36,7 @@ pub struct QpExtra {
 pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, i32> {
     let c = &req.core;
     let user_handle = u64_at(c, 0);
-    let qp_type = match u8_at(c, 45) {
-        2 => QpType::Rc,
-        3 => QpType::Uc,
-        4 => QpType::Ud,
-        _ => return Err(errno::EOPNOTSUPP),
-    };
+    let qp_type = QpType::from_ib(u8_at(c, 45)).ok_or(errno::EOPNOTSUPP)?;
     // extended: comp_mask (RSS indirection table) none; create_flags only
     // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
     if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {

@@ -8,9 +8,10 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::sock;
-use super::ucma_model::{ev, event, put_conn, Addr, Cm, Conn, St, PD_REJ, PD_REP, PD_REQ, PD_SIDR_REP, PD_SIDR_REQ, PS_TCP, PS_UDP, QPT_UD, UDP_QKEY};
+use super::ucma_model::{ev, event, put_conn, Addr, Cm, Conn, St, PD_REJ, PD_REP, PD_REQ, PD_SIDR_REP, PD_SIDR_REQ, PS_IB, PS_TCP, PS_UDP, UDP_QKEY};
 use super::Daemon;
 use crate::fdpass;
+use crate::model::QpType;
 use crate::mem::HostMem;
 use crate::proto::{Call, Hello, Reply, Welcome};
 
@@ -44,7 +45,10 @@ pub fn serve(d: &Daemon, sock: OwnedFd, hello: Hello) {
             }
         }
     }
-    d.cm().close_file(file);
+    let mut cm = d.cm();
+    cm.close_file(file);
+    publish_listeners(d, &cm);
+    drop(cm);
     d.trace.line(format_args!("cm file={file} pid={} CLOSE", hello.pid));
 }
 
@@ -108,8 +112,37 @@ fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32>
     let n = inlen.min(c.len());
     d.mem.read(pid, buf + 8, &mut c[..n]).map_err(|_| libc::EFAULT)?;
     let r = command(d, file, pid, cmd, &c, outlen);
+    if matches!(cmd, 1 | 7 | 18) {
+        publish_listeners(d, &d.cm()); // DESTROY_ID, LISTEN, MIGRATE_ID
+    }
     d.trace.line(format_args!("cm file={file} pid={pid} CMD {cmd} in={inlen} out={outlen} -> {r:?}"));
     r
+}
+
+/// Rewrites the listener file (see `super::cm_listen_path`); a failure
+/// only leaves the previous contents (waiters then keep waiting).
+fn publish_listeners(d: &Daemon, cm: &Cm) {
+    let mut text = String::new();
+    let mut ls: Vec<_> = cm.ids.iter().filter(|(_, i)| i.st == St::Listen).collect();
+    ls.sort_by_key(|(h, _)| **h);
+    for (h, i) in ls {
+        let Some(a) = i.src else { continue };
+        let ps = match i.ps {
+            PS_TCP => "TCP",
+            PS_UDP => "UDP",
+            _ => "IB",
+        };
+        let ip = if a.v6 {
+            std::net::IpAddr::from(a.ip).to_string()
+        } else {
+            std::net::Ipv4Addr::new(a.ip[12], a.ip[13], a.ip[14], a.ip[15]).to_string()
+        };
+        text.push_str(&format!("cm-idn {h} state LISTEN ps {ps} src-addr {ip}:{} \n", a.port));
+    }
+    let tmp = d.cm_listen.with_extension("tmp");
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, &d.cm_listen);
+    }
 }
 
 fn out(d: &Daemon, pid: i32, at: u64, outlen: usize, resp: &[u8]) -> Result<(), i32> {
@@ -137,16 +170,16 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
     let mut cm = d.cm();
     match cmd {
         0 => {
-            let (uid, resp, ps, qpt) = (u64_at(c, 0), u64_at(c, 8), u16_at(c, 16), c[18]);
-            let qpt_ok = match ps {
-                PS_TCP => qpt == 2,
-                PS_UDP => qpt == QPT_UD,
-                0x013F => qpt == 2 || qpt == QPT_UD,
+            let (uid, resp, ps) = (u64_at(c, 0), u64_at(c, 8), u16_at(c, 16));
+            let qpt = QpType::from_ib(c[18]).filter(|&t| match ps {
+                PS_TCP => t == QpType::Rc,
+                PS_UDP => t == QpType::Ud,
+                PS_IB => t != QpType::Uc,
                 _ => false,
-            };
-            if !qpt_ok {
+            });
+            let Some(qpt) = qpt else {
                 return Err(EINVAL);
-            }
+            };
             let h = cm.add_id(file, uid, ps, qpt);
             drop(cm);
             let r = out(d, pid, resp, outlen, &h.to_le_bytes());
@@ -183,6 +216,13 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             cm.push_simple(h, ev::ROUTE_RESOLVED, 0);
             Ok(())
         }
+        5 => {
+            let h = u32_at(c, 8);
+            own(&cm, file, h)?;
+            let r = super::ucma_qp::query_route(d, &cm, h);
+            drop(cm);
+            out(d, pid, u64_at(c, 0), outlen, &r)
+        }
         6 => connect(d, &mut cm, file, u32_at(c, 272), &c[0..272]),
         7 => {
             let h = u32_at(c, 0);
@@ -216,7 +256,7 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             if id.st != St::ReqRcvd {
                 return Err(EINVAL);
             }
-            let ud = id.qp_type == QPT_UD;
+            let ud = id.qp_type == QpType::Ud;
             id.st = St::Idle;
             let Some(p) = id.peer.take() else { return Ok(()) };
             let Some(peer) = cm.ids.get_mut(&p) else { return Ok(()) };
@@ -412,7 +452,7 @@ fn connect(_d: &Daemon, cm: &mut Cm, file: u32, h: u32, p: &[u8]) -> Result<(), 
     if id.st != St::RouteResolved {
         return Err(EINVAL);
     }
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     if pd.len() > if ud { PD_SIDR_REQ } else { PD_REQ } {
         return Err(EINVAL);
     }
@@ -457,7 +497,7 @@ fn accept(d: &Daemon, cm: &mut Cm, file: u32, h: u32, uid: u64, p: &[u8]) -> Res
     own(cm, file, h)?;
     let (conn, pd) = read_conn(p);
     let id = cm.ids.get_mut(&h).ok_or(EINVAL)?;
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     match id.st {
         St::ReqRcvd => {
             if pd.len() > if ud { PD_SIDR_REP } else { PD_REP } {

@@ -12,6 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;
 
 use super::sock;
+use crate::model::QpType;
 
 /// `struct rdma_ucm_event_resp` size.
 pub const EVENT_LEN: usize = 336;
@@ -21,8 +22,8 @@ pub const PS_TCP: u16 = 0x0106;
 pub const PS_UDP: u16 = 0x0111;
 /// `RDMA_UDP_QKEY`.
 pub const UDP_QKEY: u32 = 0x0123_4567;
-/// IB_QPT_UD.
-pub const QPT_UD: u8 = 4;
+/// `RDMA_PS_IB` (RC and UD ids).
+pub const PS_IB: u16 = 0x013F;
 
 /// Event numbers (`enum rdma_cm_event_type`).
 pub mod ev {
@@ -110,7 +111,7 @@ pub struct Id {
     pub file: u32,
     pub uid: u64,
     pub ps: u16,
-    pub qp_type: u8,
+    pub qp_type: QpType,
     pub st: St,
     pub src: Option<Addr>,
     pub dst: Option<Addr>,
@@ -191,7 +192,7 @@ impl Cm {
     }
 
     /// A new id in `file`.
-    pub fn add_id(&mut self, file: u32, uid: u64, ps: u16, qp_type: u8) -> u32 {
+    pub fn add_id(&mut self, file: u32, uid: u64, ps: u16, qp_type: QpType) -> u32 {
         self.next_id += 1;
         self.next_psn = self.next_psn.wrapping_mul(1_103_515_245).wrapping_add(12_345);
         let psn = (self.next_psn >> 8) & 0xff_ffff;

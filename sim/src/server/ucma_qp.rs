@@ -5,8 +5,9 @@
 
 use super::device::ACTIVE_MTU;
 use super::ucma::put_sa;
-use super::ucma_model::{Addr, Cm, St, EVENT_LEN, QPT_UD, UDP_QKEY};
+use super::ucma_model::{Addr, Cm, St, EVENT_LEN, UDP_QKEY};
 use super::Daemon;
+use crate::model::QpType;
 
 const GID_V2: &str = "RoCE v2";
 
@@ -36,7 +37,7 @@ pub fn init_qp_attr(d: &Daemon, cm: &Cm, h: u32, state: u32) -> Result<[u8; 144]
     let id = &cm.ids[&h];
     let src = id.src.filter(|s| !s.is_any()).ok_or(libc::EINVAL)?;
     let mut a = [0u8; 144];
-    let ud = id.qp_type == QPT_UD;
+    let ud = id.qp_type == QpType::Ud;
     let put32 = |a: &mut [u8; 144], at: usize, v: u32| a[at..at + 4].copy_from_slice(&v.to_le_bytes());
     put32(&mut a, 4, state);
     let mask: u32 = match (state, ud) {
@@ -118,8 +119,7 @@ pub fn query(d: &Daemon, cm: &Cm, h: u32, option: u32) -> Result<Vec<u8>, i32> {
             Ok(r)
         }
         1 => {
-            let routed = matches!(id.st, St::RouteResolved | St::ReqSent | St::ReqRcvd | St::RepSent | St::RepRcvd | St::Established);
-            let (Some(src), Some(dst), true) = (id.src, id.dst, routed) else { return Ok(vec![0u8; 8]) };
+            let (Some(src), Some(dst), true) = (id.src, id.dst, routed(id.st)) else { return Ok(vec![0u8; 8]) };
             let mut r = vec![0u8; 8 + 72];
             r[0..4].copy_from_slice(&1u32.to_le_bytes());
             // IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL
@@ -138,6 +138,59 @@ pub fn query(d: &Daemon, cm: &Cm, h: u32, option: u32) -> Result<Vec<u8>, i32> {
         }
         _ => Err(libc::EINVAL),
     }
+}
+
+/// Whether `st` has a route (RESOLVE_ROUTE done, or an id of a connection).
+fn routed(st: St) -> bool {
+    matches!(st, St::RouteResolved | St::ReqSent | St::ReqRcvd | St::RepSent | St::RepRcvd | St::Established)
+}
+
+/// QUERY_ROUTE (the IP-only query librdmacm uses when the kernel refuses
+/// AF_IB): `struct rdma_ucm_query_route_resp` (208 bytes): node GUID, two
+/// `ib_user_path_rec`, source and destination (`sockaddr_in6`-sized),
+/// num_paths, port, ibdev index. On a RoCE port `ucma_copy_iboe_route`
+/// gives one path once the route is resolved, else none but the GIDs of
+/// the two addresses (pkey 0xffff) in the first record.
+pub fn query_route(d: &Daemon, cm: &Cm, h: u32) -> [u8; 208] {
+    let id = &cm.ids[&h];
+    let mut r = [0u8; 208];
+    let mut put = |at: usize, a: Option<Addr>| {
+        let Some(a) = a else { return };
+        let mut sa = [0u8; 128];
+        let n = put_sa(&mut sa, &a) as usize;
+        r[at..at + n].copy_from_slice(&sa[..n]);
+    };
+    put(136, id.src);
+    put(164, id.dst);
+    if id.src.is_none_or(|s| s.is_any()) {
+        return r; // no device bound yet
+    }
+    r[0..8].copy_from_slice(&d.id.node_guid.to_be_bytes());
+    r[196] = 1; // port_num
+    let p = &mut r[8..72];
+    if let Some(dst) = id.dst {
+        p[0..16].copy_from_slice(&gid_of(&dst));
+    }
+    if let Some(src) = id.src {
+        p[16..32].copy_from_slice(&gid_of(&src));
+    }
+    p[52..54].copy_from_slice(&0xffffu16.to_be_bytes());
+    if routed(id.st) && id.dst.is_some() {
+        r[192..196].copy_from_slice(&1u32.to_le_bytes());
+        let p = &mut r[8..72];
+        p[44..48].copy_from_slice(&1u32.to_le_bytes()); // reversible
+        p[48..52].copy_from_slice(&u32::from(ACTIVE_MTU).to_le_bytes());
+        p[54] = 64; // hop limit
+        p[55] = id.tos;
+        p[56] = 1; // numb_path
+        p[57] = id.tos >> 5; // sl
+        p[58] = 2; // mtu_selector IB_SA_EQ
+        p[59] = 2; // rate_selector
+        p[60] = 7; // 40 Gb/s
+        p[61] = 2; // packet_life_time_selector
+        p[62] = 16; // CMA_IBOE_PACKET_LIFETIME
+    }
+    r
 }
 
 /// `rdma_ucm_ud_param` of a SIDR event (at record offset 20).

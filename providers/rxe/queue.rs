@@ -435,7 +435,10 @@ impl<T: FromBytes> SlotReader<'_, T> {
         // Eight records a round (the loop's steps shared by them, each
         // record addressed by a displacement when the stride is a
         // constant), then the rest one by one; driven by the destination
-        // (no bounds test), the source pointer stepping along.
+        // (no bounds test), the source pointer stepping along. The rounds
+        // split eight off the front while eight remain (one compare a
+        // round, no count of rounds and remainder set up before: `chunks_exact`
+        // took 11 instructions to start and 3 to end, this 5 and 3).
         let mut p = base.wrapping_add(DATA + ((from as usize) << log2));
         let mut or = 0;
         let mut one = |d: &mut U, p: &mut *const u8| {
@@ -450,13 +453,15 @@ impl<T: FromBytes> SlotReader<'_, T> {
             or |= unsafe { p.wrapping_add(AT).cast::<u32>().read_unaligned() };
             *p = p.wrapping_add(1 << log2);
         };
-        let mut rounds = part.chunks_exact_mut(8);
-        for round in &mut rounds {
+        let mut part = part;
+        while part.len() >= 8 {
+            let (round, rest) = core::mem::take(&mut part).split_at_mut(8);
             for d in round {
                 one(d, &mut p);
             }
+            part = rest;
         }
-        for d in rounds.into_remainder() {
+        for d in part {
             one(d, &mut p);
         }
         or

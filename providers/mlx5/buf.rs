@@ -31,9 +31,14 @@
 //!   [`Window::block`], reads back a send WQE the window just wrote,
 //!   bytes the device only reads. Stores take `&mut WqBuf`, so no
 //!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
-//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
-//!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
-//!   128, and borrows the buffer for its lifetime; each load masks the
+//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring_of` from a
+//!   [`CqGeom`], whose constructor checked once (when the CQ is made or a
+//!   resize sets its entry count: the `CqRing` keeps it beside `ncqe`, set
+//!   under the same `&mut` as the buffer swap) that `ncqe` is a power of
+//!   two and the size 64 or 128, and computed `need = ncqe * cqe_size`
+//!   (checked; `usize::MAX` if unusable); `cqe_ring_of` checks `need <=
+//!   len` of the buffer it is given, and borrows it for the view's
+//!   lifetime; each load masks the
 //!   entry index by `ncqe - 1` and the word index by 7 and shifts it by
 //!   the ring's own entry size (`word_of` tests its constant against it
 //!   first and loads nothing otherwise), so every address
@@ -300,10 +305,42 @@ impl WqBuf {
 #[derive(Clone, Copy, Debug)]
 pub struct CqeRing<'a> {
     /// The last 64 bytes of entry 0.
-    base: NonNull<u8>,
+    base: *mut u8,
     mask: u32,
     shift: u32,
     _buf: PhantomData<&'a WqBuf>,
+}
+
+/// A CQ ring's geometry, checked once when the CQ is made and again
+/// whenever a resize changes it (B5): [`WqBuf::cqe_ring_of`] then needs
+/// one comparison per poll. The CQ keeps it beside its entry count, and
+/// a resize replaces both under the CQ's lock, with the buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct CqGeom {
+    /// Entries - 1 (entries a power of two).
+    mask: u32,
+    /// log2 of the entry size: 6 or 7.
+    shift: u32,
+    /// log2 of the entries.
+    log: u32,
+    /// Bytes of the ring; `usize::MAX` if the geometry is unusable (no
+    /// buffer is that long, so no view is ever made).
+    need: usize,
+}
+
+impl CqGeom {
+    /// `ncqe` entries of `cqe_size` bytes (64 or 128) at offset 0.
+    pub fn new(ncqe: u32, cqe_size: u32) -> Self {
+        let ok = ncqe.is_power_of_two() && matches!(cqe_size, 64 | 128);
+        let need = (ncqe as usize).checked_mul(cqe_size as usize).filter(|_| ok).unwrap_or(usize::MAX);
+        Self { mask: ncqe.wrapping_sub(1), shift: if ok { cqe_size.trailing_zeros() } else { 6 }, log: ncqe.trailing_zeros(), need }
+    }
+
+    /// `log2(ncqe)`: the consumer index bit the owner bit follows.
+    #[inline(always)]
+    pub fn log(&self) -> u32 {
+        self.log
+    }
 }
 
 impl WqBuf {
@@ -312,13 +349,18 @@ impl WqBuf {
     /// one of those, or the ring does not fit.
     #[inline(always)]
     pub fn cqe_ring(&self, ncqe: u32, cqe_size: u32) -> Option<CqeRing<'_>> {
-        if !ncqe.is_power_of_two() || !matches!(cqe_size, 64 | 128) {
+        self.cqe_ring_of(&CqGeom::new(ncqe, cqe_size))
+    }
+
+    /// The ring `g` describes (checked when `g` was made); `None` if it
+    /// does not fit this buffer.
+    #[inline(always)]
+    pub fn cqe_ring_of(&self, g: &CqGeom) -> Option<CqeRing<'_>> {
+        if g.need > self.0.len {
             return None;
         }
-        let bytes = (ncqe as usize).checked_mul(cqe_size as usize)?;
-        self.0.at(0, bytes)?;
-        let base = NonNull::new(self.0.ptr.as_ptr().wrapping_add(cqe_size as usize - 64))?;
-        Some(CqeRing { base, mask: ncqe - 1, shift: cqe_size.trailing_zeros(), _buf: PhantomData })
+        let base = self.0.ptr.as_ptr().wrapping_add((1usize << g.shift) - 64);
+        Some(CqeRing { base, mask: g.mask, shift: g.shift, _buf: PhantomData })
     }
 }
 
@@ -329,7 +371,7 @@ impl CqeRing<'_> {
     #[inline(always)]
     pub fn word(&self, i: u32, w: usize) -> u64 {
         let off = (((i & self.mask) as usize) << self.shift) | ((w & 7) * 8);
-        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        let p = self.base.wrapping_add(off).cast::<u64>();
         // SAFETY: B5: `(i & mask) << shift` is the start of an entry below
         // `mask + 1`, `base` its last 64 bytes, `8 * (w & 7) + 8 <= 64`:
         // inside the ring `cqe_ring` checked against the buffer, which the
@@ -353,7 +395,7 @@ impl CqeRing<'_> {
             return 0;
         }
         let off = (((i & self.mask) as usize) << SHIFT) | ((w & 7) * 8);
-        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        let p = self.base.wrapping_add(off).cast::<u64>();
         // SAFETY: as in `word`: `SHIFT` is the ring's own shift (tested
         // just above), so this is the same address `word` forms.
         u64::from_le(unsafe { p.read_volatile() })
@@ -364,7 +406,7 @@ impl CqeRing<'_> {
     pub fn op_own(&self, i: u32) -> u8 {
         let off = (((i & self.mask) as usize) << self.shift) | 63;
         // SAFETY: as in `word`: the last byte of an entry inside the ring.
-        unsafe { self.base.as_ptr().wrapping_add(off).read_volatile() }
+        unsafe { self.base.wrapping_add(off).read_volatile() }
     }
 }
 
@@ -706,6 +748,18 @@ mod tests {
         assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
         assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
         assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
+    }
+
+    #[test]
+    fn cq_geometry_is_checked_once_and_against_each_buffer() {
+        let small = WqBuf::new("test", 4096).unwrap();
+        let big = WqBuf::new("test", 8192).unwrap();
+        let g = CqGeom::new(64, 128);
+        assert!(small.cqe_ring_of(&g).is_none() && big.cqe_ring_of(&g).is_some(), "8 KiB: refused by the buffer too short");
+        assert_eq!(g.log(), 6);
+        for bad in [CqGeom::new(48, 64), CqGeom::new(0, 64), CqGeom::new(4, 96), CqGeom::new(1 << 31, 128)] {
+            assert!(big.cqe_ring_of(&bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

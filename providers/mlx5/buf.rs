@@ -49,12 +49,14 @@
 //!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned
 //!   `base` and the 4-aligned doorbell word at `dbrec` both end at or
 //!   before `need` (checked arithmetic); `sq_ring` checks `need <= len`
-//!   and borrows the buffer mutably for the view's lifetime. A one-block
+//!   and borrows the buffer mutably for the view's lifetime, and the
+//!   geometry shared (so it cannot change under the view; `SqGeom`'s
+//!   fields are private and set only by its constructor). A one-block
 //!   window masks its index by `mask`; a longer one checks `idx + nbb <=
 //!   mask + 1`: every address formed is inside the checked range, without
 //!   a check per store. The doorbell word of both ring views (this one
 //!   and B7's `RqRing`) is a `DbWord`, made only by `sq_ring`/`rq_ring`
-//!   (or `RqRing::store_db` from the geometry `rq_ring` checked)
+//!   (or `SqRing::store_db`, `RqRing::store_db` from the geometry their view checked)
 //!   at the offset their geometry checked (4 bytes, 4-aligned) and lent
 //!   as `&AtomicU32` only through the view's `&self`, while the view's
 //!   stores take `&mut self` (B3); its one `from_ptr` carries the proof.
@@ -72,7 +74,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU8};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -452,13 +454,15 @@ impl SqGeom {
 }
 
 /// A send queue's ring and doorbell word in a [`WqBuf`], checked once
-/// (B6): its windows and the doorbell store need no further check.
+/// (B6): its windows and the doorbell store need no further check. It
+/// keeps the geometry by reference, so that each field is loaded where a
+/// store needs it (copied up front, the ring, its mask and the doorbell
+/// word took registers, or stack slots, across the whole WQE build).
 #[derive(Debug)]
-pub struct SqRing<'b> {
-    /// Block 0: `(mask + 1) * 64` bytes of the live mapping from here.
-    ring: *mut u8,
-    mask: u32,
-    db: DbWord<'b>,
+pub struct SqRing<'b, 'g> {
+    /// Byte 0 of the live mapping; the checked range is `[0, g.need)`.
+    p: *mut u8,
+    g: &'g SqGeom,
     _b: PhantomData<&'b mut WqBuf>,
 }
 
@@ -484,7 +488,7 @@ impl DbWord<'_> {
     #[inline(always)]
     fn word(&self) -> &AtomicU32 {
         // SAFETY: `at` is called only by `sq_ring`/`rq_ring` (and
-        // `RqRing::store_db`, from the geometry `rq_ring` checked and the
+        // `SqRing::store_db`, `RqRing::store_db`, from the geometry its view checked and the
         // view borrows) with the doorbell offset their geometry checked: 4 bytes inside the
         // checked range of the live mapping, 4-aligned from the page
         // aligned base (B6, B7), valid while the buffer is borrowed (B1).
@@ -499,20 +503,19 @@ impl DbWord<'_> {
 impl WqBuf {
     /// The send ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
-    pub fn sq_ring(&mut self, g: &SqGeom) -> Option<SqRing<'_>> {
+    pub fn sq_ring<'g>(&mut self, g: &'g SqGeom) -> Option<SqRing<'_, 'g>> {
         if g.need > self.0.len {
             return None;
         }
-        let p = self.0.ptr.as_ptr();
-        Some(SqRing { ring: p.wrapping_add(g.base), mask: g.mask, db: DbWord::at(p, g.dbrec), _b: PhantomData })
+        Some(SqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData })
     }
 }
 
-impl<'b> SqRing<'b> {
+impl<'b> SqRing<'b, '_> {
     /// The one block `idx & mask` as a window.
     #[inline(always)]
     pub fn wqe(&mut self, idx: u32) -> Window<'_> {
-        let ptr = self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN);
+        let ptr = self.block_at(idx & self.g.mask);
         Window { ptr, len: WINDOW_MIN, _b: PhantomData }
     }
 
@@ -522,24 +525,34 @@ impl<'b> SqRing<'b> {
     pub fn wqes(&mut self, idx: u32, nbb: u32) -> Option<Window<'_>> {
         let end = idx.checked_add(nbb)?;
         // (`mask + 1` is a power of two of `u32`: no overflow)
-        if nbb == 0 || end > self.mask + 1 {
+        if nbb == 0 || end > self.g.mask + 1 {
             return None;
         }
-        let ptr = self.ring.wrapping_add(idx as usize * WINDOW_MIN);
+        let ptr = self.block_at(idx);
         Some(Window { ptr, len: nbb as usize * WINDOW_MIN, _b: PhantomData })
     }
 
-    /// The send doorbell word, for the release store of the new counter.
+    /// Byte `base + idx * 64` (block `idx` for `idx <= mask`; the
+    /// callers check or mask `idx`).
     #[inline(always)]
-    pub fn dbrec(&self) -> &AtomicU32 {
-        self.db.word()
+    fn block_at(&self, idx: u32) -> *mut u8 {
+        self.p.wrapping_add(self.g.base + idx as usize * WINDOW_MIN)
+    }
+
+    /// Stores `v` (the counter, already big-endian) into the send
+    /// doorbell word with release ordering: after every store of the view.
+    /// (The word is made here, from the geometry `sq_ring` checked, rather
+    /// than kept: one register fewer across the post.)
+    #[inline(always)]
+    pub fn store_db(&self, v: u32) {
+        DbWord::at(self.p, self.g.dbrec).word().store(v, Ordering::Release);
     }
 
     /// Block `idx & mask`, for reading back after the view is done with
     /// (the BlueFlame copy).
     #[inline(always)]
     pub fn into_block(self, idx: u32) -> SqBlock<'b> {
-        SqBlock { ptr: self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN).cast::<u64>(), _b: PhantomData }
+        SqBlock { ptr: self.block_at(idx & self.g.mask).cast::<u64>(), _b: PhantomData }
     }
 }
 
@@ -765,7 +778,7 @@ mod tests {
         assert!(r.wqes(u32::MAX, 2).is_none(), "overflowing index");
         r.wqes(6, 2).unwrap().put::<0, u64>(1);
         r.wqe(8 + 3).put::<8, u64>(2);
-        r.dbrec().store(0x1234, core::sync::atomic::Ordering::Release);
+        r.store_db(0x1234);
         let blk = r.into_block(3);
         let words: [u64; 8] = core::array::from_fn(|w| blk.word(w));
         assert_eq!(words, [0, 2, 0, 0, 0, 0, 0, 0], "block 11 masked to 3");

@@ -19,7 +19,7 @@ use zerocopy::byteorder::network_endian::{U32, U64};
 
 use super::{Ring, SendQueue, SqEntry};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM};
-use crate::providers::mlx5::buf::{SqBlock, WqBuf};
+use crate::providers::mlx5::buf::{SqBlock, WqBuf, WINDOW_MIN};
 use crate::providers::mlx5::wqe::*;
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::QpType;
@@ -192,12 +192,31 @@ impl SendQueue {
                     // No inline segment for no bytes.
                     return finish!(raddr, 1 + raddr, 1, 1);
                 }
+                let hdr = U32::new(n | INLINE_SEG);
+                // Bytes that fit the first basic block (the common small
+                // inline post): one block, which cannot wrap the ring's
+                // end, and `ds` of at most 4; written with the arm's
+                // constants as an SGE is.
+                const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
+                if raddr == 0 && n <= FIT {
+                    let mut w = ring.wqe(cur);
+                    w.put::<16, U32>(hdr);
+                    let stored = w.put_bytes(16 + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    return finish!(0, 1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                }
+                if raddr != 0 && n <= FIT - 16 {
+                    let mut w = ring.wqe(cur);
+                    w.put::<32, U32>(hdr);
+                    let stored = w.put_bytes(32 + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    return finish!(1, 2 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                }
                 let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
                 let nbb = ds.div_ceil(4);
                 // A WQE that would wrap the ring's end goes the general
                 // way (`None`).
                 let mut w = ring.wqes(cur & (self.cfg.size.wqe_cnt - 1), nbb)?;
-                let hdr = U32::new(n | INLINE_SEG);
                 let at_data = if raddr == 0 {
                     w.put::<16, U32>(hdr);
                     16

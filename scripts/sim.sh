@@ -334,7 +334,14 @@ done
 # rdma-core's librdmacm tools (rdma_cm over the simulator's ucma model, /dev/infiniband/rdma_cm)
 # and perftest over rdma_cm (-R), server and client both rdma-core. The client starts once the
 # daemon lists the server's listener on the port ($SOCK.cm_listen, the daemon's own table in
-# the words of `rdma res show cm_id`; the kernel answers that over RDMA netlink, not modelled).
+# the words of `rdma res show cm_id`). perftest -R connects twice to that port: the server
+# destroys its first listener once the control connection is accepted and creates the second
+# only after a handshake over it, when the client is already connecting; a server scheduled a
+# few ms late then had its client rejected (no listener, as the kernel's CM answers) and
+# perftest 4.5's retry crashed. That second listener is invisible from here, so the client's
+# shim waits for it: VERBS_SIM_CM_AWAIT_LISTENER=MS holds each address resolution until the
+# daemon lists a listener on the destination port (sim/src/cm_listen.rs); the REQ is still sent
+# once, and a listener that never comes (or is not matched) still fails the row.
 cm_listening() { grep -q "state LISTEN .*:$1 " "$SOCK.cm_listen" 2>/dev/null; }
 run_cm_pair() {  # run_cm_pair NAME VARIANT "SERVER CMD" "CLIENT CMD" (PORT substituted in both;
     # FIXED_PORT=N: a tool whose port cannot be chosen)
@@ -347,7 +354,7 @@ run_cm_pair() {  # run_cm_pair NAME VARIANT "SERVER CMD" "CLIENT CMD" (PORT subs
     spid=$!
     for _ in $(seq 200); do cm_listening "$PORT" && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
     # shellcheck disable=SC2086
-    LD_PRELOAD=$SHIM timeout "$TMO" ${2//PORT/$PORT} > "$clog" 2>&1; crc=$?
+    VERBS_SIM_CM_AWAIT_LISTENER=$((TMO * 1000 / 2)) LD_PRELOAD=$SHIM timeout "$TMO" ${2//PORT/$PORT} > "$clog" 2>&1; crc=$?
     wait $spid; src=$?
     if [ $src = 124 ] || [ $crc = 124 ]; then res=TIMEOUT
     elif [ $src != 0 ] || [ $crc != 0 ]; then res="FAIL($src/$crc)"

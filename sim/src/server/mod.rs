@@ -20,6 +20,7 @@ mod sock;
 pub mod trace;
 pub mod uar;
 mod ucma;
+mod ucma_mcast;
 mod ucma_model;
 mod ucma_qp;
 #[cfg(test)]
@@ -135,7 +136,8 @@ impl Daemon {
     /// A daemon with no contexts.
     pub fn new(cfg: &Config) -> io::Result<Arc<Self>> {
         let trace = Trace::new(cfg.trace.as_deref())?;
-        let state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
+        let mut state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
+        state.dev.gids = crate::fixture::gids(&cfg.identity).iter().map(|(g, _)| *g).collect();
         Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket) }))
     }
 

@@ -127,7 +127,7 @@ impl Daemon {
     }
 }
 
-fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32> {
+pub(super) fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32> {
     if len < 8 {
         return Err(EINVAL);
     }

@@ -129,6 +129,9 @@ impl Straight {
     /// The provider's doorbell names the QP by its C fields (librxe's: a
     /// post first checks [`CQp::named`], see `post.rs`); fixed at creation.
     const NAMES: u8 = 4;
+    /// `Some(Rc)` in RTS or SQD (a subset of [`Straight::SEND`]): the
+    /// common case of [`QpGuard::send_straight_rc`].
+    const SEND_RC: u8 = 8;
 
     /// The bits of `v`.
     fn of(v: &Option<Any>) -> u8 {
@@ -136,6 +139,9 @@ impl Straight {
         let mut bits = 0;
         if matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_)))) {
             bits |= Self::SEND;
+        }
+        if matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)))) {
+            bits |= Self::SEND_RC;
         }
         if matches!(v, Some(each_pat!(Init(_) | Rtr(_) | Rts(_) | Sqd(_)))) {
             bits |= Self::RECV;
@@ -257,6 +263,35 @@ impl QpGuard<'_> {
         // SAFETY: F1: the bits describe the value, and `SEND` is set only
         // for these variants (`Straight::of`).
         unsafe { core::hint::assert_unchecked(matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_))))) };
+        v.as_mut()?.send_straight()
+    }
+
+    /// Whether the value is an RC QP in RTS or SQD whose provider's
+    /// doorbell does not name it (the common case of a post: one load and
+    /// one compare of the [`Straight`] bits, under the lock); then
+    /// [`QpGuard::send_straight_rc`] is `Some` and no names test is due.
+    #[inline(always)]
+    pub(crate) fn plain_rc(&self) -> bool {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        (unsafe { *self.lock.straight.get() } & (Straight::NAMES | Straight::SEND_RC)) == Straight::SEND_RC
+    }
+
+    /// [`QpGuard::send_straight`] of an RC QP: `None` unless
+    /// [`Straight::SEND_RC`] is set. After [`QpGuard::plain_rc`] said
+    /// `true`, the test folds into its (the same load under the lock), and
+    /// the transport is known: no match of the variant is left.
+    #[inline(always)]
+    pub(crate) fn send_straight_rc(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        if unsafe { *self.lock.straight.get() } & Straight::SEND_RC == 0 {
+            return None;
+        }
+        // SAFETY: as in `send_straight`.
+        let v = unsafe { &mut *self.lock.qp.get() };
+        use verbs::qp::AnyQp::{Rts, Sqd};
+        // SAFETY: F1: the bits describe the value, and `SEND_RC` is set
+        // only for these variants (`Straight::of`).
+        unsafe { core::hint::assert_unchecked(matches!(v, Some(Any::Rc(Rts(_) | Sqd(_))))) };
         v.as_mut()?.send_straight()
     }
 

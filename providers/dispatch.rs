@@ -159,7 +159,7 @@ macro_rules! registry {
             /// `Cq::poll`'s copy with the CQ's resize guard `ring`: see
             /// [`ProviderCq::poll_leave`] (`out` may be empty).
             #[inline(always)]
-            pub(crate) fn poll_entered<S: WcOut>(ring: crate::swap_cell::Entered<'_, AnyCq>, out: &mut [S]) -> Result<usize> {
+            pub(crate) fn poll_entered<S: WcOut>(ring: crate::swap_cell::Entered<'_, AnyCq>, out: &mut [S]) -> crate::providers::claim::Polled {
                 $(
                     #[cfg(feature = $feat)]
                     if let AnyCq::$V(_) = *ring {
@@ -167,11 +167,11 @@ macro_rules! registry {
                         let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
                         return match held {
                             Some(q) => ProviderCq::poll_leave(q, out),
-                            None => crate::providers::dispatch::dead_poll(),
+                            None => crate::providers::claim::POLL_DEAD,
                         };
                     }
                 )*
-                crate::providers::dispatch::dead_poll()
+                crate::providers::claim::POLL_DEAD
             }
 
             /// See [`ProviderCq::poll_nonempty`]; `None` where
@@ -390,11 +390,19 @@ pub(crate) fn busy(claim: super::claim::Claim) -> Error {
     }
 }
 
-/// `Cq::poll` of a dead CQ (its ring was lost to a failed resize), out of
-/// line: the error is built where the `Result` goes, so the poll's own
-/// function keeps no stack frame for it.
+/// The error of `Cq::poll` a [`Polled`](super::claim::Polled) that is no
+/// count says: a dead CQ (its ring was lost to a failed resize), or one
+/// held by another caller. Out of line: the poll's own code only tests
+/// the outcome.
 #[cold]
 #[inline(never)]
-pub(crate) fn dead_poll() -> crate::error::Result<usize> {
-    Err(dead("ibv_poll_cq"))
+pub(crate) fn poll_failed(p: super::claim::Polled) -> Error {
+    if p == super::claim::POLL_DEAD {
+        return dead("ibv_poll_cq");
+    }
+    match super::claim::outcome(p) {
+        Err(claim) => busy(claim),
+        // Not reached: a count is not a failure.
+        Ok(_) => busy(super::claim::Claim::Held),
+    }
 }

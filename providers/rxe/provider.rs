@@ -136,7 +136,7 @@ impl ProviderCq for RxeCq {
     }
 
     #[inline(always)]
-    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> crate::providers::claim::Polled {
         post::poll_leave(cq, out)
     }
 

@@ -134,7 +134,7 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
-    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> crate::providers::claim::Polled {
         poll::poll_leave(cq, out)
     }
 

@@ -1072,9 +1072,13 @@ def render_siw(raw, w, summary):
             summary.append((name, "", [None], False, 1.0))
         return
     res = collect(siw)
+    # bench-guest.sh writes "siw_device=<dev> siw_ip=<ip>" on one line.
+    siw_words = guest.get("siw_device", "siw0").split()
+    siw_dev = siw_words[0] if siw_words else "siw0"
+    siw_ip = guest.get("siw_ip") or next((t.split("=", 1)[1] for t in siw_words[1:] if t.startswith("siw_ip=")), "?")
     w(f"iWARP QPs reach RTS only through the connection manager: the latency and message-rate rows run "
       f"perftest's and verbs-perf's rdma_cm mode (`-R`: the exchange over an rdma_cm QP, the test QPs "
-      f"connected by rdma_cm) on {guest.get('siw_device', 'siw0')} at {guest.get('siw_ip', '?')}, both sides "
+      f"connected by rdma_cm) on {siw_dev} at {siw_ip}, both sides "
       "the same program, alternating run by run in the same VM boot as the rxe rows. The ops benches connect "
       "their two QPs through librdmacm (C) / `verbs::cm` (ours) (`-c IP`). siw's data path is kernel TCP: "
       "the doorbell system call and the kernel dominate wall time; the instruction counts are userspace only.\n")

@@ -31,9 +31,14 @@
 //!   [`Window::block`], reads back a send WQE the window just wrote,
 //!   bytes the device only reads. Stores take `&mut WqBuf`, so no
 //!   `&AtomicU32` borrowed from the same buffer is alive meanwhile.
-//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring`, which checks
-//!   `ncqe * cqe_size <= len` for a power-of-two `ncqe` and a size of 64 or
-//!   128, and borrows the buffer for its lifetime; each load masks the
+//! * **B5 — `CqeRing`.** Made only by `WqBuf::cqe_ring_of` from a
+//!   [`CqGeom`], whose constructor checked once (when the CQ is made or a
+//!   resize sets its entry count: the `CqRing` keeps it beside `ncqe`, set
+//!   under the same `&mut` as the buffer swap) that `ncqe` is a power of
+//!   two and the size 64 or 128, and computed `need = ncqe * cqe_size`
+//!   (checked; `usize::MAX` if unusable); `cqe_ring_of` checks `need <=
+//!   len` of the buffer it is given, and borrows it for the view's
+//!   lifetime; each load masks the
 //!   entry index by `ncqe - 1` and the word index by 7 and shifts it by
 //!   the ring's own entry size (`word_of` tests its constant against it
 //!   first and loads nothing otherwise), so every address
@@ -44,12 +49,14 @@
 //!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned
 //!   `base` and the 4-aligned doorbell word at `dbrec` both end at or
 //!   before `need` (checked arithmetic); `sq_ring` checks `need <= len`
-//!   and borrows the buffer mutably for the view's lifetime. A one-block
+//!   and borrows the buffer mutably for the view's lifetime, and the
+//!   geometry shared (so it cannot change under the view; `SqGeom`'s
+//!   fields are private and set only by its constructor). A one-block
 //!   window masks its index by `mask`; a longer one checks `idx + nbb <=
 //!   mask + 1`: every address formed is inside the checked range, without
 //!   a check per store. The doorbell word of both ring views (this one
 //!   and B7's `RqRing`) is a `DbWord`, made only by `sq_ring`/`rq_ring`
-//!   (or `RqRing::store_db` from the geometry `rq_ring` checked)
+//!   (or `SqRing::store_db`, `RqRing::store_db` from the geometry their view checked)
 //!   at the offset their geometry checked (4 bytes, 4-aligned) and lent
 //!   as `&AtomicU32` only through the view's `&self`, while the view's
 //!   stores take `&mut self` (B3); its one `from_ptr` carries the proof.
@@ -67,7 +74,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU8};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustix::mm::{MapFlags, ProtFlags};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -298,10 +305,42 @@ impl WqBuf {
 #[derive(Clone, Copy, Debug)]
 pub struct CqeRing<'a> {
     /// The last 64 bytes of entry 0.
-    base: NonNull<u8>,
+    base: *mut u8,
     mask: u32,
     shift: u32,
     _buf: PhantomData<&'a WqBuf>,
+}
+
+/// A CQ ring's geometry, checked once when the CQ is made and again
+/// whenever a resize changes it (B5): [`WqBuf::cqe_ring_of`] then needs
+/// one comparison per poll. The CQ keeps it beside its entry count, and
+/// a resize replaces both under the CQ's lock, with the buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct CqGeom {
+    /// Entries - 1 (entries a power of two).
+    mask: u32,
+    /// log2 of the entry size: 6 or 7.
+    shift: u32,
+    /// log2 of the entries.
+    log: u32,
+    /// Bytes of the ring; `usize::MAX` if the geometry is unusable (no
+    /// buffer is that long, so no view is ever made).
+    need: usize,
+}
+
+impl CqGeom {
+    /// `ncqe` entries of `cqe_size` bytes (64 or 128) at offset 0.
+    pub fn new(ncqe: u32, cqe_size: u32) -> Self {
+        let ok = ncqe.is_power_of_two() && matches!(cqe_size, 64 | 128);
+        let need = (ncqe as usize).checked_mul(cqe_size as usize).filter(|_| ok).unwrap_or(usize::MAX);
+        Self { mask: ncqe.wrapping_sub(1), shift: if ok { cqe_size.trailing_zeros() } else { 6 }, log: ncqe.trailing_zeros(), need }
+    }
+
+    /// `log2(ncqe)`: the consumer index bit the owner bit follows.
+    #[inline(always)]
+    pub fn log(&self) -> u32 {
+        self.log
+    }
 }
 
 impl WqBuf {
@@ -310,13 +349,18 @@ impl WqBuf {
     /// one of those, or the ring does not fit.
     #[inline(always)]
     pub fn cqe_ring(&self, ncqe: u32, cqe_size: u32) -> Option<CqeRing<'_>> {
-        if !ncqe.is_power_of_two() || !matches!(cqe_size, 64 | 128) {
+        self.cqe_ring_of(&CqGeom::new(ncqe, cqe_size))
+    }
+
+    /// The ring `g` describes (checked when `g` was made); `None` if it
+    /// does not fit this buffer.
+    #[inline(always)]
+    pub fn cqe_ring_of(&self, g: &CqGeom) -> Option<CqeRing<'_>> {
+        if g.need > self.0.len {
             return None;
         }
-        let bytes = (ncqe as usize).checked_mul(cqe_size as usize)?;
-        self.0.at(0, bytes)?;
-        let base = NonNull::new(self.0.ptr.as_ptr().wrapping_add(cqe_size as usize - 64))?;
-        Some(CqeRing { base, mask: ncqe - 1, shift: cqe_size.trailing_zeros(), _buf: PhantomData })
+        let base = self.0.ptr.as_ptr().wrapping_add((1usize << g.shift) - 64);
+        Some(CqeRing { base, mask: g.mask, shift: g.shift, _buf: PhantomData })
     }
 }
 
@@ -327,7 +371,7 @@ impl CqeRing<'_> {
     #[inline(always)]
     pub fn word(&self, i: u32, w: usize) -> u64 {
         let off = (((i & self.mask) as usize) << self.shift) | ((w & 7) * 8);
-        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        let p = self.base.wrapping_add(off).cast::<u64>();
         // SAFETY: B5: `(i & mask) << shift` is the start of an entry below
         // `mask + 1`, `base` its last 64 bytes, `8 * (w & 7) + 8 <= 64`:
         // inside the ring `cqe_ring` checked against the buffer, which the
@@ -351,7 +395,7 @@ impl CqeRing<'_> {
             return 0;
         }
         let off = (((i & self.mask) as usize) << SHIFT) | ((w & 7) * 8);
-        let p = self.base.as_ptr().wrapping_add(off).cast::<u64>();
+        let p = self.base.wrapping_add(off).cast::<u64>();
         // SAFETY: as in `word`: `SHIFT` is the ring's own shift (tested
         // just above), so this is the same address `word` forms.
         u64::from_le(unsafe { p.read_volatile() })
@@ -362,7 +406,7 @@ impl CqeRing<'_> {
     pub fn op_own(&self, i: u32) -> u8 {
         let off = (((i & self.mask) as usize) << self.shift) | 63;
         // SAFETY: as in `word`: the last byte of an entry inside the ring.
-        unsafe { self.base.as_ptr().wrapping_add(off).read_volatile() }
+        unsafe { self.base.wrapping_add(off).read_volatile() }
     }
 }
 
@@ -410,13 +454,15 @@ impl SqGeom {
 }
 
 /// A send queue's ring and doorbell word in a [`WqBuf`], checked once
-/// (B6): its windows and the doorbell store need no further check.
+/// (B6): its windows and the doorbell store need no further check. It
+/// keeps the geometry by reference, so that each field is loaded where a
+/// store needs it (copied up front, the ring, its mask and the doorbell
+/// word took registers, or stack slots, across the whole WQE build).
 #[derive(Debug)]
-pub struct SqRing<'b> {
-    /// Block 0: `(mask + 1) * 64` bytes of the live mapping from here.
-    ring: *mut u8,
-    mask: u32,
-    db: DbWord<'b>,
+pub struct SqRing<'b, 'g> {
+    /// Byte 0 of the live mapping; the checked range is `[0, g.need)`.
+    p: *mut u8,
+    g: &'g SqGeom,
     _b: PhantomData<&'b mut WqBuf>,
 }
 
@@ -442,7 +488,7 @@ impl DbWord<'_> {
     #[inline(always)]
     fn word(&self) -> &AtomicU32 {
         // SAFETY: `at` is called only by `sq_ring`/`rq_ring` (and
-        // `RqRing::store_db`, from the geometry `rq_ring` checked and the
+        // `SqRing::store_db`, `RqRing::store_db`, from the geometry its view checked and the
         // view borrows) with the doorbell offset their geometry checked: 4 bytes inside the
         // checked range of the live mapping, 4-aligned from the page
         // aligned base (B6, B7), valid while the buffer is borrowed (B1).
@@ -457,20 +503,19 @@ impl DbWord<'_> {
 impl WqBuf {
     /// The send ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
-    pub fn sq_ring(&mut self, g: &SqGeom) -> Option<SqRing<'_>> {
+    pub fn sq_ring<'g>(&mut self, g: &'g SqGeom) -> Option<SqRing<'_, 'g>> {
         if g.need > self.0.len {
             return None;
         }
-        let p = self.0.ptr.as_ptr();
-        Some(SqRing { ring: p.wrapping_add(g.base), mask: g.mask, db: DbWord::at(p, g.dbrec), _b: PhantomData })
+        Some(SqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData })
     }
 }
 
-impl<'b> SqRing<'b> {
+impl<'b> SqRing<'b, '_> {
     /// The one block `idx & mask` as a window.
     #[inline(always)]
     pub fn wqe(&mut self, idx: u32) -> Window<'_> {
-        let ptr = self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN);
+        let ptr = self.block_at(idx & self.g.mask);
         Window { ptr, len: WINDOW_MIN, _b: PhantomData }
     }
 
@@ -480,24 +525,34 @@ impl<'b> SqRing<'b> {
     pub fn wqes(&mut self, idx: u32, nbb: u32) -> Option<Window<'_>> {
         let end = idx.checked_add(nbb)?;
         // (`mask + 1` is a power of two of `u32`: no overflow)
-        if nbb == 0 || end > self.mask + 1 {
+        if nbb == 0 || end > self.g.mask + 1 {
             return None;
         }
-        let ptr = self.ring.wrapping_add(idx as usize * WINDOW_MIN);
+        let ptr = self.block_at(idx);
         Some(Window { ptr, len: nbb as usize * WINDOW_MIN, _b: PhantomData })
     }
 
-    /// The send doorbell word, for the release store of the new counter.
+    /// Byte `base + idx * 64` (block `idx` for `idx <= mask`; the
+    /// callers check or mask `idx`).
     #[inline(always)]
-    pub fn dbrec(&self) -> &AtomicU32 {
-        self.db.word()
+    fn block_at(&self, idx: u32) -> *mut u8 {
+        self.p.wrapping_add(self.g.base + idx as usize * WINDOW_MIN)
+    }
+
+    /// Stores `v` (the counter, already big-endian) into the send
+    /// doorbell word with release ordering: after every store of the view.
+    /// (The word is made here, from the geometry `sq_ring` checked, rather
+    /// than kept: one register fewer across the post.)
+    #[inline(always)]
+    pub fn store_db(&self, v: u32) {
+        DbWord::at(self.p, self.g.dbrec).word().store(v, Ordering::Release);
     }
 
     /// Block `idx & mask`, for reading back after the view is done with
     /// (the BlueFlame copy).
     #[inline(always)]
     pub fn into_block(self, idx: u32) -> SqBlock<'b> {
-        SqBlock { ptr: self.ring.wrapping_add(((idx & self.mask) as usize) * WINDOW_MIN).cast::<u64>(), _b: PhantomData }
+        SqBlock { ptr: self.block_at(idx & self.g.mask).cast::<u64>(), _b: PhantomData }
     }
 }
 
@@ -696,6 +751,18 @@ mod tests {
     }
 
     #[test]
+    fn cq_geometry_is_checked_once_and_against_each_buffer() {
+        let small = WqBuf::new("test", 4096).unwrap();
+        let big = WqBuf::new("test", 8192).unwrap();
+        let g = CqGeom::new(64, 128);
+        assert!(small.cqe_ring_of(&g).is_none() && big.cqe_ring_of(&g).is_some(), "8 KiB: refused by the buffer too short");
+        assert_eq!(g.log(), 6);
+        for bad in [CqGeom::new(48, 64), CqGeom::new(0, 64), CqGeom::new(4, 96), CqGeom::new(1 << 31, 128)] {
+            assert!(big.cqe_ring_of(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn send_ring_views_are_checked_once_and_stay_inside() {
         let mut b = WqBuf::new("test", 4096).unwrap();
         assert!(b.sq_ring(&SqGeom::new(64, 64, 0)).is_none(), "ring ends past the buffer");
@@ -711,7 +778,7 @@ mod tests {
         assert!(r.wqes(u32::MAX, 2).is_none(), "overflowing index");
         r.wqes(6, 2).unwrap().put::<0, u64>(1);
         r.wqe(8 + 3).put::<8, u64>(2);
-        r.dbrec().store(0x1234, core::sync::atomic::Ordering::Release);
+        r.store_db(0x1234);
         let blk = r.into_block(3);
         let words: [u64; 8] = core::array::from_fn(|w| blk.word(w));
         assert_eq!(words, [0, 2, 0, 0, 0, 0, 0, 0], "block 11 masked to 3");

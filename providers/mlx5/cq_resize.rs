@@ -41,6 +41,8 @@ impl CqRing {
             self.dbrec_buf = Some(old);
         }
         self.ncqe = ncqe;
+        // The checked geometry moves with the ring, under the same `&mut`.
+        self.geom = CqGeom::new(ncqe, self.cqe_size);
         if result.is_ok() {
             self.ci = self.ci.wrapping_add(1);
         }

@@ -131,7 +131,7 @@ impl CqRing {
         if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
         }
-        Ok(Self { ncqe, cqe_size, dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default(), lent: false })
+        Ok(Self { ncqe, cqe_size, geom: CqGeom::new(ncqe, cqe_size), dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default(), lent: false })
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
@@ -263,11 +263,12 @@ impl CqRing {
     /// they stay as they were.
     #[inline(always)]
     pub fn poll_deferred<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
-        // (The doorbell record is checked where it is stored.)
-        let Some(ring) = buf.cqe_ring(self.ncqe, self.cqe_size) else {
+        // The geometry was checked when it was set; only the buffer's
+        // length here. (The doorbell record is checked where it is stored.)
+        let Some(ring) = buf.cqe_ring_of(&self.geom) else {
             return Err(Error::new(VERB, ErrorKind::InvalidArgument).with_detail("mlx5: the buffer does not hold this CQ"));
         };
-        let log = self.ncqe.trailing_zeros();
+        let log = self.geom.log();
         let v1 = self.cqe_version == 1;
         let mut ci = self.ci;
         // What a panicking `poll_with` put back is older than the ring's.

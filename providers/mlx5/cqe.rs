@@ -21,7 +21,7 @@
 
 use core::sync::atomic::{fence, Ordering};
 
-use super::buf::WqBuf;
+use super::buf::{CqGeom, WqBuf};
 use super::rq::{RecvQueue, Srq};
 use super::sq::{SendQueue, WC_DRIVER2};
 use super::wqe::*;
@@ -187,6 +187,10 @@ pub struct CqRing {
     ncqe: u32,
     /// 64 or 128.
     cqe_size: u32,
+    /// `ncqe` and `cqe_size` checked once (B5 of `buf.rs`): set with
+    /// `ncqe`, by `new` and by a resize (`move_to`, under the CQ's lock,
+    /// with the buffer it swaps in).
+    geom: CqGeom,
     /// Byte offset of the doorbell record pair (consumer index, arm).
     dbrec_offset: usize,
     /// The CQ number (arm doorbell).

@@ -57,7 +57,15 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
 /// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
 #[inline(always)]
 pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: &Doorbell, s: &W) -> bool {
-    let Some(mut g) = reg.lock(uidx) else { return false };
+    // Soundness of the masked slot (`lock_made`, no bound check, no
+    // `None` branch): `uidx` is the slot `insert` handed out when the QP
+    // was made (`Mlx5Qp::slot`, below `SLOTS`), so the mask keeps it. Were
+    // it ever wrong, the mask still names a slot of this same table, taken
+    // under its lock like any other, and its entry is matched below as the
+    // checked path matches it: anything but a QP with a send queue is
+    // `false`, nothing written (the general path then names the error);
+    // no index into memory is formed from `uidx` beyond the table.
+    let mut g = reg.lock_made(uidx);
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
     let Some(ring) = sq.post_straight(buf, s) else { return false };
     match ring {
@@ -165,12 +173,9 @@ impl Queues for Lookup<'_> {
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
-    if ring.is_empty(buf) {
-        // Nothing to consume (libmlx5: CQ_EMPTY at the first CQE): the
-        // consumer index stays, stored again as a poll stores it.
-        ring.update_ci(buf);
-        return Ok(0);
-    }
+    // (No separate test for an empty CQ: the poll stops at the first CQE
+    // software does not own, with nothing consumed, and stores the
+    // consumer index as it was, as libmlx5 does at CQ_EMPTY.)
     let mut look = Lookup::new(reg);
     let r = ring.poll(buf, out, &mut look);
     let published = ring.published();

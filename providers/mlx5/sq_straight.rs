@@ -15,8 +15,6 @@
 //! (nothing stored) for the general path, which writes it or names the
 //! error (`sq_straight_tests.rs` proves both against the general writer).
 
-use core::sync::atomic::Ordering;
-
 use zerocopy::byteorder::network_endian::{U32, U64};
 
 use super::{Ring, SendQueue, SqEntry};
@@ -194,7 +192,7 @@ impl SendQueue {
         self.cur_post = next;
         // The WQE stores must reach memory before the device can see the
         // new counter (SAFETY.md, the mlx5 barriers): release store.
-        ring.dbrec().store((next & 0xffff).to_be(), Ordering::Release);
+        ring.store_db((next & 0xffff).to_be());
         // libmlx5's choice (`post_send_db`): BlueFlame for one WQE of more
         // than one unit that fits the register's half.
         Some(if ds > 1 && ds <= st.bf_ds[inline] {

@@ -348,18 +348,11 @@ fn cm_state(s: St) -> u8 {
     }
 }
 
-/// `struct __kernel_sockaddr_storage` (128 bytes) of an address.
+/// `struct __kernel_sockaddr_storage` (128 bytes) of an address, laid out
+/// as the ucma model writes its sockaddrs.
 fn sockaddr(a: &Addr) -> [u8; 128] {
     let mut s = [0u8; 128];
-    if a.v6 {
-        s[0..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
-        s[2..4].copy_from_slice(&a.port.to_be_bytes());
-        s[8..24].copy_from_slice(&a.ip);
-    } else {
-        s[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
-        s[2..4].copy_from_slice(&a.port.to_be_bytes());
-        s[4..8].copy_from_slice(&a.ip[12..]);
-    }
+    super::ucma::put_sa(&mut s, a);
     s
 }
 

@@ -109,13 +109,12 @@ mod tests {
 }
 
 /// A copying poll's outcome as one integer: the count in the low 32
-/// bits, or above them what stopped it (the [`Claim`] found: 1 held, 2
-/// lent; [`POLL_DEAD`]: a dead CQ). The poll's out-of-line parts return
-/// it in a register, unchanged, so their calls are tail calls (a
-/// `Result` is taken apart and put together again around a call, and a
-/// `Result<usize>` of the verb goes through memory) and the uncontended
-/// poll runs without a stack frame and saves no register. A count always
-/// fits: it is at most the ring's slots (a `u32`).
+/// bits, or above them the [`Claim`] that stopped it (1 held, 2 lent).
+/// The poll's out-of-line parts return it in a register, unchanged, so
+/// their calls are tail calls (a `Result` is taken apart and put
+/// together again around a call, and a `Result<usize>` of the verb goes
+/// through memory). A count always fits: it is at most the ring's slots
+/// (a `u32`).
 pub type Polled = u64;
 
 /// The [`Polled`] of `n` completions.
@@ -130,11 +129,7 @@ pub const fn stopped(claim: Claim) -> Polled {
     (claim as Polled) << 32
 }
 
-/// The [`Polled`] of a poll of a dead CQ (its ring lost to a failed
-/// resize).
-pub const POLL_DEAD: Polled = 3 << 32;
-
-/// The count or the [`Claim`] a [`Polled`] of a live CQ says.
+/// The count or the [`Claim`] a [`Polled`] says.
 #[inline(always)]
 pub fn outcome(p: Polled) -> Result<u32, Claim> {
     match p >> 32 {

@@ -45,7 +45,7 @@ use seam::{QpCreateCmd, SrqCreateCmd,
 };
 
 pub use seam::Caps;
-pub(crate) use dispatch::{dead, poll_failed};
+pub(crate) use dispatch::dead;
 use dispatch::{busy, mismatch};
 
 // The registration list: one line per provider.

@@ -280,22 +280,18 @@ impl<'ctx> Cq<'ctx> {
     }
 
     /// The empty case runs no out-of-line code and makes no call (so the
-    /// caller needs no stack frame for it); the rest is one call of the
-    /// provider's copy, which takes the guard of the ring along and
-    /// releases it, and returns its outcome in a register.
+    /// caller needs no stack frame for it); the rest is one jump to the
+    /// provider's copy (`ProviderCq::poll_leave`), which takes the guard
+    /// of the ring along and writes the `Result`.
     #[inline(always)]
     fn poll_out<S: crate::wc::WcOut>(&self, wc: &mut [S]) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
         if ring.is_empty() {
             return Ok(0);
         }
-        // The provider's copy is one out-of-line call (see
-        // `ProviderCq::poll_leave`), its outcome tested here.
-        let p = Ring::poll_entered(ring, wc);
-        if p >> 32 != 0 {
-            return Err(crate::providers::poll_failed(p));
-        }
-        Ok(p as u32 as usize)
+        // One jump (see `Ring::poll_entered`): nothing is kept across a
+        // call here, so the empty poll above saves no register.
+        Ring::poll_entered(ring, wc)
     }
 
     /// `ibv_start_poll` / `ibv_next_poll` / `ibv_end_poll` in one call:

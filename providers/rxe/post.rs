@@ -26,6 +26,7 @@ use static_assertions::const_assert_eq;
 use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge};
 use super::queue::{Claim, CompletionQueue, Consumer, Producer, SendQueue, SlotMut};
 use crate::providers::claim::{outcome, polled, stopped, Polled};
+use crate::providers::dispatch::poll_result;
 
 /// What every CQ slot holds.
 const CQ_MIN: usize = size_of::<AbiWc>();
@@ -705,12 +706,12 @@ fn copy_claimed<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> 
 /// function, with the guard's release; the rest (a claim another poller
 /// holds, a batch that wraps, another stride) a tail call that takes the
 /// guard along. Its own function (no other provider's copy beside it, to
-/// which the registers of a stack frame would be saved for) returning a
-/// [`Polled`] in a register: the common poll needs no stack frame and
-/// saves no register. `out` may be empty (nothing copied, the index
-/// stored as it was).
+/// which more registers would be saved for), reached by one jump from
+/// `Cq::poll`, whose `Result` it writes: `Cq::poll` keeps nothing across
+/// a call and its empty poll needs no stack frame. `out` may be empty
+/// (nothing copied, the index stored as it was).
 #[inline(never)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> Polled {
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, super::cq::RxeCq>) -> crate::error::Result<usize> {
     let Some(c) = cq.get().queue().consumer_now() else {
         return poll_leave_slow(cq, out);
     };
@@ -731,10 +732,10 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, ou
     if flags & FLAGS_SWAPPED != 0 {
         // The claim goes along (released there): only the guard's leave
         // is left to do after the call, which so keeps one register.
-        return fix_release(c, cons, got);
+        return poll_result(fix_release(c, cons, got));
     }
     c.release(cons, n);
-    polled(n)
+    Ok(n as usize)
 }
 
 /// [`poll_leave`] of what its inline part does not take: waits for
@@ -742,16 +743,13 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, ou
 /// closure holds the CQ), then copies any batch. Drops the guard last.
 #[cold]
 #[inline(never)]
-fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> Polled {
+fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
     let q = cq.get().queue();
     let c = match q.consumer_now() {
         Some(c) => c,
-        None => match q.consumer_contended() {
-            Ok(c) => c,
-            Err(claim) => return stopped(claim),
-        },
+        None => q.consumer_contended().map_err(crate::providers::dispatch::busy)?,
     };
-    copy_slow(c, out)
+    poll_result(copy_slow(c, out))
 }
 
 /// [`copy_claimed`] of any batch: the wrapped one, or a ring whose stride

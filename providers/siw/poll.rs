@@ -17,7 +17,7 @@ use super::abi::{
 use super::cq::SiwCq;
 use super::ring::{Consumer, CqRing};
 use crate::abi::uverbs::Wc as AbiWc;
-use crate::providers::claim::{polled, stopped, Claim, Polled};
+use crate::providers::claim::Claim;
 use crate::swap_cell::Held;
 use crate::wc::{WcFlags, Wc};
 
@@ -170,7 +170,7 @@ fn drain_rare<S: crate::wc::WcOut, const E: usize>(c: &Consumer<'_, E>, out: &mu
 /// poller holds or a `poll_with` closure has, a batch that may wrap) a
 /// tail call that takes the guard along.
 #[inline(never)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> Polled {
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, SiwCq>) -> crate::error::Result<usize> {
     let Ok(c) = cq.get().ring().try_consumer() else {
         return poll_leave_slow(cq, out);
     };
@@ -179,8 +179,7 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]
         drop(c);
         return poll_leave_slow(cq, out);
     };
-    // A count is at most the ring's slots (see `Polled`).
-    polled(n as u32)
+    Ok(n)
 }
 
 /// [`poll_leave`] of what its inline part does not take: waits for
@@ -188,11 +187,9 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]
 /// closure holds the CQ), then copies any batch. Drops the guard last.
 #[cold]
 #[inline(never)]
-fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> Polled {
-    match cq.get().ring().consumer() {
-        Ok(c) => polled(drain(&c, out, false).unwrap_or(0) as u32),
-        Err(claim) => stopped(claim),
-    }
+fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
+    let c = cq.get().ring().consumer().map_err(crate::providers::dispatch::busy)?;
+    Ok(drain(&c, out, false).unwrap_or(0))
 }
 
 /// `enum ibv_wc_status` of the low four bits of a status: [`STATUS`],

@@ -101,6 +101,7 @@ for side in $SIDES; do
     done
     [ "$side" = ours ] && exe=$OURS instr=(--dump-instr=yes --separate-callers=4)
     [ "$side" = capi ] && env=(LD_LIBRARY_PATH="$CAPI_LIB")
+    [ "$side" = capi ] && instr=(--dump-instr=yes --separate-callers=4)
     [ "$side" = c ] && instr=(--dump-instr=yes --separate-callers=4)
     echo "sim-bench: [$(( $(date +%s) - T0 ))s] $side under callgrind" >&2
     env "${env[@]}" LD_PRELOAD="$BIN/libverbs_sim_shim.so" timeout 600 valgrind --tool=callgrind "${instr[@]}" \

@@ -334,25 +334,42 @@ done
 # rdma-core's librdmacm tools (rdma_cm over the simulator's ucma model, /dev/infiniband/rdma_cm)
 # and perftest over rdma_cm (-R), server and client both rdma-core. The client starts once the
 # daemon lists the server's listener on the port ($SOCK.cm_listen, the daemon's own table in
-# the words of `rdma res show cm_id`; the kernel answers that over RDMA netlink, not modelled).
+# the words of `rdma res show cm_id`). perftest -R connects twice to that port: the server
+# destroys its first listener once the control connection is accepted and creates the second
+# only after a handshake over it, when the client is already connecting; a server scheduled a
+# few ms late then had its client rejected (no listener, as the kernel's CM answers) and
+# perftest 4.5's retry crashed. That second listener is invisible from here, so the client's
+# shim waits for it: VERBS_SIM_CM_AWAIT_LISTENER=MS holds each address resolution until the
+# daemon lists a listener on the destination port (sim/src/cm_listen.rs); the REQ is still sent
+# once, and a listener that never comes (or is not matched) still fails the row.
 cm_listening() { grep -q "state LISTEN .*:$1 " "$SOCK.cm_listen" 2>/dev/null; }
-run_cm_pair() {  # run_cm_pair NAME VARIANT "SERVER CMD" "CLIENT CMD" (PORT substituted in both;
-    # FIXED_PORT=N: a tool whose port cannot be chosen)
-    local name=$1 variant=$2 t slog clog src crc res spid; shift 2
-    selected "$name" "$variant" || return 0
-    N=$((N + 1)); slog=$WORK/$N.server.log; clog=$WORK/$N.client.log; t=$(date +%s)
+cm_pair_once() {  # cm_pair_once SLOG CLOG "SERVER CMD" "CLIENT CMD": sets res
+    local slog=$1 clog=$2 src crc spid; shift 2
     PORT=$((PORT + 1)); [ -n "${FIXED_PORT:-}" ] && PORT=$FIXED_PORT
     # shellcheck disable=SC2086
     LD_PRELOAD=$SHIM timeout "$TMO" ${1//PORT/$PORT} > "$slog" 2>&1 &
     spid=$!
     for _ in $(seq 200); do cm_listening "$PORT" && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
     # shellcheck disable=SC2086
-    LD_PRELOAD=$SHIM timeout "$TMO" ${2//PORT/$PORT} > "$clog" 2>&1; crc=$?
+    VERBS_SIM_CM_AWAIT_LISTENER=$((TMO * 1000 / 2)) LD_PRELOAD=$SHIM timeout "$TMO" ${2//PORT/$PORT} > "$clog" 2>&1; crc=$?
     wait $spid; src=$?
     if [ $src = 124 ] || [ $crc = 124 ]; then res=TIMEOUT
     elif [ $src != 0 ] || [ $crc != 0 ]; then res="FAIL($src/$crc)"
     else res=PASS; fi
-    row "$name" "$variant" "$res" "$(( $(date +%s) - t ))s"
+}
+run_cm_pair() {  # run_cm_pair NAME VARIANT "SERVER CMD" "CLIENT CMD" (PORT substituted in both;
+    # FIXED_PORT=N: a tool whose port cannot be chosen)
+    local name=$1 variant=$2 t slog clog res note=""; shift 2
+    selected "$name" "$variant" || return 0
+    N=$((N + 1)); slog=$WORK/$N.server.log; clog=$WORK/$N.client.log; t=$(date +%s)
+    cm_pair_once "$slog" "$clog" "$@"
+    # as in run_pair: perftest's clock calibration gives up on a loaded host ("Can't produce a
+    # report", exit 1 before the report exchange, so its peer then waits until the timeout)
+    if [ "$res" != PASS ] && grep -q "Can't produce a report" "$slog" "$clog"; then
+        note=" (rerun: perftest clock calibration)"
+        cm_pair_once "$slog" "$clog" "$@"
+    fi
+    row "$name" "$variant" "$res" "$(( $(date +%s) - t ))s$note"
     if [ "$res" != PASS ]; then
         echo "----- $name $variant: $res; server:"; tail -n 15 "$slog"; echo "----- client:"; tail -n 15 "$clog"
     fi
@@ -371,7 +388,7 @@ if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
     if [ "$LIBC_BUILD" = ok ]; then
         DT=$(grep -o '"executable":"[^"]*/device-[^"]*"' "$WORK/libcbuild.json" | tail -1 | cut -d'"' -f4)
         TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
-            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_DEVICE=mlx5_0 VERBS_TEST_RXE_IP=10.251.0.1 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
+            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_DEVICE=mlx5_0 VERBS_TEST_RXE_IP=10.251.0.1 VERBS_TEST_RXE_IP6=fd0a:fb00::1 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
     else
         row device-tests "ours on mlx5_0" "FAIL(build)" "-"
     fi

@@ -350,12 +350,25 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, ba
         return unsafe { post_send_inline(c, wr, bad_wr) };
     }
     // SAFETY: forwarded caller contract; `wr` is not NULL.
+    unsafe { post_send_sges(c, wr, bad_wr) }
+}
+
+/// [`post_send`] of one request without inline data, out of line (a tail
+/// call: [`post_send`] itself keeps no stack frame, so the inline path it
+/// jumps to does not pay for this one's saved registers).
+///
+/// # Safety
+///
+/// As [`post_send`]; `wr` is not NULL.
+#[inline(never)]
+unsafe extern "C" fn post_send_sges(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: forwarded caller contract.
     unsafe { post_send_straight::<false>(c, wr, bad_wr) }
 }
 
 /// [`post_send`] of one request with inline data: the same straight path
-/// with the copy of its bytes, out of line (a tail call: the path of SGE
-/// requests keeps no stack frame for the copy).
+/// with the copy of its bytes, out of line (a tail call, as
+/// [`post_send_sges`]).
 ///
 /// # Safety
 ///

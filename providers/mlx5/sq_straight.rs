@@ -19,7 +19,7 @@ use zerocopy::byteorder::network_endian::{U32, U64};
 
 use super::{Ring, SendQueue, SqEntry};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM};
-use crate::providers::mlx5::buf::{SqBlock, WqBuf};
+use crate::providers::mlx5::buf::{SqBlock, WqBuf, WINDOW_MIN};
 use crate::providers::mlx5::wqe::*;
 use crate::providers::seam::{Plain, StraightWr};
 use crate::qp::QpType;
@@ -109,101 +109,128 @@ impl SendQueue {
     pub fn post_straight<'b, W: StraightWr + ?Sized>(&mut self, buf: &'b mut WqBuf, s: &W) -> Option<StraightRing<'b>> {
         let opcode = s.opcode();
         let flags = s.flags();
-        let st = &self.straight;
         // `checked_shr`: an opcode of 32 or more is no straight one. A
         // fence inherited from a bind or local invalidate goes the
         // general way (it is dropped when the request fences itself).
-        if st.ops.checked_shr(opcode).unwrap_or(0) & 1 == 0 || flags & !SendFlags::all().bits() != 0 || self.fm_cache != 0 {
+        if self.straight.ops.checked_shr(opcode).unwrap_or(0) & 1 == 0 || flags & !SendFlags::all().bits() != 0 || self.fm_cache != 0 {
             return None;
         }
-        let size = self.cfg.size;
-        if self.head.wrapping_sub(self.tail) >= size.max_post {
+        if self.head.wrapping_sub(self.tail) >= self.cfg.size.max_post {
             return None;
         }
         // The ring and the doorbell record, checked in the buffer once.
         let mut ring = buf.sq_ring(&self.geom)?;
         let cur = self.cur_post;
         let raddr = RADDR_OPS >> opcode & 1;
-        // Per shape: ds (the control segment, the remote address, the
-        // data), the blocks, the window over them, and the data written
-        // (after the last check: nothing below declines).
-        let (ds, nbb, inline, mut w) = match s.data()? {
-            Plain::Empty => (1 + raddr, 1, 0, ring.wqe(cur)),
-            Plain::Sge(g) if size.max_gs != 0 && g.length <= 1 << 31 => {
+        // The rest of a WQE of `ds` units (the control segment, the
+        // remote address, the data) in `nbb` blocks whose data is stored
+        // (`inline`: 1 if the data is inline), and its post: after the
+        // last check, nothing here declines. A macro, expanded in each
+        // shape's arm, so that each arm has its `ds`, `nbb`, `inline` and
+        // (where it branched on it) `raddr` as constants instead of
+        // merging them across the match (in registers or on the stack).
+        macro_rules! finish {
+            ($raddr:expr, $ds:expr, $nbb:expr, $inline:expr) => {{
+                let (raddr, ds, nbb): (u32, u32, u32) = ($raddr, $ds, $nbb);
                 let mut w = ring.wqe(cur);
+                if raddr != 0 {
+                    let (remote_addr, rkey) = s.remote();
+                    w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
+                }
+                let st = &self.straight;
+                let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
+                let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
+                let op = (MLX5_OPS >> (8 * opcode)) as u8;
+                let words = [U32::new((cur & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
+                w.put::<0, [U32; 2]>(words);
+                // `imm` is big-endian already (as `ibv_send_wr` holds it).
+                w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
+                let idx = cur & (self.cfg.size.wqe_cnt - 1);
+                if let Some(e) = self.table.get_mut(idx as usize) {
+                    *e = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
+                }
+                self.head = self.head.wrapping_add(1);
+                let next = cur.wrapping_add(nbb);
+                self.cur_post = next;
+                // The WQE stores must reach memory before the device can see
+                // the new counter (SAFETY.md, the mlx5 barriers): release
+                // store.
+                ring.store_db((next & 0xffff).to_be());
+                // libmlx5's choice (`post_send_db`): BlueFlame for one WQE of
+                // more than one unit that fits the register's half.
+                Some(if ds > 1 && ds <= st.bf_ds[$inline] {
+                    if nbb == 1 {
+                        StraightRing::Block { first: idx, block: ring.into_block(cur) }
+                    } else {
+                        StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb })
+                    }
+                } else {
+                    StraightRing::Ring(Ring::Doorbell(zerocopy::transmute!(words)))
+                })
+            }};
+        }
+        match s.data()? {
+            Plain::Sge(g) if self.cfg.size.max_gs != 0 && g.length <= 1 << 31 => {
                 // A zero-length SGE is skipped (no data segment), as
                 // libmlx5 skips it.
                 if g.length == 0 {
-                    (1 + raddr, 1, 0, w)
+                    return finish!(raddr, 1 + raddr, 1, 0);
+                }
+                let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
+                if raddr == 0 {
+                    ring.wqe(cur).put::<16, DataSeg>(seg);
+                    finish!(0, 2, 1, 0)
                 } else {
-                    let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
-                    if raddr == 0 {
-                        w.put::<16, DataSeg>(seg);
-                    } else {
-                        w.put::<32, DataSeg>(seg);
-                    }
-                    (2 + raddr, 1, 0, w)
+                    ring.wqe(cur).put::<32, DataSeg>(seg);
+                    finish!(1, 3, 1, 0)
                 }
             }
-            Plain::Inline(d) if d.len() <= size.max_inline as usize && opcode != WR_RDMA_READ => {
+            Plain::Empty => finish!(raddr, 1 + raddr, 1, 0),
+            Plain::Inline(d) if d.len() <= self.cfg.size.max_inline as usize && opcode != WR_RDMA_READ => {
                 let n = d.len() as u32;
                 if n == 0 {
                     // No inline segment for no bytes.
-                    (1 + raddr, 1, 1, ring.wqe(cur))
-                } else {
-                    let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
-                    let nbb = ds.div_ceil(4);
-                    // A WQE that would wrap the ring's end goes the
-                    // general way (`None`).
-                    let mut w = ring.wqes(cur & (size.wqe_cnt - 1), nbb)?;
-                    let hdr = U32::new(n | INLINE_SEG);
-                    let at_data = if raddr == 0 {
-                        w.put::<16, U32>(hdr);
-                        16
-                    } else {
-                        w.put::<32, U32>(hdr);
-                        32
-                    };
-                    // Inside the WQE's blocks (`ds` counts them).
-                    let stored = w.put_bytes(at_data + INLINE_HDR, d);
-                    debug_assert!(stored);
-                    (ds, nbb, 1, w)
+                    return finish!(raddr, 1 + raddr, 1, 1);
                 }
+                let hdr = U32::new(n | INLINE_SEG);
+                // Bytes that fit the first basic block (the common small
+                // inline post): one block, which cannot wrap the ring's
+                // end, and `ds` of at most 4; written with the arm's
+                // constants as an SGE is.
+                const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
+                if raddr == 0 && n <= FIT {
+                    let mut w = ring.wqe(cur);
+                    w.put::<16, U32>(hdr);
+                    let stored = w.put_bytes(16 + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    return finish!(0, 1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                }
+                if raddr != 0 && n <= FIT - 16 {
+                    let mut w = ring.wqe(cur);
+                    w.put::<32, U32>(hdr);
+                    let stored = w.put_bytes(32 + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    return finish!(1, 2 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                }
+                let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
+                let nbb = ds.div_ceil(4);
+                // A WQE that would wrap the ring's end goes the general
+                // way (`None`).
+                let mut w = ring.wqes(cur & (self.cfg.size.wqe_cnt - 1), nbb)?;
+                let at_data = if raddr == 0 {
+                    w.put::<16, U32>(hdr);
+                    16
+                } else {
+                    w.put::<32, U32>(hdr);
+                    32
+                };
+                // Inside the WQE's blocks (`ds` counts them).
+                let stored = w.put_bytes(at_data + INLINE_HDR, d);
+                debug_assert!(stored);
+                finish!(raddr, ds, nbb, 1)
             }
-            _ => return None,
-        };
-        if raddr != 0 {
-            let (remote_addr, rkey) = s.remote();
-            w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
+            _ => None,
         }
-        let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
-        let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
-        let op = (MLX5_OPS >> (8 * opcode)) as u8;
-        let words = [U32::new((cur & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
-        w.put::<0, [U32; 2]>(words);
-        // `imm` is big-endian already (as `ibv_send_wr` holds it).
-        w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
-        let idx = cur & (size.wqe_cnt - 1);
-        if let Some(e) = self.table.get_mut(idx as usize) {
-            *e = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
-        }
-        self.head = self.head.wrapping_add(1);
-        let next = cur.wrapping_add(nbb);
-        self.cur_post = next;
-        // The WQE stores must reach memory before the device can see the
-        // new counter (SAFETY.md, the mlx5 barriers): release store.
-        ring.store_db((next & 0xffff).to_be());
-        // libmlx5's choice (`post_send_db`): BlueFlame for one WQE of more
-        // than one unit that fits the register's half.
-        Some(if ds > 1 && ds <= st.bf_ds[inline] {
-            if nbb == 1 {
-                StraightRing::Block { first: idx, block: ring.into_block(cur) }
-            } else {
-                StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb })
-            }
-        } else {
-            StraightRing::Ring(Ring::Doorbell(zerocopy::transmute!(words)))
-        })
     }
 }
 

@@ -70,7 +70,7 @@ fn straight_writes_what_the_general_path_writes() {
     let sg_big = [Sge { addr: 0x1000, length: (1 << 31) + 1, lkey: 7 }];
     let sg2 = [sg8[0], Sge { addr: 0x2000, length: 16, lkey: 9 }];
     let data: [u8; 200] = core::array::from_fn(|i| i as u8 ^ 0x5a);
-    let payloads: [Payload<'_>; 14] = [
+    let payloads: [Payload<'_>; 16] = [
         Payload::Inline(&data[..1]),
         Payload::Inline(&data[..12]),
         Payload::Inline(&data[..16]),
@@ -83,6 +83,9 @@ fn straight_writes_what_the_general_path_writes() {
         Payload::Inline(&data[..8]),
         Payload::Inline(&data[..28]),
         Payload::Inline(&data[..29]),
+        // The last size a SEND's first block holds, and the first it does not.
+        Payload::Inline(&data[..44]),
+        Payload::Inline(&data[..45]),
         Payload::Inline(&data[..100]),
         Payload::Inline(&data[..200]),
     ];

@@ -9,6 +9,7 @@
 //!               mlx5_ib answers them, UAR pages and the doorbell scanner, event fds
 //! fixture.rs    the device's sysfs tree (SYSFS_PATH)
 //! proto.rs      shim <-> daemon messages; fdpass.rs: SCM_RIGHTS
+//! cm_listen.rs  the daemon's rdma_cm listener file, read by harnesses and the shim
 //! engine/       the NIC: doorbells, send-queue WQEs, receive queues, SRQs, CQEs
 //! model.rs      the objects both halves share (PD, MR, MW, CQ, QP, SRQ, AH)
 //! mem.rs        host memory of the applications (process_vm_readv/writev: DMA)
@@ -18,6 +19,7 @@
 //! library, `sim/shim`), which owns the uverbs descriptor in each process.
 #![warn(missing_docs)]
 
+pub mod cm_listen;
 pub mod engine;
 pub mod fdpass;
 pub mod fixture;

@@ -289,6 +289,13 @@ pub struct Qp {
     pub max_inline: u32,
     /// Max SGEs of a receive WQE (a shorter list ends with lkey 0x100).
     pub max_recv_sge: u32,
+    /// Multicast groups attached (GID, LID), in order (ATTACH_MCAST); UD
+    /// datagrams sent to a group reach every QP attached to it.
+    pub mcast: Vec<([u8; 16], u16)>,
+    /// Created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (mlx5_ib sets the
+    /// QP context's `block_lb_mc`): its own multicast datagrams do not
+    /// loop back to it.
+    pub block_self_mcast_lb: bool,
 }
 
 /// A shared receive queue (linked list of WQEs, mlx5 style).
@@ -356,4 +363,7 @@ pub struct Device {
     pub ahs: HashMap<u32, Ah>,
     /// What the engine remembers between calls (retry timers, clock).
     pub engine: crate::engine::EngineState,
+    /// The port's GID table by index (the fixture's), for the source
+    /// address of a multicast datagram's GRH; empty in engine unit tests.
+    pub gids: Vec<[u8; 16]>,
 }

@@ -8,6 +8,8 @@
 //! memory), `mmap` maps the context's UAR memfd, `close` hangs up. A
 //! `NETLINK_RDMA` socket is a connection to the daemon, which answers RDMA
 //! netlink (`netlink.rs`).
+//! With `VERBS_SIM_CM_AWAIT_LISTENER`, an rdma_cm address resolution
+//! waits for the daemon to list a listener on its port (`await_listener.rs`).
 //! Everything else goes to the next definition (`dlsym(RTLD_NEXT)`).
 //! Without the variable every function only passes through.
 //!
@@ -298,6 +300,7 @@ fn forward(slot: &Slot, call: Call) -> i64 {
     reply.ret
 }
 
+mod await_listener;
 mod netlink;
 
 fn detach(slot: &Slot) {
@@ -536,6 +539,10 @@ fn park_closed_get_event() -> ! {
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: usize) -> isize {
     if let Some(slot) = slot_of(fd) {
+        if slot.cm.load(Relaxed) {
+            // SAFETY: write's contract: `buf` holds `n` readable bytes.
+            unsafe { await_listener::before_write(buf.cast(), n) };
+        }
         loop {
             let r = forward(slot, Call::Write { buf: buf as u64, len: n as u64 });
             // rdma_cm's GET_EVENT with nothing queued: a blocking file waits

@@ -4,7 +4,8 @@
 //! (verbs-sim's `server/nldev.rs`) one message per datagram. What a
 //! netlink socket does that a Unix one does not is done here: `bind`
 //! (nothing to bind), `getsockname` (a `sockaddr_nl` with the process's
-//! port id), `setsockopt` (accepted), and the netlink addresses of
+//! port id), `setsockopt` (accepted; on an IP socket, joining an IPv4
+//! group on the simulated port's address too), and the netlink addresses of
 //! `sendto`/`sendmsg` (dropped: the socket is connected) and
 //! `recvfrom`/`recvmsg` (the kernel's: `sockaddr_nl` of port 0).
 
@@ -83,9 +84,33 @@ pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut c_void, len: *mut lib
     unsafe { real!("getsockname", unsafe extern "C" fn(c_int, *mut c_void, *mut libc::socklen_t) -> c_int)(fd, addr, len) }
 }
 
+/// Whether `val` (an `ip_mreq` of `len` bytes for IP_ADD_MEMBERSHIP)
+/// names the simulated port's netdev by its IPv4 address (`imr_interface`).
+///
+/// # Safety
+/// `val` is NULL or readable for `len` bytes.
+unsafe fn joins_on_the_port(level: c_int, name: c_int, val: *const c_void, len: libc::socklen_t) -> bool {
+    if level != libc::IPPROTO_IP || name != libc::IP_ADD_MEMBERSHIP || val.is_null() || (len as usize) < 8 {
+        return false;
+    }
+    let mut iface = [0u8; 4];
+    // SAFETY: caller contract: `len` >= 8 readable bytes; imr_interface is bytes 4..8.
+    unsafe { std::ptr::copy_nonoverlapping(val.cast::<u8>().add(4), iface.as_mut_ptr(), 4) };
+    iface == verbs_sim::fixture::Identity::default().ipv4
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: libc::socklen_t) -> c_int {
     if is_nl(fd) {
+        return 0;
+    }
+    // An IPv4 group joined on the simulated port's netdev (by its address,
+    // as a RoCE host joins the group its RoCE traffic uses): that netdev
+    // exists only in the simulator, which answers as it would (0). No
+    // membership is made on the host, so the socket receives nothing; the
+    // RoCE datagrams themselves are the simulated NIC's (mcast delivery).
+    // SAFETY: setsockopt's contract: `val` is readable for `len` bytes.
+    if unsafe { joins_on_the_port(level, name, val, len) } {
         return 0;
     }
     // SAFETY: the caller's arguments, unchanged.

@@ -18,12 +18,12 @@
 //! wrap included, and receive scatter lists), `send` (the requester's
 //! in-order loop, retry timers, completions), `rdma` (each opcode and its
 //! delivery: RC/UC by the QP's destination, UD by the datagram segment),
-//! `recv` (RQ and SRQ consumption, UD's GRH, responder CQEs and errors),
+//! `mcast` (UD datagrams to a multicast GID, to every attached QP), `recv` (RQ and SRQ consumption, UD's GRH, responder CQEs and errors),
 //! `keys` (lkey/rkey/window checks and the DMA), `umr` (memory windows),
 //! `cqe` (CQE layout, owner bit, overrun, arming), `flush` (ERR), `state`
 //! (what survives between calls: retry timers, the clock). What it does
 //! not: packets (delivery is a copy between the two QPs' memories on the
-//! one port), PSNs, MTU segmentation, multicast, QP1, XRC, scatter to CQE
+//! one port), PSNs, MTU segmentation, QP1, XRC, scatter to CQE
 //! (declined, as the device may), signature/crypto/DEVX objects, and
 //! responder resources for READ/atomics (`max_dest_rd_atomic` is not
 //! enforced).
@@ -32,6 +32,7 @@ mod consts;
 mod cqe;
 mod flush;
 mod keys;
+mod mcast;
 mod rdma;
 mod recv;
 mod send;
@@ -43,6 +44,7 @@ mod tests;
 
 pub use consts::{cqe_op, ctrl, event, op, syn};
 pub use cqe::Cqe;
+pub use mcast::{is_multicast_gid, MULTICAST_QPN};
 pub use state::{EngineState, Stall, StallKind};
 
 use crate::mem::HostMem;

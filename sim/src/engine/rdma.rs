@@ -26,6 +26,14 @@ fn outcome(qp: &Qp, r: Resp, len: u64) -> Outcome {
 /// an IPv4-mapped GID the IPv4 header in the last 20 bytes, else an IPv6
 /// header. Source and destination are the port's address (one port).
 pub fn make_grh(av: &[u8], payload_len: usize) -> [u8; GRH_LEN] {
+    let mut dgid = [0u8; 16];
+    dgid.copy_from_slice(&av[32..48]);
+    make_grh_from(av, &dgid, payload_len)
+}
+
+/// [`make_grh`] with the source address `src` (a multicast datagram's
+/// destination is the group, its source the sender's GID).
+pub fn make_grh_from(av: &[u8], src: &[u8; 16], payload_len: usize) -> [u8; GRH_LEN] {
     let mut g = [0u8; GRH_LEN];
     let gid = &av[32..48];
     let (tclass, hop) = (av[26], if av[27] == 0 { 64 } else { av[27] });
@@ -39,7 +47,7 @@ pub fn make_grh(av: &[u8], payload_len: usize) -> [u8; GRH_LEN] {
         ip[6] = 0x40;
         ip[8] = hop;
         ip[9] = 17;
-        ip[12..16].copy_from_slice(&gid[12..]);
+        ip[12..16].copy_from_slice(&src[12..]);
         ip[16..20].copy_from_slice(&gid[12..]);
         let mut sum: u32 = ip.chunks_exact(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
         while sum > 0xffff {
@@ -52,10 +60,21 @@ pub fn make_grh(av: &[u8], payload_len: usize) -> [u8; GRH_LEN] {
         g[4..6].copy_from_slice(&(l4 as u16).to_be_bytes());
         g[6] = 17;
         g[7] = hop;
-        g[8..24].copy_from_slice(gid);
+        g[8..24].copy_from_slice(src);
         g[24..40].copy_from_slice(gid);
     }
     g
+}
+
+/// The Q_Key a UD WQE sends with: the datagram segment's, or the QP's own
+/// when its high bit is set (IB spec 10.2.5).
+pub(crate) fn ud_qkey(qp: &Qp, av: &[u8]) -> u32 {
+    let wr_qkey = be32(av, 0);
+    if wr_qkey & 0x8000_0000 != 0 {
+        qp.attrs.qkey
+    } else {
+        wr_qkey
+    }
 }
 
 impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
@@ -91,23 +110,24 @@ impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
             Err(s) => return Outcome::Fail(s),
         };
         let len = data.len() as u64;
+        let cqe_opcode = match w.opcode {
+            op::SEND_IMM => cqe_op::RESP_SEND_IMM,
+            op::SEND_INVAL => cqe_op::RESP_SEND_INV,
+            _ => cqe_op::RESP_SEND,
+        };
+        if let Some(av) = av.as_deref().filter(|av| super::mcast::to_group(av)) {
+            return self.send_to_group(qp, w, av, &data, cqe_opcode);
+        }
         let dest = match &av {
             Some(av) => be32(av, 8) & 0xff_ffff,
             None => qp.attrs.dest_qpn,
         };
         let Some(dst) = self.receiver(dest, qp.qp_type) else { return outcome(qp, Resp::NoResponse, len) };
         if let Some(av) = &av {
-            let wr_qkey = be32(av, 0);
-            let qkey = if wr_qkey & 0x8000_0000 != 0 { qp.attrs.qkey } else { wr_qkey };
-            if qkey != dst.attrs.qkey {
+            if ud_qkey(qp, av) != dst.attrs.qkey {
                 return Outcome::Done(len as u32);
             }
         }
-        let cqe_opcode = match w.opcode {
-            op::SEND_IMM => cqe_op::RESP_SEND_IMM,
-            op::SEND_INVAL => cqe_op::RESP_SEND_INV,
-            _ => cqe_op::RESP_SEND,
-        };
         let m = Incoming {
             src: qp.qpn,
             data: &data,

@@ -20,6 +20,7 @@ mod sock;
 pub mod trace;
 pub mod uar;
 mod ucma;
+mod ucma_mcast;
 mod ucma_model;
 mod ucma_qp;
 #[cfg(test)]
@@ -59,13 +60,11 @@ pub use crate::model::ARM_UNSET;
 
 /// The file in which the daemon publishes its rdma_cm listeners, next to
 /// `socket`: one line per listening id, in the words of `rdma res show
-/// cm_id` (`state LISTEN ps TCP src-addr 10.251.0.1:7471 `). The kernel
-/// answers that over RDMA netlink, which the simulator does not model; a
-/// program that waits for another's listener reads this instead.
+/// cm_id` (`state LISTEN ps TCP src-addr 10.251.0.1:7471 `); a harness,
+/// or a client's shim (`crate::cm_listen`), that waits for another
+/// process's listener reads it.
 pub fn cm_listen_path(socket: &std::path::Path) -> PathBuf {
-    let mut p = socket.as_os_str().to_owned();
-    p.push(".cm_listen");
-    PathBuf::from(p)
+    crate::cm_listen::path(socket)
 }
 
 /// Per-context facts the model does not keep.
@@ -137,7 +136,8 @@ impl Daemon {
     /// A daemon with no contexts.
     pub fn new(cfg: &Config) -> io::Result<Arc<Self>> {
         let trace = Trace::new(cfg.trace.as_deref())?;
-        let state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
+        let mut state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
+        state.dev.gids = crate::fixture::gids(&cfg.identity).iter().map(|(g, _)| *g).collect();
         Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket) }))
     }
 

@@ -65,8 +65,23 @@ pub fn create_ah(d: &Daemon, st: &mut State, ctx: u32, req: &Req) -> Result<Resp
     let handle = State::alloc(&mut st.next_ah, 1);
     st.dev.ahs.insert(handle, Ah { handle, ctx, dgid });
     let mut drv = Out::new(16);
-    drv.u32(0, 16).bytes(4, &d.id.mac);
+    drv.u32(0, 16).bytes(4, &dmac(d, &dgid));
     Ok(Resp { core: Out::new(4).u32(0, handle).done(), drv: drv.done(), note: format!("ah={handle} sgid_index={sgid_index}"), ..Default::default() })
+}
+
+/// The destination MAC the kernel resolves for `dgid` (`ib_resolve_eth_dmac`):
+/// a multicast GID maps to its group MAC (`ip_eth_mc_map` 01:00:5e + the
+/// low 23 bits of an IPv4 group, `ipv6_eth_mc_map` 33:33 + the last four
+/// bytes), any other is the port itself (the one port's address).
+fn dmac(d: &Daemon, dgid: &[u8; 16]) -> [u8; 6] {
+    if !crate::engine::is_multicast_gid(dgid) {
+        return d.id.mac;
+    }
+    if dgid[0] == 0xff {
+        [0x33, 0x33, dgid[12], dgid[13], dgid[14], dgid[15]]
+    } else {
+        [0x01, 0x00, 0x5e, dgid[13] & 0x7f, dgid[14], dgid[15]]
+    }
 }
 
 /// DESTROY_AH.

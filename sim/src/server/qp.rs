@@ -21,8 +21,6 @@ pub struct QpExtra {
     pub alt: (u16, u8, u8),
     /// SQ draining notification asked for.
     pub sqd_notify: bool,
-    /// Multicast groups joined (GID, LID), in order (ATTACH_MCAST).
-    pub mcast: Vec<([u8; 16], u16)>,
     /// The BlueFlame register held, compact numbering (freed on destroy).
     pub bfreg: u32,
 }
@@ -38,7 +36,7 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
     let user_handle = u64_at(c, 0);
     let qp_type = QpType::from_ib(u8_at(c, 45)).ok_or(errno::EOPNOTSUPP)?;
     // extended: comp_mask (RSS indirection table) none; create_flags only
-    // BLOCK_SELF_MCAST_LB (no multicast here, so nothing to block).
+    // BLOCK_SELF_MCAST_LB (kept: the engine skips the sender's own datagrams).
     if req.ex && (u32_at(c, 48) != 0 || u32_at(c, 52) & !IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0) {
         return Err(errno::EOPNOTSUPP);
     }
@@ -113,6 +111,8 @@ pub fn create_qp(st: &mut State, ctx: u32, pid: Pid, req: &Req) -> Result<Resp, 
             attrs: QpAttrs::default(),
             max_inline: caps[4],
             max_recv_sge: if rq_cnt > 0 { (1 << rq_shift) / 16 } else { 0 },
+            mcast: Vec::new(),
+            block_self_mcast_lb: req.ex && u32_at(c, 52) & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB != 0,
         },
     );
     st.qpx.insert(qpn, QpExtra { bfreg: compact, ..Default::default() });

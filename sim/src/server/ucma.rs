@@ -94,11 +94,40 @@ pub fn put_sa(out: &mut [u8], a: &Addr) -> u16 {
 
 impl Daemon {
     fn local(&self, a: &Addr) -> bool {
-        !a.v6 && a.ip[12..16] == self.id.ipv4
+        if a.v6 {
+            a.ip == self.id.ipv6
+        } else {
+            a.ip[12..16] == self.id.ipv4
+        }
+    }
+
+    /// A multicast group (224.0.0.0/4, ff00::/8): `rdma_resolve_ip`
+    /// reaches it through the port's netdev (its MAC is the group's
+    /// mapping, no neighbour lookup), from the port's own address.
+    fn group(a: &Addr) -> bool {
+        if a.v6 {
+            a.ip[0] == 0xff
+        } else {
+            a.ip[12] & 0xf0 == 0xe0
+        }
+    }
+
+    /// The source address of a route to `dst`: the port's for a group,
+    /// else `dst` itself (the one address of the one port).
+    fn route_src(&self, dst: &Addr) -> [u8; 16] {
+        let mut ip = dst.ip;
+        if Self::group(dst) {
+            if dst.v6 {
+                ip = self.id.ipv6;
+            } else {
+                ip[12..16].copy_from_slice(&self.id.ipv4);
+            }
+        }
+        ip
     }
 }
 
-fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32> {
+pub(super) fn write(d: &Daemon, file: u32, pid: i32, buf: u64, len: u64) -> Result<(), i32> {
     if len < 8 {
         return Err(EINVAL);
     }
@@ -145,7 +174,7 @@ fn publish_listeners(d: &Daemon, cm: &Cm) {
     }
 }
 
-fn out(d: &Daemon, pid: i32, at: u64, outlen: usize, resp: &[u8]) -> Result<(), i32> {
+pub(super) fn out(d: &Daemon, pid: i32, at: u64, outlen: usize, resp: &[u8]) -> Result<(), i32> {
     if outlen < resp.len() {
         return Err(libc::ENOSPC);
     }
@@ -352,6 +381,8 @@ pub(super) fn command(d: &Daemon, file: u32, pid: i32, cmd: u32, c: &[u8; 512], 
             drop(cm);
             out(d, pid, u64_at(c, 0), outlen, &reported.to_le_bytes())
         }
+        16 | 22 => super::ucma_mcast::join(d, cm, file, pid, cmd == 16, c, outlen),
+        17 => super::ucma_mcast::leave(d, cm, file, pid, c, outlen),
         _ => Err(libc::ENOSYS),
     }
 }
@@ -408,7 +439,7 @@ fn resolve_addr(d: &Daemon, cm: &mut Cm, file: u32, h: u32, src: Option<Addr>, d
     if st == St::Idle {
         let mut s = src.filter(|s| !s.is_any() || s.port != 0).unwrap_or(Addr { v6: dst.v6, ..Addr::default() });
         if s.is_any() {
-            s.ip = dst.ip;
+            s.ip = d.route_src(&dst);
             s.v6 = dst.v6;
         }
         bind(d, cm, file, h, s).or_else(|e| if e == libc::EADDRNOTAVAIL { Ok(()) } else { Err(e) })?;
@@ -418,11 +449,11 @@ fn resolve_addr(d: &Daemon, cm: &mut Cm, file: u32, h: u32, src: Option<Addr>, d
     let id = cm.ids.get_mut(&h).ok_or(EINVAL)?;
     if let Some(s) = id.src.as_mut() {
         if s.is_any() {
-            s.ip = dst.ip;
+            s.ip = d.route_src(&dst);
         }
     }
     id.dst = Some(dst);
-    if d.local(&dst) {
+    if d.local(&dst) || (Daemon::group(&dst) && id.src.is_some_and(|s| d.local(&s))) {
         id.st = St::AddrResolved;
         cm.push_simple(h, ev::ADDR_RESOLVED, 0);
     } else {

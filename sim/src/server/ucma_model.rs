@@ -36,6 +36,7 @@ pub mod ev {
     pub const REJECTED: u32 = 8;
     pub const ESTABLISHED: u32 = 9;
     pub const DISCONNECTED: u32 = 10;
+    pub const MULTICAST_JOIN: u32 = 12;
 }
 
 /// IB CM private data sizes (REQ minus the 36-byte rdma_cm header, REP,
@@ -131,6 +132,8 @@ pub struct Event {
     pub owner: u32,
     /// For CONNECT_REQUEST: the new id (destroyed with the event if unread).
     pub new_id: Option<u32>,
+    /// For MULTICAST_JOIN: the membership (its events_reported count).
+    pub mc: Option<u32>,
     pub resp: [u8; EVENT_LEN],
 }
 
@@ -151,6 +154,10 @@ pub struct File {
 pub struct Cm {
     pub files: HashMap<u32, File>,
     pub ids: HashMap<u32, Id>,
+    /// Multicast memberships by handle (`super::ucma_mcast`).
+    pub mcs: HashMap<u32, super::ucma_mcast::Mc>,
+    /// The next membership handle (the kernel's `multicast_table`, from 0).
+    pub next_mc: u32,
     next_file: u32,
     next_id: u32,
     next_port: u16,
@@ -219,9 +226,14 @@ impl Cm {
 
     /// Queues an event for `owner`'s file.
     pub fn push(&mut self, owner: u32, new_id: Option<u32>, resp: [u8; EVENT_LEN]) {
-        let Some(file) = self.ids.get(&owner).map(|i| i.file) else { return };
+        self.push_event(Event { owner, new_id, mc: None, resp });
+    }
+
+    /// Queues `e` for its owner's file.
+    pub fn push_event(&mut self, e: Event) {
+        let Some(file) = self.ids.get(&e.owner).map(|i| i.file) else { return };
         if let Some(f) = self.files.get_mut(&file) {
-            f.queue.push_back(Event { owner, new_id, resp });
+            f.queue.push_back(e);
             sock::send_nowait(&f.mine, &[1]);
         }
     }
@@ -239,6 +251,9 @@ impl Cm {
         sock::take_token(&f.app);
         if let Some(id) = self.ids.get_mut(&e.owner) {
             id.reported += 1;
+        }
+        if let Some(mc) = e.mc.and_then(|m| self.mcs.get_mut(&m)) {
+            mc.reported += 1;
         }
         Some(e)
     }
@@ -311,6 +326,8 @@ impl Cm {
             }
         }
         let id = self.ids.remove(&h)?;
+        // Its memberships go with it (ucma_cleanup_multicast).
+        self.mcs.retain(|_, m| m.owner != h);
         self.hang_up(&id);
         // Request ids that were never reported: as the kernel, destroy them
         // (their clients hear a REJ).

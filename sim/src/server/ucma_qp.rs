@@ -16,7 +16,7 @@ fn gid_of(a: &Addr) -> [u8; 16] {
 }
 
 /// GID index of `a` among the port's RoCE v2 GIDs.
-fn sgid_index(d: &Daemon, a: &Addr) -> Option<u8> {
+pub(super) fn sgid_index(d: &Daemon, a: &Addr) -> Option<u8> {
     crate::fixture::gids(&d.id).iter().position(|(g, t)| *g == gid_of(a) && *t == GID_V2).map(|i| i as u8)
 }
 

@@ -6,7 +6,7 @@
 use std::os::fd::OwnedFd;
 
 use super::sock;
-use super::ucma::command;
+use super::ucma::{command, write};
 use super::ucma_model::{ev, PS_TCP};
 use super::{Config, Daemon};
 use crate::fixture::Identity;
@@ -227,4 +227,78 @@ fn query_route_and_init_qp_attr_as_the_kernel_answers() {
     cli.cmd(6, &b, 0).unwrap();
     // connecting, with responder resources: REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC
     assert_eq!(init_attr(&cli, c, 1), Ok((1 | 8 | 16 | 32, 2 | 4 | 8, 1)));
+}
+
+/// perftest `-R`'s two connections to one port, through `write` (as the
+/// shim forwards them): the listener file lists a listener exactly while
+/// one listens, updated before LISTEN / DESTROY_ID return, so a client's
+/// shim that waits for the port (`crate::cm_listen`) cannot take the
+/// destroyed control listener for the second one, and once it sees the
+/// port its REQ reaches the new listener instead of a REJ.
+#[test]
+fn listener_file_follows_perftest_relisten() {
+    let dir = std::env::temp_dir().join(format!("verbs-sim-cmlisten-{}", pid()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("sock");
+    let d = Daemon::new(&Config { socket: sock.clone(), trace: None, identity: Identity::default() }).unwrap();
+    let listed = |port| crate::cm_listen::lists_port(&std::fs::read_to_string(crate::cm_listen::path(&sock)).unwrap_or_default(), port);
+    let (srv, cli) = (F::new(&d), F::new(&d));
+    let w = |f: &F, cmd: u32, body: &[u8]| {
+        let mut b = vec![0u8; 8 + body.len()];
+        b[0..4].copy_from_slice(&cmd.to_le_bytes());
+        b[4..6].copy_from_slice(&(body.len() as u16).to_le_bytes());
+        b[8..].copy_from_slice(body);
+        write(&f.d, f.file, pid(), b.as_ptr() as u64, b.len() as u64)
+    };
+    let listen = |l: u32| w(&srv, 7, &[l.to_le_bytes(), 1u32.to_le_bytes()].concat());
+    let destroy = |f: &F, id: u32| {
+        let mut out = [0u8; 4]; // the events reported, written by the daemon
+        let mut x = [0u8; 16];
+        x[0..8].copy_from_slice(&(out.as_mut_ptr() as u64).to_le_bytes());
+        x[8..12].copy_from_slice(&id.to_le_bytes());
+        let mut b = [0u8; 24];
+        b[0..4].copy_from_slice(&1u32.to_le_bytes());
+        b[4..6].copy_from_slice(&16u16.to_le_bytes());
+        b[6..8].copy_from_slice(&4u16.to_le_bytes());
+        b[8..24].copy_from_slice(&x);
+        write(&f.d, f.file, pid(), b.as_ptr() as u64, b.len() as u64)
+    };
+    let connect = |c: u32| {
+        resolve(&cli, c, IP, 7400);
+        assert_eq!(cli.event().unwrap().2, ev::ADDR_RESOLVED);
+        cli.cmd(4, &c.to_le_bytes(), 0).unwrap();
+        assert_eq!(cli.event().unwrap().2, ev::ROUTE_RESOLVED);
+        let mut p = conn_param(0x11, b"", 272, 288);
+        p[272..276].copy_from_slice(&c.to_le_bytes());
+        cli.cmd(6, &p, 0).unwrap();
+    };
+    // the control connection: wildcard listener, accepted, then destroyed
+    let l1 = srv.create(1);
+    bind(&srv, l1, [0; 4], 7400).unwrap();
+    assert!(!listed(7400));
+    listen(l1).unwrap();
+    assert!(listed(7400));
+    let c1 = cli.create(2);
+    connect(c1);
+    let (_, n1, e, _, _) = srv.event().unwrap();
+    assert_eq!(e, ev::CONNECT_REQUEST);
+    destroy(&srv, l1).unwrap();
+    assert!(!listed(7400), "the accepted connection's id is not a listener");
+    // the test connection: a client too early is rejected, as by the kernel
+    let early = cli.create(3);
+    connect(early);
+    assert_eq!(cli.event().unwrap().2, ev::REJECTED);
+    // ... and one that waits for the port to be listed is not
+    let l2 = srv.create(4);
+    bind(&srv, l2, [0; 4], 7400).unwrap();
+    listen(l2).unwrap();
+    assert!(listed(7400));
+    let c2 = cli.create(5);
+    connect(c2);
+    let (uid, n2, e, _, _) = srv.event().unwrap();
+    assert_eq!((uid, e), (4, ev::CONNECT_REQUEST));
+    assert_ne!(n2, n1);
+    destroy(&srv, l2).unwrap();
+    assert!(!listed(7400));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,6 +5,7 @@
 mod basic;
 mod errors;
 mod garbage;
+mod mcast;
 mod mw;
 mod queues;
 
@@ -191,7 +192,7 @@ impl Rig {
         let qp = Qp {
             qpn, ctx, pid, user_handle: u64::from(qpn) + 0x2000, pdn: ctx, qp_type: ty, state: QpState::Rts,
             sq, rq, dbrec, send_cqn: cqn, recv_cqn: cqn, srqn, uidx: qpn + 0x500, sq_sig_all: false,
-            scatter_cqe: false, attrs, max_inline: 64, max_recv_sge: 4,
+            scatter_cqe: false, attrs, max_inline: 64, max_recv_sge: 4, mcast: vec![], block_self_mcast_lb: false,
         };
         self.dev.qps.insert(qpn, qp);
         self.user.insert(qpn, UserQp::default());

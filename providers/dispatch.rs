@@ -267,10 +267,12 @@ macro_rules! registry {
                 match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_raw_wqe(q, wqe, wr_id), )* }
             }
 
-            /// See [`ProviderQp::post_recv`].
+            /// See [`ProviderQp::post_recv`]. (`max_sge` by reference: loaded
+            /// in the arms of the providers that read it, not before the
+            /// match for all.)
             #[inline(always)]
-            pub(crate) fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv(q, max_sge, wrs), )* }
+            pub(crate) fn post_recv(&mut self, max_sge: &u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv(q, *max_sge, wrs), )* }
             }
 
             /// See [`ProviderQp::post_send_straight`].

@@ -107,3 +107,34 @@ mod tests {
         });
     }
 }
+
+/// A copying poll's outcome as one integer: the count in the low 32
+/// bits, or above them the [`Claim`] that stopped it (1 held, 2 lent).
+/// The poll's out-of-line parts return it in a register, unchanged, so
+/// their calls are tail calls (a `Result` is taken apart and put
+/// together again around a call, and a `Result<usize>` of the verb goes
+/// through memory). A count always fits: it is at most the ring's slots
+/// (a `u32`).
+pub type Polled = u64;
+
+/// The [`Polled`] of `n` completions.
+#[inline(always)]
+pub const fn polled(n: u32) -> Polled {
+    n as Polled
+}
+
+/// The [`Polled`] of a poll stopped by `claim`.
+#[inline(always)]
+pub const fn stopped(claim: Claim) -> Polled {
+    (claim as Polled) << 32
+}
+
+/// The count or the [`Claim`] a [`Polled`] says.
+#[inline(always)]
+pub fn outcome(p: Polled) -> Result<u32, Claim> {
+    match p >> 32 {
+        0 => Ok(p as u32),
+        1 => Err(Claim::Held),
+        _ => Err(Claim::Lent),
+    }
+}

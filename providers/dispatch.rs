@@ -157,7 +157,10 @@ macro_rules! registry {
             }
 
             /// `Cq::poll`'s copy with the CQ's resize guard `ring`: see
-            /// [`ProviderCq::poll_leave`] (`out` may be empty).
+            /// [`ProviderCq::poll_leave`] (`out` may be empty). Each
+            /// provider's is one jump to its own out-of-line copy, which
+            /// writes the caller's `Result`, so `Cq::poll`'s own code keeps
+            /// nothing across a call.
             #[inline(always)]
             pub(crate) fn poll_entered<S: WcOut>(ring: crate::swap_cell::Entered<'_, AnyCq>, out: &mut [S]) -> Result<usize> {
                 $(
@@ -166,11 +169,14 @@ macro_rules! registry {
                         #[allow(unreachable_patterns)]
                         let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
                         return match held {
-                            Some(q) => ProviderCq::poll_leave(q, out),
+                            Some(q) => ProviderCq::poll_leave(out, q),
                             None => crate::providers::dispatch::dead_poll(),
                         };
                     }
                 )*
+                // A dead CQ: the guard left first, so that the error is
+                // one more jump.
+                drop(ring);
                 crate::providers::dispatch::dead_poll()
             }
 
@@ -390,11 +396,33 @@ pub(crate) fn busy(claim: super::claim::Claim) -> Error {
     }
 }
 
+/// The verb's `Result` of a [`Polled`](super::claim::Polled): the
+/// count, or the error built out of line ([`poll_failed`]).
+#[inline(always)]
+pub(crate) fn poll_result(p: super::claim::Polled) -> crate::error::Result<usize> {
+    if p >> 32 != 0 {
+        return Err(poll_failed(p));
+    }
+    Ok(p as u32 as usize)
+}
+
 /// `Cq::poll` of a dead CQ (its ring was lost to a failed resize), out of
-/// line: the error is built where the `Result` goes, so the poll's own
-/// function keeps no stack frame for it.
+/// line: the error is built where the `Result` goes.
 #[cold]
 #[inline(never)]
 pub(crate) fn dead_poll() -> crate::error::Result<usize> {
     Err(dead("ibv_poll_cq"))
+}
+
+/// The error of `Cq::poll` a [`Polled`](super::claim::Polled) that is no
+/// count says: a CQ held by another caller. Out of line: the poll's own
+/// code only tests the outcome.
+#[cold]
+#[inline(never)]
+fn poll_failed(p: super::claim::Polled) -> Error {
+    match super::claim::outcome(p) {
+        Err(claim) => busy(claim),
+        // Not reached: a count is not a failure.
+        Ok(_) => busy(super::claim::Claim::Held),
+    }
 }

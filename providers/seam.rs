@@ -347,13 +347,14 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
 
     /// `Cq::poll`'s copy of a CQ it found not empty, with the CQ's
     /// resize guard (`cq`, which leaves the CQ when dropped), into `out`
-    /// (which may be empty), as the verb's `Result`. The default:
-    /// [`ProviderCq::poll_held`], then the guard dropped, out of line (a
-    /// tail call: `Cq::poll`'s function keeps no register for it). A
+    /// (which may be empty), as the verb's `Result`: one out-of-line
+    /// function, reached by a jump from `Cq::poll` (which so keeps no
+    /// register for it and its empty poll needs no stack frame). The
+    /// default: [`ProviderCq::poll_held`], then the guard dropped. A
     /// provider may pass `cq` on to an out-of-line part in tail position.
     #[inline(always)]
-    fn poll_leave<S: WcOut>(cq: Held<'_, Self>, out: &mut [S]) -> Result<usize> {
-        poll_leave_held(cq, out)
+    fn poll_leave<S: WcOut>(out: &mut [S], cq: Held<'_, Self>) -> Result<usize> {
+        poll_leave_held(out, cq)
     }
 
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
@@ -382,7 +383,7 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
 
 /// The default [`ProviderCq::poll_leave`].
 #[inline(never)]
-fn poll_leave_held<Q: ProviderCq, S: WcOut>(cq: Held<'_, Q>, out: &mut [S]) -> Result<usize> {
+fn poll_leave_held<Q: ProviderCq, S: WcOut>(out: &mut [S], cq: Held<'_, Q>) -> Result<usize> {
     if out.is_empty() {
         return Ok(0);
     }

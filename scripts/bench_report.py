@@ -923,7 +923,7 @@ def render(raw):
     if pc_o and pc_c and pc_o > INS_TARGET * pc_c:
         w(f"- **poll_cq** ({fmt(pc_o, 1)} vs {fmt(pc_c, 1)} per completion): `ibv_poll_cq`'s contract is to fill "
           "the caller's array with 48-byte `ibv_wc` records. The compiled copy loop (`post::poll_leave`, "
-          "inline in `Cq::poll`'s out-of-line function; `objdump -d` of the bench) is 7.5 instructions per "
+          "rxe's own out-of-line function, one jump from `Cq::poll`; `objdump -d` of the bench) is 7.5 instructions per "
           "completion: eight records a round, each 6 for the copy itself (3 sixteen-byte loads and 3 stores at "
           "displacements, the x86-64 baseline has no wider moves) and 1 `or` of the record's flag word from "
           "memory (rxe reports two flag bits swapped; a batch in which one is set is gone over again), and the "

@@ -25,6 +25,8 @@ use static_assertions::const_assert_eq;
 
 use super::abi::{RxeDmaInfo, RxeRecvWqe, RxeSendWqe, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma, RxeSge};
 use super::queue::{Claim, CompletionQueue, Consumer, Producer, SendQueue, SlotMut};
+use crate::providers::claim::{outcome, polled, stopped, Polled};
+use crate::providers::dispatch::poll_result;
 
 /// What every CQ slot holds.
 const CQ_MIN: usize = size_of::<AbiWc>();
@@ -629,35 +631,6 @@ pub fn poll<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<
     poll_copy(cq, out).map(|n| n as usize)
 }
 
-/// A copying poll's outcome as one integer: the count in the low 32
-/// bits, or the [`Claim`] that stopped it above them. The poll's
-/// out-of-line parts return it unchanged, so their calls are tail calls
-/// (a `Result` is taken apart and put together again around a call) and
-/// the uncontended poll runs without a stack frame and saves no register.
-type Polled = u64;
-
-/// The [`Polled`] of `n` completions.
-#[inline(always)]
-const fn polled(n: u32) -> Polled {
-    n as Polled
-}
-
-/// The [`Polled`] of a poll stopped by `claim`.
-#[inline(always)]
-const fn stopped(claim: Claim) -> Polled {
-    (claim as Polled) << 32
-}
-
-/// The `Result` a [`Polled`] says.
-#[inline(always)]
-fn outcome(p: Polled) -> Result<u32, Claim> {
-    match p >> 32 {
-        0 => Ok(p as u32),
-        1 => Err(Claim::Held),
-        _ => Err(Claim::Lent),
-    }
-}
-
 /// [`poll`] past the empty check (`Cq::poll`'s copy): one out-of-line
 /// call, its outcome read back here.
 #[inline(always)]
@@ -729,14 +702,16 @@ fn copy_claimed<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> 
 
 /// `Cq::poll`'s copy on rxe, holding the CQ's resize guard `cq` (see
 /// `ProviderCq::poll_leave`): the uncontended poll of records before the
-/// end of the ring at rxe's element stride, inline into `Cq::poll`'s one
-/// out-of-line function with the guard's release and the `Result`; the
-/// rest (a claim another poller holds, a batch that wraps, another
-/// stride) a tail call that takes the guard along, so the common poll
-/// needs no stack frame. `out` may be empty (nothing copied, the index
-/// stored as it was).
-#[inline(always)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
+/// end of the ring at rxe's element stride, `Cq::poll`'s one out-of-line
+/// function, with the guard's release; the rest (a claim another poller
+/// holds, a batch that wraps, another stride) a tail call that takes the
+/// guard along. Its own function (no other provider's copy beside it, to
+/// which more registers would be saved for), reached by one jump from
+/// `Cq::poll`, whose `Result` it writes: `Cq::poll` keeps nothing across
+/// a call and its empty poll needs no stack frame. `out` may be empty
+/// (nothing copied, the index stored as it was).
+#[inline(never)]
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, super::cq::RxeCq>) -> crate::error::Result<usize> {
     let Some(c) = cq.get().queue().consumer_now() else {
         return poll_leave_slow(cq, out);
     };
@@ -755,7 +730,9 @@ pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, ou
         return poll_leave_slow(cq, out);
     };
     if flags & FLAGS_SWAPPED != 0 {
-        fix_flags(c.reader::<AbiWc>(), cons, got);
+        // The claim goes along (released there): only the guard's leave
+        // is left to do after the call, which so keeps one register.
+        return poll_result(fix_release(c, cons, got));
     }
     c.release(cons, n);
     Ok(n as usize)
@@ -772,23 +749,7 @@ fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mu
         Some(c) => c,
         None => q.consumer_contended().map_err(crate::providers::dispatch::busy)?,
     };
-    outcome(copy_slow(c, out)).map(|n| n as usize).map_err(crate::providers::dispatch::busy)
-}
-
-/// Puts right, in place, the flag words of the completions of `got`
-/// (copied from the slots from `cons`, still the consumer's: the kernel
-/// has not changed them) in which one of the two swapped bits is set.
-/// Out of line: only a send with invalidate (or a checksum flag) brings
-/// it.
-#[cold]
-#[inline(never)]
-fn fix_flags<S: crate::wc::WcOut>(ring: super::queue::SlotReader<'_, AbiWc>, cons: u32, got: &mut [S]) {
-    ring.copy_into_or::<WC_FLAGS, _>(cons, got, |slot, wc| {
-        if wc.wc_flags & FLAGS_SWAPPED != 0 {
-            let flags = kernel_wc_flags_to_ibv(wc.wc_flags);
-            slot.set(Wc::from_abi(wc)).as_abi_mut().wc_flags = flags;
-        }
-    });
+    poll_result(copy_slow(c, out))
 }
 
 /// [`copy_claimed`] of any batch: the wrapped one, or a ring whose stride

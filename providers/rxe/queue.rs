@@ -461,8 +461,19 @@ impl<T: FromBytes> SlotReader<'_, T> {
             }
             part = rest;
         }
-        for d in part {
-            one(d, &mut p);
+        // The rest, fewer than eight, as at most a group of four, one of
+        // two and one of one: no loop (whose counter and unrolling would
+        // take registers that the copy's function would then save).
+        if !part.is_empty() {
+            for k in [4, 2, 1] {
+                if part.len() >= k {
+                    let (group, rest) = core::mem::take(&mut part).split_at_mut(k);
+                    for d in group {
+                        one(d, &mut p);
+                    }
+                    part = rest;
+                }
+            }
         }
         or
     }

@@ -165,12 +165,12 @@ fn drain_rare<S: crate::wc::WcOut, const E: usize>(c: &Consumer<'_, E>, out: &mu
 
 /// `Cq::poll`'s copy on siw, holding the CQ's resize guard `cq` (see
 /// `ProviderCq::poll_leave`): the uncontended poll of a batch that does
-/// not wrap, inline into `Cq::poll`'s one out-of-line function with the
-/// guard's release and the `Result`; the rest (a claim another poller
-/// holds or a `poll_with` closure has, a batch that may wrap) a tail call
-/// that takes the guard along.
-#[inline(always)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
+/// not wrap, `Cq::poll`'s one out-of-line function (its own: see rxe's
+/// `poll_leave`), with the guard's release; the rest (a claim another
+/// poller holds or a `poll_with` closure has, a batch that may wrap) a
+/// tail call that takes the guard along.
+#[inline(never)]
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, SiwCq>) -> crate::error::Result<usize> {
     let Ok(c) = cq.get().ring().try_consumer() else {
         return poll_leave_slow(cq, out);
     };

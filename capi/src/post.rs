@@ -393,14 +393,21 @@ unsafe fn post_send_straight<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr
     let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
-        // The names test of `names_refused`, with the provider's answer
-        // kept in the lock (one load instead of a call).
-        if g.doorbell_names_qp() && !c.named() {
-            drop(g);
-            // SAFETY: forwarded caller contract.
-            return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
-        }
-        match g.send_straight().and_then(|r| r.post(s)) {
+        // The common case (RC in RTS or SQD, a provider whose doorbell
+        // does not name the QP) in one test of the lock's bits; else the
+        // names test of `names_refused`, with the provider's answer kept
+        // in the lock (one load instead of a call), and any transport.
+        let straight = if g.plain_rc() {
+            g.send_straight_rc()
+        } else {
+            if g.doorbell_names_qp() && !c.named() {
+                drop(g);
+                // SAFETY: forwarded caller contract.
+                return unsafe { refuse(bad_wr, wr, crate::names::UNKNOWN) };
+            }
+            g.send_straight()
+        };
+        match straight.and_then(|r| r.post(s)) {
             Some(Ok(())) => return 0,
             Some(Err(failed)) => {
                 drop(g);

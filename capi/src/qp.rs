@@ -126,6 +126,9 @@ impl Straight {
     /// `Some(Uc(_))`: with [`Straight::SEND`], the transport the straight
     /// post names without a match of the value (`QpGuard::send_straight`).
     const UC: u8 = 8;
+    /// `Some(Rc)` in RTS or SQD (a subset of [`Straight::SEND`]): the
+    /// common case of [`QpGuard::send_straight_rc`].
+    const SEND_RC: u8 = 16;
 
     /// The bits of `v`.
     fn of(v: &Option<Any>) -> u8 {
@@ -133,6 +136,9 @@ impl Straight {
         let mut bits = 0;
         if matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_)))) {
             bits |= Self::SEND;
+        }
+        if matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)))) {
+            bits |= Self::SEND_RC;
         }
         if matches!(v, Some(each_pat!(Init(_) | Rtr(_) | Rts(_) | Sqd(_)))) {
             bits |= Self::RECV;
@@ -267,6 +273,38 @@ impl QpGuard<'_> {
             Any::Rc(q) => q.send_straight_as(qp_type),
             Any::Uc(q) => q.send_straight_as(qp_type),
             Any::Ud(_) => None,
+        }
+    }
+
+    /// Whether the value is an RC QP in RTS or SQD whose provider's
+    /// doorbell does not name it (the common case of a post: one load and
+    /// one compare of the [`Straight`] bits, under the lock); then
+    /// [`QpGuard::send_straight_rc`] is `Some` and no names test is due.
+    #[inline(always)]
+    pub(crate) fn plain_rc(&self) -> bool {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        (unsafe { *self.lock.straight.get() } & (Straight::NAMES | Straight::SEND_RC)) == Straight::SEND_RC
+    }
+
+    /// [`QpGuard::send_straight`] of an RC QP: `None` unless
+    /// [`Straight::SEND_RC`] is set. After [`QpGuard::plain_rc`] said
+    /// `true`, the test folds into its (the same load under the lock), and
+    /// the transport is known: no match of the variant is left.
+    #[inline(always)]
+    pub(crate) fn send_straight_rc(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
+        // SAFETY: the bits are read under the lock, which this guard holds.
+        if unsafe { *self.lock.straight.get() } & Straight::SEND_RC == 0 {
+            return None;
+        }
+        // SAFETY: as in `send_straight`.
+        let v = unsafe { &mut *self.lock.qp.get() };
+        use verbs::qp::AnyQp::{Rts, Sqd};
+        // SAFETY: F1: the bits describe the value, and `SEND_RC` is set
+        // only for these variants (`Straight::of`).
+        unsafe { core::hint::assert_unchecked(matches!(v, Some(Any::Rc(Rts(_) | Sqd(_))))) };
+        match v.as_mut()? {
+            Any::Rc(q) => q.send_straight_as(verbs::qp::QpType::Rc),
+            Any::Uc(_) | Any::Ud(_) => None,
         }
     }
 

@@ -195,12 +195,15 @@ macro_rules! registry {
                 }
             }
 
-            /// See [`ProviderCq::poll_with`].
+            /// See [`ProviderCq::poll_with`]; `Err` with the claim's state
+            /// (the CQ held by another poll, see [`busy`]), or `None` for a
+            /// dead CQ ([`dead`]): the caller builds the error once it has
+            /// let go of the CQ's guard ([`poll_with_error`]).
             #[inline(always)]
-            pub(crate) fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> Result<usize> {
+            pub(crate) fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Option<crate::providers::claim::Claim>> {
                 match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_with(q, max, f).map_err(busy), )*
-                    AnyCq::Dead => Err(dead("ibv_poll_cq")),
+                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_with(q, max, f).map_err(Some), )*
+                    AnyCq::Dead => Err(None),
                 }
             }
 
@@ -269,10 +272,12 @@ macro_rules! registry {
                 match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_raw_wqe(q, wqe, wr_id), )* }
             }
 
-            /// See [`ProviderQp::post_recv`].
+            /// See [`ProviderQp::post_recv`]. (`max_sge` by reference: loaded
+            /// in the arms of the providers that read it, not before the
+            /// match for all.)
             #[inline(always)]
-            pub(crate) fn post_recv(&mut self, max_sge: u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
-                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv(q, max_sge, wrs), )* }
+            pub(crate) fn post_recv(&mut self, max_sge: &u32, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+                match *self { $( #[cfg(feature = $feat)] AnyQueues::$V(ref mut q) => ProviderQp::post_recv(q, *max_sge, wrs), )* }
             }
 
             /// See [`ProviderQp::post_send_straight`].
@@ -398,6 +403,19 @@ pub(crate) fn busy(claim: super::claim::Claim) -> Error {
         // Only `poll_with` sees this (a copying poll waits for another
         // copying poll: `wait_held`).
         _ => e.with_detail("the CQ is being polled by another thread"),
+    }
+}
+
+/// The error of [`AnyCq::poll_with`]'s `Err`: [`busy`] with the claim's
+/// state, or (`None`) [`dead`]. Out of line, built after the CQ's guard is
+/// released, so that the successful poll's `Result` is made on its own
+/// path (not merged with an error's before the guard's release).
+#[cold]
+#[inline(never)]
+pub(crate) fn poll_with_error(e: Option<super::claim::Claim>) -> Error {
+    match e {
+        Some(claim) => busy(claim),
+        None => dead("ibv_poll_cq"),
     }
 }
 

@@ -45,8 +45,8 @@ use seam::{QpCreateCmd, SrqCreateCmd,
 };
 
 pub use seam::Caps;
-pub(crate) use dispatch::dead;
-use dispatch::{busy, mismatch};
+pub(crate) use dispatch::{dead, poll_with_error};
+use dispatch::mismatch;
 
 // The registration list: one line per provider.
 dispatch::registry! {

@@ -70,7 +70,7 @@ SOCK=$WORK/sock
 DAEMON=$!
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || { echo "sim-device.sh: verbs-simd did not start:"; cat "$WORK/daemon.log"; exit 1; }
-export SYSFS_PATH=$WORK/sys VERBS_SIM_SOCKET=$SOCK VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_TEST_RXE_IP=10.251.0.1
+export SYSFS_PATH=$WORK/sys VERBS_SIM_SOCKET=$SOCK VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_TEST_RXE_IP=10.251.0.1 VERBS_TEST_RXE_IP6=fd0a:fb00::1
 # the examples (tests/device/examples.rs) open VERBS_DEVICE, which must be the RoCE test device
 export VERBS_DEVICE=mlx5_0
 # siw0 does not exist here: a test that reaches for it fails, and is listed as not applicable

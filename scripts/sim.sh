@@ -388,7 +388,7 @@ if [ "$DEVICE" = 1 ] && selected device-tests "ours on mlx5_0"; then
     if [ "$LIBC_BUILD" = ok ]; then
         DT=$(grep -o '"executable":"[^"]*/device-[^"]*"' "$WORK/libcbuild.json" | tail -1 | cut -d'"' -f4)
         TMO=600 run_one device-tests "ours on mlx5_0 (${#names[@]} listed)" "test result: ok\. ${#names[@]} passed" \
-            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_DEVICE=mlx5_0 VERBS_TEST_RXE_IP=10.251.0.1 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
+            env VERBS_TEST_RXE=mlx5_0 VERBS_TEST_GID_INDEX=3 VERBS_DEVICE=mlx5_0 VERBS_TEST_RXE_IP=10.251.0.1 VERBS_TEST_RXE_IP6=fd0a:fb00::1 "$DT" --ignored --test-threads=1 --exact "${names[@]}"
     else
         row device-tests "ours on mlx5_0" "FAIL(build)" "-"
     fi

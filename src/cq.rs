@@ -323,7 +323,9 @@ impl<'ctx> Cq<'ctx> {
     #[inline(always)]
     pub fn poll_with(&self, max: usize, f: impl FnMut(&crate::wc::Wc)) -> Result<usize> {
         let Some(ring) = self.ring.enter() else { return Err(resizing("ibv_poll_cq")) };
-        ring.poll_with(max, f)
+        let r = ring.poll_with(max, f);
+        drop(ring);
+        r.map_err(crate::providers::poll_with_error)
     }
 
     /// Drops the completions of QP `qp_num` waiting in the CQ (the QP was

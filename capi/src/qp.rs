@@ -75,16 +75,10 @@ macro_rules! each_pat {
 }
 
 impl Any {
-    /// The send side for the straight post path (RTS or SQD on rxe; see
-    /// `verbs::qp::AnyQp::send_straight`). Its type does not depend on
-    /// the transport, so the post path after it is one copy for all three.
-    #[inline(always)]
-    pub(crate) fn send_straight(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
-        each!(self, q => q.send_straight())
-    }
-
     /// The receive queue for the straight post path (INIT to SQD on rxe;
-    /// see `verbs::qp::AnyQp::recv_straight`), as [`Any::send_straight`].
+    /// see `verbs::qp::AnyQp::recv_straight`). Its type does not depend on
+    /// the transport, so the post path after it is one copy for all three
+    /// (the send side: [`QpGuard::send_straight`]).
     #[inline(always)]
     pub(crate) fn recv_straight(&mut self) -> Option<verbs::qp::RecvStraight<'_>> {
         each!(self, q => q.recv_straight())
@@ -122,13 +116,16 @@ pub(crate) struct QpLock {
 struct Straight;
 
 impl Straight {
-    /// `Some(Rc | Uc)` in RTS or SQD: [`Any::send_straight`] is `Some`.
+    /// `Some(Rc | Uc)` in RTS or SQD: `verbs::qp::AnyQp::send_straight` is `Some`.
     const SEND: u8 = 1;
     /// `Some(_)` in INIT, RTR, RTS or SQD: [`Any::recv_straight`] is `Some`.
     const RECV: u8 = 2;
     /// The provider's doorbell names the QP by its C fields (librxe's: a
     /// post first checks [`CQp::named`], see `post.rs`); fixed at creation.
     const NAMES: u8 = 4;
+    /// `Some(Uc(_))`: with [`Straight::SEND`], the transport the straight
+    /// post names without a match of the value (`QpGuard::send_straight`).
+    const UC: u8 = 8;
 
     /// The bits of `v`.
     fn of(v: &Option<Any>) -> u8 {
@@ -139,6 +136,9 @@ impl Straight {
         }
         if matches!(v, Some(each_pat!(Init(_) | Rtr(_) | Rts(_) | Sqd(_)))) {
             bits |= Self::RECV;
+        }
+        if matches!(v, Some(Any::Uc(_))) {
+            bits |= Self::UC;
         }
         bits
     }
@@ -240,14 +240,15 @@ impl QpGuard<'_> {
         (unsafe { *self.lock.straight.get() } & Straight::NAMES) != 0
     }
 
-    /// [`Any::send_straight`] of the value, judged by the lock's
+    /// `verbs::qp::AnyQp::send_straight` of the value, judged by the lock's
     /// [`Straight`] bits (one load) instead of a match of the transport
     /// and the state. Does not count as a change: the straight path only
     /// writes into the queues' rings, never another state.
     #[inline(always)]
     pub(crate) fn send_straight(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
         // SAFETY: the bits are read under the lock, which this guard holds.
-        if unsafe { *self.lock.straight.get() } & Straight::SEND == 0 {
+        let bits = unsafe { *self.lock.straight.get() };
+        if bits & Straight::SEND == 0 {
             return None;
         }
         // SAFETY: this guard holds the flag: no other reference to the
@@ -257,7 +258,16 @@ impl QpGuard<'_> {
         // SAFETY: F1: the bits describe the value, and `SEND` is set only
         // for these variants (`Straight::of`).
         unsafe { core::hint::assert_unchecked(matches!(v, Some(Any::Rc(Rts(_) | Sqd(_)) | Any::Uc(Rts(_) | Sqd(_))))) };
-        v.as_mut()?.send_straight()
+        // The transport from the bits (`UC`, which `Straight::of` sets
+        // from the same value) rather than from the arm that matched, so
+        // the two arms give one value and a provider that does not read
+        // the transport (mlx5) pays nothing for it.
+        let qp_type = if bits & Straight::UC != 0 { verbs::qp::QpType::Uc } else { verbs::qp::QpType::Rc };
+        match v.as_mut()? {
+            Any::Rc(q) => q.send_straight_as(qp_type),
+            Any::Uc(q) => q.send_straight_as(qp_type),
+            Any::Ud(_) => None,
+        }
     }
 
     /// [`Any::recv_straight`] of the value, as [`QpGuard::send_straight`].

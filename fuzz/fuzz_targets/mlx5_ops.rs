@@ -146,7 +146,7 @@ fuzz_target!(|data: &[u8]| {
                     0 => ops::post_recv(&w.reg, target, &wrs).is_ok(),
                     1 => ops::post_srq_recv(&w.reg, target, &wrs).is_ok(),
                     _ => match wrs.first() {
-                        Some(r) => ops::post_recv_one(&w.reg, target, r.wr_id, r.sg_list.first()),
+                        Some(r) => ops::post_recv_one(&w.reg.made(target), r.wr_id, r.sg_list.first()),
                         None => false,
                     },
                 };

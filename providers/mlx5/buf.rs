@@ -63,7 +63,8 @@
 //! * **B4 — `Table`.** Library-private memory no device is told about:
 //!   ordinary `&[T]`/`&mut [T]` over it are sound, because all-zero bytes
 //!   are a valid `T` (`FromZeros`) and the length is `n * size_of::<T>()`
-//!   bytes of the mapping.
+//!   bytes of the mapping (at least one entry is mapped: `at_mut`'s
+//!   masked index, below `n` for a power-of-two `n`, else 0).
 //!
 //! What the device does to a `WqBuf` whose address it was given is its
 //! contract, not the types': a device breaking it changes the values
@@ -649,15 +650,37 @@ impl Window<'_> {
 pub struct Table<T> {
     pages: Pages,
     n: usize,
+    /// `n - 1` if `n` is a power of two, else 0: [`Self::at_mut`]'s mask
+    /// (entry 0 is mapped whatever `n`, B4).
+    mask: usize,
     _t: PhantomData<T>,
 }
 
 impl<T: FromZeros + IntoBytes> Table<T> {
     /// `n` zeroed entries.
     pub fn new(verb: &'static str, n: usize) -> Result<Self> {
-        let bytes = n.checked_mul(size_of::<T>()).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
+        // (At least one entry mapped, for `at_mut` of an empty table.)
+        let bytes = n.max(1).checked_mul(size_of::<T>()).ok_or(Error::new(verb, ErrorKind::InvalidArgument))?;
         const { assert!(align_of::<T>() <= PAGE) };
-        Ok(Self { pages: Pages::new(verb, bytes)?, n, _t: PhantomData })
+        let mask = if n.is_power_of_two() { n - 1 } else { 0 };
+        Ok(Self { pages: Pages::new(verb, bytes)?, n, mask, _t: PhantomData })
+    }
+}
+
+impl<T: FromZeros> Table<T> {
+    /// Entry `i & (n - 1)` of a table of a power-of-two `n` (a ring's
+    /// `wr_id`s, indexed by the free-running counter), entry 0 of any
+    /// other: masked, so no bound check and no failure.
+    #[inline(always)]
+    pub fn at_mut(&mut self, i: u32) -> &mut T {
+        // `i & mask` is below `n` (`mask = n - 1`, `n` a power of two) or
+        // 0, and entry 0 is mapped even if `n` is 0 (`new` maps at least
+        // one entry): inside the live, zero-initialised mapping only this
+        // table reaches (B1, B4), exclusive through `&mut self`.
+        let p = self.pages.ptr.as_ptr().cast::<T>().wrapping_add(i as usize & self.mask);
+        // SAFETY: as above: `p` is an entry of the mapping, aligned (page-
+        // aligned base), initialised, reached only through `&mut self`.
+        unsafe { &mut *p }
     }
 }
 

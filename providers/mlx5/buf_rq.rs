@@ -7,8 +7,8 @@
 //! **B7 — `RqRing`.** Made only by [`WqBuf::rq_ring`] from an [`RqGeom`],
 //! whose constructor checked (once, when the queue was made) that the
 //! ring of `mask + 1` (a power of two) WQEs of `1 << shift` bytes at
-//! `base`, each with room for `segs` 16-byte segments (`segs << 4 <= 1 <<
-//! shift`), and the 4-aligned doorbell word at `dbrec` both end at or
+//! byte 0, each with room for `segs >= 1` 16-byte segments (`segs << 4 <=
+//! 1 << shift`), and the 4-aligned doorbell word at `dbrec` both end at or
 //! before `need` (checked arithmetic); `rq_ring` checks `need <= len` of
 //! the live mapping (B1) and borrows the buffer mutably for the view's
 //! lifetime (B3), and the geometry shared (so it cannot change under the
@@ -32,10 +32,11 @@ use super::{DbWord, WqBuf};
 const SEG: usize = 16;
 
 /// Where a QP's receive ring and doorbell word lie in its buffer, checked
-/// once (B7); [`WqBuf::rq_ring`] then needs one comparison per post.
+/// once (B7); [`WqBuf::rq_ring`] then needs one comparison per post. The
+/// ring is at byte 0 of the buffer, where libmlx5 puts it (a geometry
+/// with the ring elsewhere is unusable: its queue posts the general way).
 #[derive(Clone, Copy, Debug)]
 pub struct RqGeom {
-    base: usize,
     /// WQEs - 1 (WQEs a power of two).
     mask: u32,
     /// log2 of the WQE stride.
@@ -50,16 +51,18 @@ pub struct RqGeom {
 }
 
 impl RqGeom {
-    /// `wqes` WQEs of `1 << shift` bytes at byte `base`, each holding
-    /// `segs` segments, and the receive doorbell word at byte `dbrec`.
+    /// `wqes` WQEs of `1 << shift` bytes at byte `base` (unusable unless
+    /// 0), each holding `segs` segments (unusable if none: sizing gives
+    /// at least one, `rq_size`), and the receive doorbell word at byte
+    /// `dbrec`.
     pub fn new(base: usize, wqes: u32, shift: u32, segs: u32, dbrec: usize) -> Self {
-        let ok = wqes.is_power_of_two() && (4..=16).contains(&shift) && (segs as usize) * SEG <= 1 << shift.min(16) && dbrec.is_multiple_of(4);
-        let ring_end = (wqes as usize).checked_mul(1 << shift.min(16)).filter(|_| ok).and_then(|b| base.checked_add(b));
+        let ok = base == 0 && segs >= 1 && wqes.is_power_of_two() && (4..=16).contains(&shift) && (segs as usize) * SEG <= 1 << shift.min(16) && dbrec.is_multiple_of(4);
+        let ring_end = (wqes as usize).checked_mul(1 << shift.min(16)).filter(|_| ok);
         let need = match (ring_end, dbrec.checked_add(4)) {
             (Some(r), Some(d)) => r.max(d),
             _ => usize::MAX,
         };
-        Self { base, mask: wqes.wrapping_sub(1), shift: shift.min(16), segs, dbrec, need }
+        Self { mask: wqes.wrapping_sub(1), shift: shift.min(16), segs, dbrec, need }
     }
 }
 
@@ -96,13 +99,32 @@ impl RqRing<'_> {
         if k >= g.segs {
             return false;
         }
-        let off = g.base + (((idx & g.mask) as usize) << g.shift) + k as usize * SEG;
+        let off = (((idx & g.mask) as usize) << g.shift) + k as usize * SEG;
         // SAFETY: WQE `idx & mask` of the ring and its segment `k < segs`,
         // `segs * 16 <= 1 << shift`: inside the range `RqGeom::new` and
         // `rq_ring` checked in the live mapping (B7, B1); the view borrows
         // the buffer mutably (B3); an unaligned store.
         unsafe { self.p.wrapping_add(off).cast::<T>().write_unaligned(v) };
         true
+    }
+
+    /// Writes WQE `idx & mask` of a receive of one non-empty SGE as
+    /// libmlx5 does: `first` (its data segment) as segment 0 (every WQE of
+    /// the view has one, B7), then the terminator `end` if the WQE has
+    /// room for it. The WQE addressed once, one test of the segment count.
+    #[inline(always)]
+    pub fn put_first<T: IntoBytes + Immutable>(&mut self, idx: u32, first: T, end: T) {
+        const { assert!(size_of::<T>() <= SEG, "a receive segment is 16 bytes") };
+        let g = self.g;
+        let wqe = self.p.wrapping_add(((idx & g.mask) as usize) << g.shift);
+        // SAFETY: segment 0 (`segs >= 1`, B7) of WQE `idx & mask`, inside
+        // the range `RqGeom::new` and `rq_ring` checked in the live mapping
+        // (B7, B1), as in `put_seg`; an unaligned store.
+        unsafe { wqe.cast::<T>().write_unaligned(first) };
+        if g.segs > 1 {
+            // SAFETY: segment 1 (`1 < segs`) of the same WQE, as above.
+            unsafe { wqe.wrapping_add(SEG).cast::<T>().write_unaligned(end) };
+        }
     }
 
     /// Stores `v` (the counter, already big-endian) into the receive
@@ -126,19 +148,27 @@ mod tests {
         assert!(b.rq_ring(&RqGeom::new(0, 64, 4, 1, 4096 - 2)).is_none(), "doorbell word ends past the buffer");
         assert!(b.rq_ring(&RqGeom::new(0, 48, 4, 1, 4000)).is_none(), "not a power of two");
         assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 2, 4000)).is_none(), "more segments than the stride holds");
-        assert!(b.rq_ring(&RqGeom::new(0, 8, 3, 0, 4000)).is_none(), "stride below 16 bytes");
+        assert!(b.rq_ring(&RqGeom::new(0, 8, 3, 1, 4000)).is_none(), "stride below 16 bytes");
         assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 1, 4001)).is_none(), "misaligned doorbell word");
         assert!(b.rq_ring(&RqGeom::new(usize::MAX - 8, 8, 4, 1, 4000)).is_none(), "overflowing offset");
         assert!(b.rq_ring(&RqGeom::new(0, 1 << 31, 16, 1, 4000)).is_none(), "a ring larger than the buffer");
-        let g = RqGeom::new(1024, 8, 5, 2, 4092);
+        assert!(b.rq_ring(&RqGeom::new(1024, 8, 5, 2, 4092)).is_none(), "a ring not at byte 0");
+        let g = RqGeom::new(0, 8, 5, 2, 4092);
         let mut r = b.rq_ring(&g).unwrap();
         assert!(r.put_seg(8 + 3, 1, 0x1122u64), "index masked");
         assert!(!r.put_seg(2, 2, 7u64), "no third segment");
         assert!(r.put_seg(7, 1, [9u8; 16]), "the ring's last bytes");
         r.store_db(0x1234);
-        assert_eq!(b.get::<u64>(1024 + 3 * 32 + 16), Some(0x1122));
-        assert_eq!(b.get::<[u8; 16]>(1024 + 8 * 32 - 16), Some([9; 16]));
-        assert_eq!(b.get::<u64>(1024 + 2 * 32 + 32), Some(0), "nothing past segment 1 of WQE 2");
+        r.put_first(8 + 5, [1u8; 16], [2u8; 16]);
+        b.rq_ring(&RqGeom::new(0, 8, 4, 1, 4000)).unwrap().put_first(1, [4u8; 16], [5u8; 16]);
+        assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 0, 4000)).is_none(), "WQEs of no segment");
+        assert_eq!(b.get::<[u8; 16]>(5 * 32), Some([1; 16]));
+        assert_eq!(b.get::<[u8; 16]>(5 * 32 + 16), Some([2; 16]));
+        assert_eq!(b.get::<[u8; 16]>(16), Some([4; 16]), "WQE 1 of a 16-byte stride");
+        assert_eq!(b.get::<[u8; 16]>(32), Some([0; 16]), "no terminator past it (max_gs 1)");
+        assert_eq!(b.get::<u64>(3 * 32 + 16), Some(0x1122));
+        assert_eq!(b.get::<[u8; 16]>(8 * 32 - 16), Some([9; 16]));
+        assert_eq!(b.get::<u64>(2 * 32 + 32), Some(0), "nothing past segment 1 of WQE 2");
         assert_eq!(b.get::<u32>(4092), Some(0x1234));
     }
 }

@@ -9,7 +9,7 @@
 
 use super::cqe::{Queues, Source, Target};
 use super::ctx::Doorbell;
-use super::registry::{Entry, RegRef, SlotGuard};
+use super::registry::{Entry, MadeSlot, RegRef, SlotGuard};
 use super::sq::StraightRing;
 use crate::ah::Ah;
 use crate::providers::seam::StraightWr;
@@ -86,12 +86,12 @@ pub fn post_recv(reg: &RegRef, uidx: u32, wrs: &[RecvWr<'_>]) -> Result<(), Post
     }
 }
 
-/// `ibv_post_recv` of one request of at most one SGE on the QP in slot
-/// `uidx` ([`RecvQueue::post_one`](super::rq::RecvQueue::post_one)):
+/// `ibv_post_recv` of one request of at most one SGE on the QP in
+/// `slot` ([`RecvQueue::post_one`](super::rq::RecvQueue::post_one)):
 /// `false`, nothing written, if not taken.
 #[inline(always)]
-pub fn post_recv_one(reg: &RegRef, uidx: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
-    let mut g = reg.lock_made(uidx);
+pub fn post_recv_one(slot: &MadeSlot, wr_id: u64, sge: Option<&Sge>) -> bool {
+    let mut g = slot.lock();
     match &mut *g {
         Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, wr_id, sge),
         _ => false,

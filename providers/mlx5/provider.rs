@@ -16,7 +16,7 @@ use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::cqe::stash::CHUNK;
 use super::ops;
 use super::reset;
-use super::registry::{Entry, RegRef};
+use super::registry::{Entry, MadeSlot, RegRef};
 use super::res::{cqe_size, CqMem, QpMem, SrqMem};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
@@ -398,6 +398,8 @@ impl ProviderCq for Mlx5Cq {
 pub struct Mlx5Qp {
     reg: RegRef,
     slot: u32,
+    /// The slot by address, for the straight `post_recv`.
+    made: MadeSlot,
     db: Doorbell,
     slots: (u32, Option<u32>),
 }
@@ -408,6 +410,17 @@ impl Mlx5Qp {
     #[inline(never)]
     fn post_send_general(&self, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         ops::post_send(&self.reg, self.slot, self.db, wrs)
+    }
+
+    /// [`ProviderQp::post_recv`] of what the straight path did not take
+    /// (out of line, as `post_send_general`).
+    #[cold]
+    #[inline(never)]
+    fn post_recv_general(&self, wrs: &[RecvWr<'_>]) -> core::result::Result<(), PostError> {
+        if self.slots.1.is_none() {
+            return Err(no_recv_queue());
+        }
+        ops::post_recv(&self.reg, self.slot, wrs)
     }
 }
 
@@ -462,7 +475,8 @@ impl ProviderQp for Mlx5Qp {
             r.max_inline_data = granted.max_inline_data;
         }
         let (reg, slot) = slot.fill(Entry::Qp { sq, rq, buf: mem.buf, srq_uidx });
-        Ok(Self { reg, slot, db, slots })
+        let made = reg.made(slot);
+        Ok(Self { reg, slot, made, db, slots })
     }
 
     /// A list of one takes the straight path when it can (what it
@@ -497,22 +511,24 @@ impl ProviderQp for Mlx5Qp {
         // path (which finds no receive queue in the slot of a QP on an
         // SRQ); anything it does not take (no receive queue, a full
         // queue, no room for an SGE) goes the general way, which names
-        // the error.
+        // the error. (One test of the SGE count per case.)
         if let [wr] = wrs {
-            if wr.sg_list.len() <= 1 && ops::post_recv_one(&self.reg, self.slot, wr.wr_id, wr.sg_list.first()) {
+            let taken = match wr.sg_list {
+                [s] => ops::post_recv_one(&self.made, wr.wr_id, Some(s)),
+                [] => ops::post_recv_one(&self.made, wr.wr_id, None),
+                _ => false,
+            };
+            if taken {
                 return Ok(());
             }
         }
-        if self.slots.1.is_none() {
-            return Err(no_recv_queue());
-        }
-        ops::post_recv(&self.reg, self.slot, wrs)
+        self.post_recv_general(wrs)
     }
 
     #[inline(always)]
     fn post_recv_straight(&mut self, _: u32, wr_id: u64, sge: Option<&Sge>) -> bool {
         // (No receive queue in the slot, a QP on an SRQ: `false`.)
-        ops::post_recv_one(&self.reg, self.slot, wr_id, sge)
+        ops::post_recv_one(&self.made, wr_id, sge)
     }
 
     fn queue_slots(&self) -> (u32, Option<u32>) {

@@ -37,6 +37,12 @@
 //!   unwinding): one `&mut Entry` at a time, and every access ordered
 //!   after the previous holder's. `Drop` of the region runs with no handle
 //!   left, so nobody holds a lock then.
+//! * **G4 — `MadeSlot`.** Made only by `RegRef::made`, from a reference
+//!   to a slot of the region (index masked below `SLOTS`), together with
+//!   a `RegRef` of its own (G1): the region, and so the slot, stays
+//!   mapped while the `MadeSlot` lives; its fields are private and never
+//!   changed. Its `lock` is `lock_made`'s spin on that slot, so the guard
+//!   it returns is G2's.
 //! * **G3 — `Send`/`Sync`.** The entries move between threads through
 //!   the locks (they are `Send`: plain data, `WqBuf`s and `Table`s are
 //!   `Send`).
@@ -222,6 +228,16 @@ impl RegRef {
         SlotGuard { slot }
     }
 
+    /// Slot `uidx` of an object this context made (masked as in
+    /// [`lock_made`](Self::lock_made)) by address, for a poster that locks
+    /// it on every post: [`MadeSlot::lock`] then loads one pointer instead
+    /// of forming the address from the index. It keeps a handle on the
+    /// table, so the address stays valid for as long as it lives (G4).
+    pub fn made(&self, uidx: u32) -> MadeSlot {
+        let slot = NonNull::from(&self.region().slots[uidx as usize & (SLOTS - 1)]);
+        MadeSlot { _reg: self.share(), slot }
+    }
+
     /// Locks slot `uidx` for a poll, which already holds its CQ's slot:
     /// `None` if there is no such slot or it holds a CQ. A CQE naming a
     /// CQ is bogus (only QPs and SRQs are created with a user index), and
@@ -308,6 +324,36 @@ impl Drop for RegRef {
         if let Err(e) = unsafe { rustix::mm::munmap(r.cast::<c_void>(), BYTES) } {
             crate::error::report_drop_failure(Error::from_errno("munmap", e));
         }
+    }
+}
+
+/// A slot by address ([`RegRef::made`]), with the handle that keeps its
+/// table mapped (G4).
+#[derive(Debug)]
+pub struct MadeSlot {
+    _reg: RegRef,
+    /// A slot of `_reg`'s region.
+    slot: NonNull<Slot>,
+}
+
+// SAFETY: G3/G4: as `RegRef`; the pointer names a slot of the region the
+// handle keeps alive, reached only through the slot's lock.
+unsafe impl Send for MadeSlot {}
+// SAFETY: as for `Send`: `&MadeSlot` only takes the slot's lock.
+unsafe impl Sync for MadeSlot {}
+
+impl MadeSlot {
+    /// Locks the slot, spinning while its holder works
+    /// ([`RegRef::lock_made`]'s wait).
+    #[inline(always)]
+    pub fn lock(&self) -> SlotGuard<'_> {
+        // SAFETY: a slot of the region `_reg` keeps mapped (G1, G4);
+        // shared access reaches only atomics and the `UnsafeCell`.
+        let slot = unsafe { self.slot.as_ref() };
+        while slot.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            core::hint::spin_loop();
+        }
+        SlotGuard { slot }
     }
 }
 

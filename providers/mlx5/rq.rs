@@ -44,7 +44,8 @@ fn fits(buf: &WqBuf, off: usize, len: usize, db: usize) -> bool {
 #[derive(Debug)]
 pub struct RecvQueue {
     size: RqSize,
-    /// Byte offset of the ring in the QP's buffer (libmlx5: 0).
+    /// Byte offset of the ring in the QP's buffer (libmlx5: 0; the straight
+    /// path takes only that, [`RqGeom`]).
     offset: usize,
     /// Byte offset of the QP's doorbell record pair.
     dbrec_offset: usize,
@@ -114,8 +115,9 @@ impl RecvQueue {
     /// `ibv_post_recv`, and [`Self::post`]'s for a list of one): its WQE
     /// (the data segment unless the SGE is empty, the terminator if the
     /// WQE has room), its `wr_id`, the doorbell record. `false`, nothing
-    /// changed, if the queue is full, takes no SGE, or the buffer does not
-    /// hold the slot: the general path then names the error. A WQE slot
+    /// changed, if the queue is full, or its geometry has no view (the
+    /// buffer does not hold it, or its WQEs take no SGE, B7): the general
+    /// path then posts it or names the error. A WQE slot
     /// (or `wr_id` entry) written and not counted by the record is not the
     /// device's, nor a poll's, yet.
     #[inline(always)]
@@ -126,25 +128,21 @@ impl RecvQueue {
         // Ring and doorbell word checked when the queue was made (B7): one
         // comparison here, none per store.
         let Some(mut ring) = buf.rq_ring(&self.geom) else { return false };
-        let ind = self.head & (self.size.wqe_cnt - 1);
+        let head = self.head;
         // (Library memory, which no one reads before the doorbell record
-        // counts the WQE: stored first, to free its register.)
-        let Some(slot) = self.wrid.get_mut(ind as usize) else { return false };
-        *slot = wr_id;
-        // (`put_seg` refuses a segment the WQE has no room for: no SGE
-        // fits a queue of max_gs 0, and a full WQE takes no terminator.)
-        let j = match sge {
-            Some(s) if s.length != 0 => {
-                if !ring.put_seg(ind, 0, data_seg(s)) {
-                    return false;
-                }
-                1
+        // counts the WQE: stored first, to free its register. The table
+        // masks the index itself: no bound check.)
+        *self.wrid.at_mut(head) = wr_id;
+        // (The view's WQEs hold a segment or more, B7: a queue of max_gs
+        // 0 has no view and posts the general way. The terminator is
+        // stored only if the WQE has room; libmlx5 skips an empty SGE.)
+        match sge {
+            Some(s) if s.length != 0 => ring.put_first(head, data_seg(s), END),
+            _ => {
+                ring.put_seg(head, 0, END);
             }
-            Some(_) if self.size.max_gs == 0 => return false,
-            _ => 0,
-        };
-        ring.put_seg(ind, j, END);
-        self.head = self.head.wrapping_add(1);
+        }
+        self.head = head.wrapping_add(1);
         ring.store_db((self.head & 0xffff).to_be());
         true
     }
@@ -158,7 +156,8 @@ impl RecvQueue {
     /// A responder completion: receives complete in order, so it is the
     /// oldest outstanding one (`rq.tail++`); its `wr_id`.
     pub fn complete(&mut self) -> u64 {
-        let id = self.wrid[(self.tail & (self.size.wqe_cnt - 1)) as usize];
+        // (The table's own mask: `wqe_cnt` entries, a power of two.)
+        let id = *self.wrid.at_mut(self.tail);
         self.tail = self.tail.wrapping_add(1);
         id
     }

@@ -56,6 +56,7 @@
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
+use core::num::NonZeroU32;
 use core::mem::size_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU8, Ordering};
@@ -88,8 +89,9 @@ pub struct Ring<const ELEM: usize> {
     map: Mapping,
     /// Start of the mapping (page aligned; valid while `map` lives).
     base: NonNull<u8>,
-    /// Elements in the array.
-    n: u32,
+    /// Elements in the array (at least one: the type tells the compiler
+    /// so, which spares the polls a test of an empty array).
+    n: NonZeroU32,
     /// User space's position: the next element to fill (work queues) or
     /// to read (CQ), always in `0..n`. Moved only by the one producer or
     /// consumer (S3), so relaxed accesses suffice.
@@ -113,10 +115,10 @@ impl<const ELEM: usize> Ring<ELEM> {
     pub fn map<Fd: AsFd>(verb: &'static str, fd: Fd, key: u64, n: u32, tail: usize) -> Result<Self> {
         const { assert!(ELEM.is_multiple_of(8) && ELEM >= 16, "siw elements are 8-byte multiples with flags at byte 8") };
         let bad = || Error::new(verb, ErrorKind::Malformed);
-        if key == u64::from(SIW_INVAL_UOBJ_KEY) || n == 0 {
+        let Some(n) = NonZeroU32::new(n).filter(|_| key != u64::from(SIW_INVAL_UOBJ_KEY)) else {
             return Err(bad());
-        }
-        let len = (n as usize).checked_mul(ELEM).and_then(|l| l.checked_add(tail)).ok_or_else(bad)?;
+        };
+        let len = (n.get() as usize).checked_mul(ELEM).and_then(|l| l.checked_add(tail)).ok_or_else(bad)?;
         let map = Mapping::new(verb, fd, key, len)?;
         Ok(Self {
             base: NonNull::new(map.as_ptr()).ok_or_else(bad)?,
@@ -129,12 +131,12 @@ impl<const ELEM: usize> Ring<ELEM> {
 
     /// Elements in the array.
     pub fn len(&self) -> u32 {
-        self.n
+        self.n.get()
     }
 
     /// Always `false`: an empty array is refused by [`Ring::map`].
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.n.get() == 0
     }
 
     /// User space's position (`0..len()`).
@@ -152,7 +154,7 @@ impl<const ELEM: usize> Ring<ELEM> {
     pub fn wrap(&self, i: u32, k: u32) -> u32 {
         // `i < n` and `k <= n` in every use: one subtraction; the
         // division only for anything else.
-        let (n, mut s) = (u64::from(self.n), u64::from(i) + u64::from(k));
+        let (n, mut s) = (u64::from(self.n.get()), u64::from(i) + u64::from(k));
         if s >= n {
             s -= n;
             if s >= n {
@@ -166,7 +168,7 @@ impl<const ELEM: usize> Ring<ELEM> {
     #[inline(always)]
     fn elem_ptr(&self, i: u32) -> *mut u8 {
         // Positions are kept in `0..n`: the division is for anything else.
-        let i = if i < self.n { i } else { i % self.n };
+        let i = if i < self.n.get() { i } else { i % self.n };
         self.base.as_ptr().wrapping_add(i as usize * ELEM)
     }
 
@@ -186,7 +188,7 @@ impl<const ELEM: usize> Ring<ELEM> {
     #[inline(always)]
     pub fn next_flags8(&self) -> u8 {
         let i = self.next.load(Ordering::Relaxed);
-        debug_assert!(i < self.n);
+        debug_assert!(i < self.n.get());
         // SAFETY: the position is below `n` (S1: every store of it is), so
         // byte 8 of its element is inside the live mapping, which `&self`
         // keeps alive; the flags byte is only ever accessed as an atomic
@@ -279,7 +281,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
     fn new(q: &'q Ring<ELEM>, claimed: bool) -> Self {
         // The position is below `n` (S1: every store of it is), as
         // `Ring::next_flags8` relies on too: not reduced again.
-        let (head, n) = (q.next.load(Ordering::Relaxed), q.n);
+        let (head, n) = (q.next.load(Ordering::Relaxed), q.n.get());
         debug_assert!(head < n);
         Self { q, base: q.base.as_ptr(), n, claimed, head, ready: 0 }
     }
@@ -299,7 +301,7 @@ impl<'q, const ELEM: usize> Producer<'q, ELEM> {
             // stores the compiler reads it again, where it can compare
             // with memory, instead of keeping a register for it.
             let i = self.head + 1;
-            return if i == self.q.n { 0 } else { i };
+            return if i == self.q.n.get() { 0 } else { i };
         }
         let (i, n) = (u64::from(self.head) + u64::from(k), u64::from(self.n));
         (if i >= n { i - n } else { i }) as u32
@@ -497,72 +499,85 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// (and is refused the claim, not told the CQ is empty). Returns how
     /// many.
     ///
-    /// The walk is at most two contiguous stretches of the array (from the
-    /// position to the array's end, then from its start), each a pointer
-    /// stepping by `ELEM` to a precomputed end.
+    /// A run that ends before the array's last element (`position + max
+    /// < n`, the common case: no wrap) is one pointer stepping by `ELEM`;
+    /// any other goes element by element, each successor wrapped. Both
+    /// inline: `then` is caller code (a closure whose state an out-of-line
+    /// path would force into memory).
     #[inline(always)]
     pub fn take_each<T>(&self, max: usize, mut read: impl FnMut(&SiwCqe) -> T, mut then: impl FnMut(T)) -> usize {
-        const { assert!(size_of::<SiwCqe>() <= ELEM) };
-        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
-        let start = self.start() as usize;
-        let max = max.min(n);
-        let first = (n - start).min(max);
-        let (next, n32) = (&self.q.next, self.q.n);
-        // Takes the element at `elem` if it is `VALID`, the position then
-        // set to `after` (in `0..n`) before `then` runs: `false`, nothing
-        // done, if it is not.
-        let mut one = |elem: *mut u8, after: u32| -> bool {
-            // SAFETY: byte 8 of an element inside the live mapping (S1:
-            // the callers below keep `elem` inside the array) is its flags
-            // byte, only ever accessed as an atomic (S2); the borrow ends
-            // with this call.
-            let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
-            if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
-                return false;
+        let (base, n) = (self.q.base.as_ptr(), self.q.n.get());
+        let start = self.q.next.load(Ordering::Relaxed);
+        if max == 0 {
+            // (Folded away where the caller tested it already.)
+            return 0;
+        }
+        // `max` clamped to `n` first, so that the sum cannot overflow (a
+        // `max` of `n` or more never passes the test).
+        let end = u64::from(start) + max.min(n as usize) as u64;
+        if end >= u64::from(n) {
+            return self.take_each_round(max, &mut read, &mut then);
+        }
+        // `start < start + max < n`: the elements `start..start + max` are
+        // inside the array (S1), at least one, and each one's successor
+        // `pos + 1 <= start + max` is in `0..n` with no wrap.
+        let end = end as u32;
+        let (mut elem, mut pos) = (base.wrapping_add(start as usize * ELEM), start);
+        while self.take_one(elem, pos + 1, &mut read, &mut then) {
+            pos += 1;
+            if pos == end {
+                break;
             }
-            // SAFETY: the element is inside the mapping (S1) and holds a
-            // `SiwCqe` (compile time above; `FromBytes`, any bytes valid,
-            // read unaligned-tolerant). Its flags say it is user space's
-            // (S2): the kernel does not write it until the store below,
-            // and this consumer is the process's only reader (S3).
-            let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
-            let t = read(&cqe);
-            flags.store(0, Ordering::Release);
-            next.store(after, Ordering::Relaxed);
-            then(t);
-            true
-        };
-        // The `count` elements from element `i < n`, `i + count <= n`
-        // (the caller's bounds): each sets the position to its successor,
-        // `i + 1 < n` but for the array's last element, whose successor is
-        // element 0 (taken apart, so the others need no wrap test).
-        let mut stretch = |i: u32, count: usize| -> usize {
-            let from = base.wrapping_add(i as usize * ELEM);
-            let end = from.wrapping_add(count * ELEM);
-            let last_wraps = i as usize + count == n32 as usize;
-            let plain_end = if last_wraps { end.wrapping_sub(ELEM) } else { end };
-            let (mut elem, mut pos) = (from, i);
-            while elem != plain_end {
-                pos += 1;
-                if !one(elem, pos) {
-                    return (elem as usize - from as usize) / ELEM;
-                }
-                elem = elem.wrapping_add(ELEM);
+            elem = elem.wrapping_add(ELEM);
+        }
+        (pos - start) as usize
+    }
+
+    /// [`Consumer::take_each`] of a run that may reach the array's end:
+    /// element by element from the position (reduced into `0..n`), each
+    /// successor wrapped, at most once round the array.
+    #[inline(always)]
+    fn take_each_round<T>(&self, max: usize, read: &mut impl FnMut(&SiwCqe) -> T, then: &mut impl FnMut(T)) -> usize {
+        let (base, n) = (self.q.base.as_ptr(), self.q.n.get());
+        let limit = max.min(n as usize);
+        let (mut i, mut got) = (self.start(), 0);
+        // `i` stays in `0..n` (S1): `start()` is, and so is each `after`.
+        while got < limit {
+            let after = if i + 1 == n { 0 } else { i + 1 };
+            if !self.take_one(base.wrapping_add(i as usize * ELEM), after, read, then) {
+                break;
             }
-            if last_wraps && one(elem, 0) {
-                elem = elem.wrapping_add(ELEM);
-            }
-            (elem as usize - from as usize) / ELEM
-        };
-        // `start < n`: the first stretch is `start .. start + first`.
-        let mut got = stretch(start as u32, first);
-        if got == first && max > first {
-            // It reached the array's end (`first = n - start`): the second
-            // stretch is `0 .. max - first`, where `max - first <= n -
-            // first = start`: inside the array, short of the first.
-            got += stretch(0, max - first);
+            i = after;
+            got += 1;
         }
         got
+    }
+
+    /// Takes the element at `elem` (inside the array: the caller's bounds)
+    /// if it is `VALID`, as [`Consumer::take_each`] describes, the position
+    /// set to `after` (in `0..n`) before `then` runs: `false`, nothing
+    /// done, if it is not.
+    #[inline(always)]
+    fn take_one<T>(&self, elem: *mut u8, after: u32, read: &mut impl FnMut(&SiwCqe) -> T, then: &mut impl FnMut(T)) -> bool {
+        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        // SAFETY: byte 8 of an element inside the live mapping (S1: the
+        // callers keep `elem` inside the array) is its flags byte, only
+        // ever accessed as an atomic (S2); the borrow ends with this call.
+        let flags = unsafe { &*elem.wrapping_add(FLAGS).cast::<AtomicU8>() };
+        if flags.load(Ordering::Acquire) & (SIW_WQE_VALID as u8) == 0 {
+            return false;
+        }
+        // SAFETY: the element is inside the mapping (S1) and holds a
+        // `SiwCqe` (compile time above; `FromBytes`, any bytes valid, read
+        // unaligned-tolerant). Its flags say it is user space's (S2): the
+        // kernel does not write it until the store below, and this
+        // consumer is the process's only reader (S3).
+        let cqe = unsafe { elem.cast::<SiwCqe>().read_unaligned() };
+        let t = read(&cqe);
+        flags.store(0, Ordering::Release);
+        self.q.next.store(after, Ordering::Relaxed);
+        then(t);
+        true
     }
 
     /// Copies the ready completions at the position into `out`, oldest
@@ -595,7 +610,7 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         mut copy: impl FnMut(&mut S, &SiwCqe),
         rare: impl FnOnce(&Self, &mut [S]) -> usize,
     ) -> Option<usize> {
-        let (base, n) = (self.q.base.as_ptr(), self.q.n as usize);
+        let (base, n) = (self.q.base.as_ptr(), self.q.n.get() as usize);
         let start = self.start() as usize;
         let got = if straight {
             // `start < n`: the elements `start..start + out.len()` are
@@ -685,7 +700,7 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     #[inline(always)]
     fn start(&self) -> u32 {
         let (i, n) = (self.q.next.load(Ordering::Relaxed), self.q.n);
-        if i < n {
+        if i < n.get() {
             i
         } else {
             i % n

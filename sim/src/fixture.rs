@@ -25,6 +25,8 @@ pub struct Identity {
     pub mac: [u8; 6],
     /// The port's IPv4 address (the IPv4-mapped RoCE GIDs).
     pub ipv4: [u8; 4],
+    /// The port's global IPv6 address (a unique local one; its RoCE GIDs).
+    pub ipv6: [u8; 16],
 }
 
 impl Default for Identity {
@@ -35,6 +37,8 @@ impl Default for Identity {
             node_guid: 0x0c42_a103_00b1_5e00,
             mac: [0x0c, 0x42, 0xa1, 0xb1, 0x5e, 0x00],
             ipv4: [10, 251, 0, 1],
+            // fd0a:fb00::1
+            ipv6: [0xfd, 0x0a, 0xfb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
         }
     }
 }
@@ -58,7 +62,8 @@ pub const RDMA_CM_DEV: (u32, u32) = (10, 122);
 pub const FW: (u64, u64, u64) = (22, 36, 1010);
 
 /// The GID table: (gid, sysfs type string). Link-local (from the MAC,
-/// EUI-64) and IPv4-mapped, each as RoCE v1 and v2, as mlx5 fills it.
+/// EUI-64), IPv4-mapped and the global IPv6 address, each as RoCE v1 and
+/// v2, as mlx5 fills it (roce_gid_mgmt: one pair per address of the netdev).
 pub fn gids(id: &Identity) -> Vec<([u8; 16], &'static str)> {
     let m = id.mac;
     let mut ll = [0u8; 16];
@@ -69,7 +74,8 @@ pub fn gids(id: &Identity) -> Vec<([u8; 16], &'static str)> {
     v4[10] = 0xff;
     v4[11] = 0xff;
     v4[12..16].copy_from_slice(&id.ipv4);
-    vec![(ll, "IB/RoCE v1"), (ll, "RoCE v2"), (v4, "IB/RoCE v1"), (v4, "RoCE v2")]
+    let v6 = id.ipv6;
+    vec![(ll, "IB/RoCE v1"), (ll, "RoCE v2"), (v4, "IB/RoCE v1"), (v4, "RoCE v2"), (v6, "IB/RoCE v1"), (v6, "RoCE v2")]
 }
 
 fn gid_text(g: &[u8; 16]) -> String {

@@ -587,7 +587,7 @@ impl QpInner<'_> {
         if wrs.is_empty() {
             return Ok(());
         }
-        self.ring.post_recv(self.cap.max_recv_sge, wrs)
+        self.ring.post_recv(&self.cap.max_recv_sge, wrs)
     }
 }
 

@@ -91,6 +91,23 @@ impl<T: Transport> AnyQp<'_, T> {
         Some(inner.send_straight(T::QP_TYPE))
     }
 
+    /// [`AnyQp::send_straight`] for a caller that knows the transport
+    /// (`qp_type`, which must be `T`'s: the C library's, from its own
+    /// state bits), so that callers holding QPs of several transports get
+    /// one value from each of their arms.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn send_straight_as(&mut self, qp_type: QpType) -> Option<SendStraight<'_>> {
+        debug_assert_eq!(qp_type, T::QP_TYPE);
+        let inner = match self {
+            _ if T::QP_TYPE == QpType::Ud => return None,
+            AnyQp::Rts(qp) => &mut qp.inner,
+            AnyQp::Sqd(qp) => &mut qp.inner,
+            _ => return None,
+        };
+        Some(inner.send_straight(qp_type))
+    }
+
     /// The receive queue for [`RecvStraight::post`], in INIT, RTR, RTS or
     /// SQD; `None` otherwise (ERROR has its own flush rules, see
     /// [`QueuePair::post_recv`](super::QueuePair::post_recv)).

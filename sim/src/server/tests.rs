@@ -268,23 +268,23 @@ fn query_port_and_the_gid_table_by_ioctl_match_the_write_command_and_sysfs() {
         a.ioctl(0, 5, &at)
     };
     assert_eq!(table(&mut a, 32, 16 * 32, Some(0)), 0);
-    assert_eq!(u32_at(num.bytes(), 0), 4);
+    assert_eq!(u32_at(num.bytes(), 0), 6);
     let gids = crate::fixture::gids(&Identity::default());
     for (i, (gid, ty)) in gids.iter().enumerate() {
         let e = &ents.bytes()[32 * i..32 * i + 32];
         assert_eq!(&e[..16], gid);
         assert_eq!((u32_at(e, 16), u32_at(e, 20), u32_at(e, 24)), (i as u32, 1, if *ty == "RoCE v2" { 2 } else { 1 }));
     }
-    assert_eq!(table(&mut a, 32, 3 * 32, None), EINVAL, "4 valid entries, room for 3");
+    assert_eq!(table(&mut a, 32, 5 * 32, None), EINVAL, "6 valid entries, room for 5");
     assert_eq!(table(&mut a, 0, 32, None), EINVAL, "entry size 0");
     assert_eq!(table(&mut a, 32, 100, None), EINVAL, "not a whole number of entries");
     assert_eq!(table(&mut a, 32, 0, None), EINVAL, "no room");
-    assert_eq!(table(&mut a, 32, 4 * 32, Some(1)), EINVAL, "no flags are defined");
+    assert_eq!(table(&mut a, 32, 6 * 32, Some(1)), EINVAL, "no flags are defined");
     // An older (shorter) and a newer (longer) entry layout.
-    assert_eq!(table(&mut a, 24, 4 * 24, None), 0);
+    assert_eq!(table(&mut a, 24, 6 * 24, None), 0);
     assert_eq!(&ents.bytes()[3 * 24..3 * 24 + 16], &gids[3].0);
     crate::mem::HostMem::write(&d.mem, a.conn.pid, ents.addr(), &[0xff; 16 * 32]).unwrap();
-    assert_eq!(table(&mut a, 40, 4 * 40, None), 0);
+    assert_eq!(table(&mut a, 40, 6 * 40, None), 0);
     assert_eq!(&ents.bytes()[40..56], &gids[1].0);
     assert!(ents.bytes()[32..40].iter().all(|&x| x == 0), "padding zeroed");
 
@@ -294,7 +294,7 @@ fn query_port_and_the_gid_table_by_ioctl_match_the_write_command_and_sysfs() {
     let entry = |a: &mut Client, port: u64, idx: u64| a.ioctl(0, 6, &[(0, 8, M, port), (1, 8, M, idx), (2, 4, M, 0), (3, 32, M, e.addr())]);
     assert_eq!(entry(&mut a, 1, 3), 0);
     assert_eq!((&e.bytes()[..16], u32_at(e.bytes(), 16), u32_at(e.bytes(), 24)), (&gids[3].0[..], 3, 2));
-    assert_eq!(entry(&mut a, 1, 4), -(libc::ENODATA as i64));
+    assert_eq!(entry(&mut a, 1, 6), -(libc::ENODATA as i64));
     assert_eq!(entry(&mut a, 1, 16), EINVAL);
     assert_eq!(entry(&mut a, 2, 0), EINVAL);
     assert_eq!(a.ioctl(0, 6, &[(0, 8, M, 1), (1, 8, M, 0), (3, 32, M, e.addr())]), EINVAL, "FLAGS missing");

@@ -94,14 +94,22 @@ pub fn put_sa(out: &mut [u8], a: &Addr) -> u16 {
 
 impl Daemon {
     fn local(&self, a: &Addr) -> bool {
-        !a.v6 && a.ip[12..16] == self.id.ipv4
+        if a.v6 {
+            a.ip == self.id.ipv6
+        } else {
+            a.ip[12..16] == self.id.ipv4
+        }
     }
 
-    /// An IPv4 multicast group (224.0.0.0/4): `rdma_resolve_ip` reaches it
-    /// through the port's netdev (its MAC is the group's mapping, no ARP),
-    /// from the port's own address.
+    /// A multicast group (224.0.0.0/4, ff00::/8): `rdma_resolve_ip`
+    /// reaches it through the port's netdev (its MAC is the group's
+    /// mapping, no neighbour lookup), from the port's own address.
     fn group(a: &Addr) -> bool {
-        !a.v6 && a.ip[12] & 0xf0 == 0xe0
+        if a.v6 {
+            a.ip[0] == 0xff
+        } else {
+            a.ip[12] & 0xf0 == 0xe0
+        }
     }
 
     /// The source address of a route to `dst`: the port's for a group,
@@ -109,7 +117,11 @@ impl Daemon {
     fn route_src(&self, dst: &Addr) -> [u8; 16] {
         let mut ip = dst.ip;
         if Self::group(dst) {
-            ip[12..16].copy_from_slice(&self.id.ipv4);
+            if dst.v6 {
+                ip = self.id.ipv6;
+            } else {
+                ip[12..16].copy_from_slice(&self.id.ipv4);
+            }
         }
         ip
     }

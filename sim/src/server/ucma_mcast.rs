@@ -258,4 +258,38 @@ mod tests {
         assert_eq!(leave(mc), Ok(1));
         assert_eq!(leave(mc), Err(libc::ENOENT));
     }
+
+    #[test]
+    fn an_ipv6_group_resolves_from_the_ports_ipv6_address_and_cannot_be_joined() {
+        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap();
+        let (mine, app) = sock::event_pair().unwrap();
+        let file = d.cm().add_file(pid(), mine, app);
+        let out = vec![0u8; 336];
+        let at = (out.as_ptr() as u64).to_le_bytes();
+        let mut c = [0u8; 512];
+        c[8..16].copy_from_slice(&at);
+        c[16..18].copy_from_slice(&PS_UDP.to_le_bytes());
+        c[18] = 4;
+        command(&d, file, pid(), 0, &c, 4).unwrap();
+        let id = u32::from_le_bytes(std::hint::black_box(&out)[..4].try_into().unwrap());
+        // RESOLVE_ADDR with no source: the route's is the port's IPv6 address.
+        let mut g6 = [0u8; 128];
+        g6[0..2].copy_from_slice(&(libc::AF_INET6 as u16).to_le_bytes());
+        g6[8] = 0xff;
+        g6[9] = 0x0e;
+        g6[23] = 7;
+        let mut r = [0u8; 512];
+        r[0..4].copy_from_slice(&id.to_le_bytes());
+        r[10..12].copy_from_slice(&28u16.to_le_bytes());
+        r[144..272].copy_from_slice(&g6);
+        command(&d, file, pid(), 21, &r, 0).unwrap();
+        let mut get = [0u8; 512];
+        get[..8].copy_from_slice(&at);
+        command(&d, file, pid(), 12, &get, 336).unwrap();
+        let e = std::hint::black_box(&out).clone();
+        assert_eq!(u32::from_le_bytes(e[12..16].try_into().unwrap()), ev::ADDR_RESOLVED);
+        let src = d.cm().ids[&id].src.unwrap();
+        assert_eq!((src.v6, src.ip), (true, Identity::default().ipv6));
+        assert_eq!(join(&d, file, id, &g6, 28, 0), Err(super::ENOTSUPP));
+    }
 }

@@ -156,8 +156,9 @@ macro_rules! registry {
                 }
             }
 
-            /// `Cq::poll`'s copy with the CQ's resize guard `ring`: see
-            /// [`ProviderCq::poll_leave`] (`out` may be empty). Each
+            /// `Cq::poll` with the CQ's resize guard `ring`: 0 if the CQ
+            /// is empty, else its copy (see [`ProviderCq::poll_leave`];
+            /// `out` may be empty). Each
             /// provider's is one jump to its own out-of-line copy, which
             /// writes the caller's `Result`, so `Cq::poll`'s own code keeps
             /// nothing across a call.
@@ -169,6 +170,10 @@ macro_rules! registry {
                         #[allow(unreachable_patterns)]
                         let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
                         return match held {
+                            // The empty test after the projection: the
+                            // driver tag is read once (no second read after
+                            // the test's acquire load).
+                            Some(q) if ProviderCq::is_empty(q.get()) => Ok(0),
                             Some(q) => ProviderCq::poll_leave(out, q),
                             None => crate::providers::dispatch::dead_poll(),
                         };

@@ -174,7 +174,7 @@ macro_rules! registry {
                             // driver tag is read once (no second read after
                             // the test's acquire load).
                             Some(q) if ProviderCq::is_empty(q.get()) => Ok(0),
-                            Some(q) => ProviderCq::poll_leave(out, q),
+                            Some(q) => ProviderCq::poll_leave(q, out),
                             None => crate::providers::dispatch::dead_poll(),
                         };
                     }

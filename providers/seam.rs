@@ -353,8 +353,8 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
     /// default: [`ProviderCq::poll_held`], then the guard dropped. A
     /// provider may pass `cq` on to an out-of-line part in tail position.
     #[inline(always)]
-    fn poll_leave<S: WcOut>(out: &mut [S], cq: Held<'_, Self>) -> Result<usize> {
-        poll_leave_held(out, cq)
+    fn poll_leave<S: WcOut>(cq: Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        poll_leave_held(cq, out)
     }
 
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
@@ -383,7 +383,7 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
 
 /// The default [`ProviderCq::poll_leave`].
 #[inline(never)]
-fn poll_leave_held<Q: ProviderCq, S: WcOut>(out: &mut [S], cq: Held<'_, Q>) -> Result<usize> {
+fn poll_leave_held<Q: ProviderCq, S: WcOut>(cq: Held<'_, Q>, out: &mut [S]) -> Result<usize> {
     if out.is_empty() {
         return Ok(0);
     }

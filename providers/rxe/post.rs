@@ -711,7 +711,7 @@ fn copy_claimed<S: crate::wc::WcOut>(c: Consumer<'_, CQ_MIN>, out: &mut [S]) -> 
 /// a call and its empty poll needs no stack frame. `out` may be empty
 /// (nothing copied, the index stored as it was).
 #[inline(never)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, super::cq::RxeCq>) -> crate::error::Result<usize> {
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, super::cq::RxeCq>, out: &mut [S]) -> crate::error::Result<usize> {
     let Some(c) = cq.get().queue().consumer_now() else {
         return poll_leave_slow(cq, out);
     };

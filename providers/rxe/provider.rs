@@ -136,8 +136,8 @@ impl ProviderCq for RxeCq {
     }
 
     #[inline(always)]
-    fn poll_leave<S: WcOut>(out: &mut [S], cq: crate::swap_cell::Held<'_, Self>) -> Result<usize> {
-        post::poll_leave(out, cq)
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        post::poll_leave(cq, out)
     }
 
     #[inline(always)]

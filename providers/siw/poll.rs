@@ -170,7 +170,7 @@ fn drain_rare<S: crate::wc::WcOut, const E: usize>(c: &Consumer<'_, E>, out: &mu
 /// poller holds or a `poll_with` closure has, a batch that may wrap) a
 /// tail call that takes the guard along.
 #[inline(never)]
-pub(crate) fn poll_leave<S: crate::wc::WcOut>(out: &mut [S], cq: Held<'_, SiwCq>) -> crate::error::Result<usize> {
+pub(crate) fn poll_leave<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> crate::error::Result<usize> {
     let Ok(c) = cq.get().ring().try_consumer() else {
         return poll_leave_slow(cq, out);
     };

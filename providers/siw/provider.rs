@@ -134,8 +134,8 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
-    fn poll_leave<S: WcOut>(out: &mut [S], cq: crate::swap_cell::Held<'_, Self>) -> Result<usize> {
-        poll::poll_leave(out, cq)
+    fn poll_leave<S: WcOut>(cq: crate::swap_cell::Held<'_, Self>, out: &mut [S]) -> Result<usize> {
+        poll::poll_leave(cq, out)
     }
 
     #[inline(always)]

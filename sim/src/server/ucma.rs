@@ -52,13 +52,13 @@ pub fn serve(d: &Daemon, sock: OwnedFd, hello: Hello) {
     d.trace.line(format_args!("cm file={file} pid={} CLOSE", hello.pid));
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
+pub(super) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
 }
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 

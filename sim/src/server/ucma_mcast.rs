@@ -9,7 +9,7 @@
 //! address handle to send to the group. Joining attaches no QP (a user
 //! id has none in the kernel: librdmacm calls ibv_attach_mcast itself).
 
-use super::ucma::{out, parse_sa};
+use super::ucma::{out, parse_sa, u16_at, u32_at, u64_at};
 use super::ucma_model::{ev, event, Addr, Cm, Event, St, PS_UDP, UDP_QKEY};
 use super::Daemon;
 use crate::model::QpType;
@@ -29,16 +29,6 @@ pub struct Mc {
     pub owner: u32,
     /// Events read (GET_EVENT) for this membership.
     pub reported: u32,
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
 /// `rdma_addr_size` of the sockaddr at `b`: 16 (AF_INET), 28 (AF_INET6),

@@ -150,6 +150,19 @@ impl Straight {
     }
 }
 
+// F1 needs five distinct bits: were two the same (`UC` and `SEND_RC` were
+// both 8 when two branches met), `plain_rc` would say yes to a UC QP in
+// any state and `send_straight_rc`'s `assert_unchecked` would be false.
+const _: () = {
+    let all = [Straight::SEND, Straight::RECV, Straight::NAMES, Straight::UC, Straight::SEND_RC];
+    let (mut or, mut i) = (0u8, 0);
+    while i < all.len() {
+        assert!(all[i].is_power_of_two() && or & all[i] == 0, "Straight bits must be distinct single bits");
+        or |= all[i];
+        i += 1;
+    }
+};
+
 const _: fn() = || {
     fn send<T: Send>() {}
     send::<Any>();
@@ -998,6 +1011,8 @@ mod tests {
             let mut g = lock.lock();
             assert!(g.send_straight().is_none() && g.recv_straight().is_none());
             assert_eq!(g.doorbell_names_qp(), names, "restate kept the provider bit");
+            // Nor the RC fast path: its bit is not set for no QP.
+            assert!(!g.plain_rc() && g.send_straight_rc().is_none());
         }
     }
 }

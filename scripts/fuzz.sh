@@ -7,6 +7,9 @@
 # counts as a crash. Installs cargo-fuzz (crates.io) if missing. Exit status: non-zero if any target
 # found a crash (the reproducer is left in fuzz/artifacts/<target>/).
 set -uo pipefail
+case "${1:-}" in
+    -h|--help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${1:-${FUZZ_SECONDS:-15}}; shift || true
 export RUSTC_BOOTSTRAP=1

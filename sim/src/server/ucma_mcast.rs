@@ -154,6 +154,7 @@ mod tests {
     use super::super::sock;
     use super::super::ucma::command;
     use super::super::ucma_model::{ev, PS_UDP, UDP_QKEY};
+    use super::super::ucma_tests::create_id;
     use super::super::{Config, Daemon};
     use crate::fixture::Identity;
 
@@ -192,14 +193,9 @@ mod tests {
             c[..body.len()].copy_from_slice(body);
             command(&d, file, pid(), n, &c, outlen)
         };
+        let id = create_id(&d, file, 0, PS_UDP);
         let out = vec![0u8; 336];
         let at = (out.as_ptr() as u64).to_le_bytes();
-        let mut create = [0u8; 24];
-        create[8..16].copy_from_slice(&at);
-        create[16..18].copy_from_slice(&PS_UDP.to_le_bytes());
-        create[18] = 4;
-        cmd(0, &create, 4).unwrap();
-        let id = u32::from_le_bytes(std::hint::black_box(&out)[..4].try_into().unwrap());
         let group = sin([224, 0, 1, 41]);
         assert_eq!(join(&d, file, id, &group, 16, 0), Err(libc::EINVAL), "no device before the address is bound");
 
@@ -254,14 +250,9 @@ mod tests {
         let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap();
         let (mine, app) = sock::event_pair().unwrap();
         let file = d.cm().add_file(pid(), mine, app);
+        let id = create_id(&d, file, 0, PS_UDP);
         let out = vec![0u8; 336];
         let at = (out.as_ptr() as u64).to_le_bytes();
-        let mut c = [0u8; 512];
-        c[8..16].copy_from_slice(&at);
-        c[16..18].copy_from_slice(&PS_UDP.to_le_bytes());
-        c[18] = 4;
-        command(&d, file, pid(), 0, &c, 4).unwrap();
-        let id = u32::from_le_bytes(std::hint::black_box(&out)[..4].try_into().unwrap());
         // RESOLVE_ADDR with no source: the route's is the port's IPv6 address.
         let mut g6 = [0u8; 128];
         g6[0..2].copy_from_slice(&(libc::AF_INET6 as u16).to_le_bytes());

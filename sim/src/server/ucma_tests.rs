@@ -7,12 +7,25 @@ use std::os::fd::OwnedFd;
 
 use super::sock;
 use super::ucma::{command, write};
-use super::ucma_model::{ev, PS_TCP};
+use super::ucma_model::{ev, PS_TCP, PS_UDP};
 use super::{Config, Daemon};
 use crate::fixture::Identity;
 
 fn daemon() -> std::sync::Arc<Daemon> {
     Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap()
+}
+
+/// CREATE_ID on `file` (also used by `ucma_mcast`'s tests): the id's handle. The QP type is
+/// the one librdmacm's `rdma_create_id` picks for `ps`: UD for the UDP port space, else RC.
+pub(super) fn create_id(d: &Daemon, file: u32, uid: u64, ps: u16) -> u32 {
+    let out = vec![0u8; 4];
+    let mut c = [0u8; 512];
+    c[0..8].copy_from_slice(&uid.to_le_bytes());
+    c[8..16].copy_from_slice(&(out.as_ptr() as u64).to_le_bytes());
+    c[16..18].copy_from_slice(&ps.to_le_bytes());
+    c[18] = if ps == PS_UDP { 4 } else { 2 }; // IB_QPT_UD : IB_QPT_RC
+    command(d, file, pid(), 0, &c, 4).unwrap();
+    u32::from_le_bytes(std::hint::black_box(&out)[..4].try_into().unwrap())
 }
 
 struct F {
@@ -37,14 +50,7 @@ impl F {
         command(&self.d, self.file, pid(), cmd, &c, outlen)
     }
     fn create(&self, uid: u64) -> u32 {
-        let out = vec![0u8; 4];
-        let mut b = [0u8; 24];
-        b[0..8].copy_from_slice(&uid.to_le_bytes());
-        b[8..16].copy_from_slice(&(out.as_ptr() as u64).to_le_bytes());
-        b[16..18].copy_from_slice(&PS_TCP.to_le_bytes());
-        b[18] = 2;
-        self.cmd(0, &b, 4).unwrap();
-        u32::from_le_bytes(std::hint::black_box(&out)[..4].try_into().unwrap())
+        create_id(&self.d, self.file, uid, PS_TCP)
     }
     fn readable(&self) -> bool {
         sock::pending(&self.app)

@@ -40,10 +40,14 @@
 //!   len` of the buffer it is given, and borrows it for the view's
 //!   lifetime; each load masks the
 //!   entry index by `ncqe - 1` and the word index by 7 and shifts it by
-//!   the ring's own entry size (`word_of` tests its constant against it
-//!   first and loads nothing otherwise), so every address
+//!   the ring's own entry size, so every address
 //!   it forms is inside that checked range (no per-load check needed) and
-//!   8-aligned.
+//!   8-aligned. `run64` (the poll's tight loop) hands out `Cqe64At`s,
+//!   only after testing the ring's entries 64 bytes: the entries from
+//!   `start = i & mask` on, at most `mask - start + 1` of them (never
+//!   past the last), each a pointer `64 * k` past entry `start`'s; a
+//!   `Cqe64At` (private field, made only there, borrowing the ring's
+//!   buffer) masks its word index by 7.
 //! * **B6 — `SqRing`.** Made only by `WqBuf::sq_ring` from an [`SqGeom`],
 //!   whose constructor checked (once, when the queue was made) that the
 //!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned
@@ -387,19 +391,29 @@ impl CqeRing<'_> {
         self.shift
     }
 
-    /// [`Self::word`] with the entry size a constant `1 << SHIFT` (a
-    /// shift by an immediate), for a caller that tested [`Self::shift`]
-    /// once before its loop; 0 from a ring of another entry size.
+    /// Hands `f` the 64-byte entries from `i & mask` on, each with the
+    /// next slot of `out`, until `f` returns `false`, `out` ends, or the
+    /// ring's last entry was handed (a run never wraps: every entry it
+    /// hands has the same owner bit). Returns how many `f` took. Nothing
+    /// from a ring of 128-byte entries. One pointer moves along the run:
+    /// no index is masked and shifted per entry.
     #[inline(always)]
-    pub fn word_of<const SHIFT: u32>(&self, i: u32, w: usize) -> u64 {
-        if self.shift != SHIFT {
+    pub fn run64<S>(&self, i: u32, out: &mut [S], mut f: impl FnMut(Cqe64At<'_>, &mut S) -> bool) -> usize {
+        if self.shift != 6 {
             return 0;
         }
-        let off = (((i & self.mask) as usize) << SHIFT) | ((w & 7) * 8);
-        let p = self.base.wrapping_add(off).cast::<u64>();
-        // SAFETY: as in `word`: `SHIFT` is the ring's own shift (tested
-        // just above), so this is the same address `word` forms.
-        u64::from_le(unsafe { p.read_volatile() })
+        let start = i & self.mask;
+        // Entries from `start` to the ring's end: `mask - start + 1 >= 1`.
+        let n = out.len().min((self.mask - start) as usize + 1);
+        let p0 = self.base.wrapping_add((start as usize) << 6);
+        let mut p = p0;
+        for slot in &mut out[..n] {
+            if !f(Cqe64At { p, _ring: PhantomData }, slot) {
+                break;
+            }
+            p = p.wrapping_add(64);
+        }
+        (p as usize - p0 as usize) >> 6
     }
 
     /// Byte 63 of entry `i & mask` (`op_own`), by a volatile load.
@@ -408,6 +422,32 @@ impl CqeRing<'_> {
         let off = (((i & self.mask) as usize) << self.shift) | 63;
         // SAFETY: as in `word`: the last byte of an entry inside the ring.
         unsafe { self.base.wrapping_add(off).read_volatile() }
+    }
+}
+
+/// One entry of a [`CqeRing`] of 64-byte entries, handed out by
+/// [`CqeRing::run64`] (B5): its words by volatile loads.
+#[derive(Clone, Copy, Debug)]
+pub struct Cqe64At<'a> {
+    /// The entry's first byte.
+    p: *mut u8,
+    _ring: PhantomData<&'a WqBuf>,
+}
+
+impl Cqe64At<'_> {
+    /// Word `w & 7` of the entry (bytes `8w..8w + 8` as they are in
+    /// memory: byte 0 is the low byte), by a volatile load.
+    #[inline(always)]
+    pub fn word(&self, w: usize) -> u64 {
+        let p = self.p.wrapping_add((w & 7) * 8).cast::<u64>();
+        // SAFETY: B5: `run64` made `p` the start of entry `start + k` of a
+        // ring of 64-byte entries (its shift tested equal to 6) with
+        // `start + k <= mask` (it hands at most `mask - start + 1`
+        // entries): inside the ring `cqe_ring_of` checked against the
+        // buffer, which the borrow `'a` keeps mapped (B1); `8 * (w & 7) +
+        // 8 <= 64`; 8-aligned (page-aligned base, offsets multiples of
+        // 8); no reference to it exists (B3).
+        u64::from_le(unsafe { p.read_volatile() })
     }
 }
 
@@ -771,6 +811,28 @@ mod tests {
         assert_eq!(r.word(2, 7), 0xa522_3344_5566_7788);
         assert_eq!(r.word(6, 15), 0xa522_3344_5566_7788, "entry and word indices wrap");
         assert_eq!((r.op_own(2), r.op_own(3)), (0xa5, 0));
+    }
+
+    #[test]
+    fn cqe_runs_stop_at_the_ring_end_and_take_64_byte_entries_only() {
+        let mut b = WqBuf::new("test", 4096).unwrap();
+        for i in 0..8u64 {
+            assert!(b.put(i as usize * 64 + 56, (0x100 + i).to_le()));
+        }
+        let r = b.cqe_ring(8, 64).unwrap();
+        let mut out = [0u64; 5];
+        let seen = |out: &mut [u64; 5], from: u32, stop: u64| {
+            *out = [0; 5];
+            r.run64(from, out, |c, s| {
+                *s = c.word(15);
+                *s != stop
+            })
+        };
+        assert_eq!((seen(&mut out, 13, 0), out), (3, [0x105, 0x106, 0x107, 0, 0]), "from 13 & 7 = 5 to the last entry, words masked");
+        assert_eq!((seen(&mut out, 1, 0), out), (5, [0x101, 0x102, 0x103, 0x104, 0x105]), "as many as `out` holds");
+        assert_eq!((seen(&mut out, 1, 0x103), out), (2, [0x101, 0x102, 0x103, 0, 0]), "until `f` says no");
+        let r = b.cqe_ring(4, 128).unwrap();
+        assert_eq!(r.run64(0, &mut out, |_, _| true), 0, "128-byte entries: none");
     }
 
     #[test]

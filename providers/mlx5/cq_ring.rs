@@ -63,65 +63,113 @@ pub trait Queues {
     fn find(&mut self, source: Source) -> Option<Target<'_>>;
 }
 
+/// `v` in the high half of an `ibv_wc` word (fields `(lo, hi)` at
+/// offsets `(8k, 8k + 4)` of word `k`).
+#[inline(always)]
+const fn hi(v: u32) -> u64 {
+    if cfg!(target_endian = "little") { (v as u64) << 32 } else { v as u64 }
+}
+
 /// A successful requester completion as `ibv_wc`'s six words (six stores
 /// instead of one per field; status, vendor_err, imm, src_qp and the rest
 /// are 0, as [`parse`] leaves them).
 #[inline(always)]
 fn req_wc(wr_id: u64, opcode: u32, byte_len: u32, qp_num: u32, wc_flags: u32) -> Wc {
-    // Fields (lo, hi) at offsets (8k, 8k + 4) of word k.
-    let hi = |v: u32| if cfg!(target_endian = "little") { u64::from(v) << 32 } else { u64::from(v) };
-    let words: [u64; 6] = [wr_id, hi(opcode), hi(byte_len), hi(qp_num), hi(wc_flags), 0];
+    req_wc_words(wr_id, hi(opcode), hi(byte_len), hi(qp_num), hi(wc_flags))
+}
+
+/// [`req_wc`] of its words: `hi(opcode)`, `hi(byte_len)`, `hi(qp_num)`
+/// and `hi(wc_flags)`.
+#[inline(always)]
+fn req_wc_words(wr_id: u64, w1: u64, w2: u64, w3: u64, w4: u64) -> Wc {
+    let words: [u64; 6] = [wr_id, w1, w2, w3, w4, 0];
     Wc::from_abi(zerocopy::transmute!(words))
 }
+
+/// The words a [`FAST_REQ`] entry `t` (not 0) gives every completion of
+/// its opcode: `hi(opcode)`, `hi(byte_len)` (0 if it is the CQE's), and
+/// `hi(wc_flags)`; and whether the byte count is the CQE's.
+#[inline(always)]
+fn req_words(t: u32) -> (u64, u64, u64, bool) {
+    (hi(t & 0xff), hi(t >> 16 & 0xff), hi(t >> 8 & 0xff), t & FAST_LEN_FROM_CQE != 0)
+}
+
+/// Bits of a CQE's word 7 (bytes 56..64, byte 56 the low byte) that every
+/// CQE of a [`req_run`] shares: `sop_drop_qpn` (the opcode byte, then the
+/// QP number) and of `op_own` all but the solicited-event bit (opcode
+/// `REQ`, no inline-scatter or compression format, the owner bit).
+const RUN_KEY: u64 = 0xfd << 56 | 0xffff_ffff;
 
 /// The poll's tight loop: the successful requester CQEs (as [`FAST_REQ`]
 /// takes them) of the send queue `sq` of user index (CQE version 1) or
 /// QP number `rsn`, software-owned, from `ci` on, each completed into
-/// `out` in turn; stops before the first other CQE, or when `out` is
-/// full. Returns the consumer index after them and how many.
+/// `out` in turn; stops before the first other CQE, at the ring's end
+/// (the caller's loop goes on), or when `out` is full. Returns the
+/// consumer index after them and how many.
+/// One load and one comparison take a CQE's owner bit, kind, QP and
+/// opcode (word 7 under [`RUN_KEY`], against the first CQE's); the words
+/// the opcode gives are worked out when it changes, not per CQE.
 /// Out of line, so that its few live values keep their registers.
 #[inline(never)]
 fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out: &mut [S], rsn: u32, sq: &mut SendQueue) -> (u32, usize) {
-    // 64-byte CQEs, which this provider always creates (`CQE_SIZE`): the
-    // loop's loads then shift by a constant.
-    if ring.shift() != 6 {
-        return (ci0, 0);
-    }
     // The entry table, checked once: each lookup masks its index.
     let Some((entries, mask)) = sq.entries() else { return (ci0, 0) };
-    let mut ci = ci0;
-    for slot in out.iter_mut() {
-        let w7 = ring.word_of::<6>(ci, 7);
-        let op_own = (w7 >> 56) as u32;
-        if (op_own ^ (ci >> log) & u32::from(CQE_OWNER_MASK)) & 0xfd != 0 {
-            break;
+    // (Word 7 as `word` loads it: `sop_drop_qpn`, big-endian, in the low
+    // half, so its value is the low half byte-swapped.)
+    let first = ring.word(ci0, 7);
+    let sop = (first as u32).swap_bytes();
+    let mut t = FAST_REQ[(sop >> 24) as usize];
+    if t == 0 || !V1 && sop & 0xff_ffff != rsn {
+        return (ci0, 0);
+    }
+    let qp_word = hi(sop & 0xff_ffff);
+    let (mut w1, mut w2, mut w4, mut len_from_cqe) = req_words(t);
+    let mut want = u64::from((ci0 >> log) & u32::from(CQE_OWNER_MASK)) << 56 | first & 0xffff_ffff;
+    // The user index as word 4's low half holds it (`srqn_uidx`,
+    // big-endian: its low 24 bits).
+    let uidx_mask = 0xff_ffff_u32.swap_bytes();
+    let uidx = rsn.swap_bytes();
+    let n = ring.run64(ci0, out, |c, slot| {
+        let w7 = c.word(7);
+        if w7 & RUN_KEY != want {
+            // Owned, of this QP, but another opcode: the run goes on with
+            // its words, if the fast path takes it.
+            if (w7 ^ want) & RUN_KEY & !0xff != 0 {
+                return false;
+            }
+            t = FAST_REQ[(w7 & 0xff) as usize];
+            if t == 0 {
+                return false;
+            }
+            (w1, w2, w4, len_from_cqe) = req_words(t);
+            want = want & !0xff | w7 & 0xff;
         }
         // Owned: the rest is read after the owner byte (acquire).
         fence(Ordering::Acquire);
-        let sop = u32::from_be(w7 as u32);
-        let t = FAST_REQ[(sop >> 24) as usize];
-        let qp_num = sop & 0xff_ffff;
-        let r = if V1 { u32::from_be(ring.word_of::<6>(ci, 4) as u32) & 0xff_ffff } else { qp_num };
-        if t == 0 || r != rsn {
-            break;
+        if V1 && c.word(4) as u32 & uidx_mask != uidx {
+            return false;
         }
         // (The tail moves once, after the run.)
-        let e = entries[usize::from(u16::from_be((w7 >> 32) as u16)) & mask];
-        let byte_len = if t & FAST_LEN_FROM_CQE != 0 { u32::from_be((ring.word_of::<6>(ci, 5) >> 32) as u32) } else { t >> 16 & 0xff };
-        // A raw WQE (mlx5dv_wr_raw_wqe) reports IBV_WC_DRIVER2, as in libmlx5.
-        let opcode = if e.wr_data == WC_DRIVER2 { WC_DRIVER2 } else { t & 0xff };
-        slot.set(req_wc(e.wr_id, opcode, byte_len, qp_num, t >> 8 & 0xff));
-        ci = ci.wrapping_add(1);
-    }
-    if ci != ci0 {
+        let e = entries[usize::from(((w7 >> 32) as u16).swap_bytes()) & mask];
+        // A UMR's or a raw WQE's (mlx5dv_wr_raw_wqe: IBV_WC_DRIVER2, as
+        // in libmlx5): the general path's.
+        if e.wr_data != 0 {
+            return false;
+        }
+        let w2 = if len_from_cqe { hi(((c.word(5) >> 32) as u32).swap_bytes()) } else { w2 };
+        slot.set(req_wc_words(e.wr_id, w1, w2, qp_word, w4));
+        true
+    });
+    let ci = ci0.wrapping_add(n as u32);
+    if n > 0 {
         // The run's last CQE again (software's until the doorbell record
         // frees it), rather than its WQE head kept in a register the loop
         // needs: the tail moves past every WQE the run covered.
-        let last = ring.word_of::<6>(ci.wrapping_sub(1), 7);
-        let head = entries[usize::from(u16::from_be((last >> 32) as u16)) & mask].wqe_head;
+        let last = ring.word(ci.wrapping_sub(1), 7);
+        let head = entries[usize::from(((last >> 32) as u16).swap_bytes()) & mask].wqe_head;
         sq.retire(head);
     }
-    (ci, ci.wrapping_sub(ci0) as usize)
+    (ci, n)
 }
 
 impl CqRing {

@@ -294,7 +294,7 @@ unsafe fn link_request(msg: *const libc::msghdr) -> Option<Vec<u8>> {
         return None;
     }
     // SAFETY: msg_iovlen iovecs at msg_iov (sendmsg's contract).
-    let iov = unsafe { std::slice::from_raw_parts(m.msg_iov, m.msg_iovlen as usize) };
+    let iov = unsafe { std::slice::from_raw_parts(m.msg_iov, m.msg_iovlen) };
     let first = iov[0];
     if first.iov_base.is_null() || first.iov_len < 6 {
         return None;

@@ -8,6 +8,15 @@
 //! group on the simulated port's address too), and the netlink addresses of
 //! `sendto`/`sendmsg` (dropped: the socket is connected) and
 //! `recvfrom`/`recvmsg` (the kernel's: `sockaddr_nl` of port 0).
+//!
+//! One rtnetlink request never reaches the host's kernel: a link change
+//! (`RTM_NEWLINK`/`RTM_SETLINK`, what `ip link set dev X down|up` sends) on
+//! the simulated port's netdev (`fixture::NETDEV`, the netdev `rdma link
+//! show` names for mlx5_0/1). [`divert`] sends it to the daemon instead
+//! (verbs-sim's `server/link.rs`: the port goes DOWN or ACTIVE with its
+//! async events) and makes the kernel answer the process's own socket with
+//! the same ACK (an `NLMSG_NOOP` request of the same sequence number, which
+//! the kernel acknowledges and does nothing for) or an error.
 
 use std::ffi::{c_int, c_void};
 use std::os::fd::IntoRawFd;
@@ -121,6 +130,114 @@ pub unsafe extern "C" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *
     }
 }
 
+/// The host's ifindex of the simulated port's netdev (0: none).
+fn netdev_index() -> u32 {
+    static INDEX: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let i = INDEX.load(Relaxed);
+    if i != usize::MAX {
+        return i as u32;
+    }
+    let name = std::ffi::CString::new(verbs_sim::fixture::NETDEV).unwrap_or_default();
+    // SAFETY: a NUL-terminated name.
+    let i = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    INDEX.store(i as usize, Relaxed);
+    i
+}
+
+/// Whether `m` (the bytes a process sends on `fd`) is a link change of
+/// the simulated port's netdev on a `NETLINK_ROUTE` socket.
+fn is_port_link_change(fd: c_int, m: &[u8]) -> bool {
+    let u16_at = |o: usize| m.get(o..o + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| m.get(o..o + 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let len = u32_at(0) as usize;
+    if len < 32 || len > m.len() || !matches!(u16_at(4), 16 | 19) || u16_at(6) & libc::NLM_F_REQUEST as u16 == 0 {
+        return false;
+    }
+    let sockopt = |name: c_int| {
+        let (mut v, mut l) = (0 as c_int, std::mem::size_of::<c_int>() as libc::socklen_t);
+        // SAFETY: getsockopt into a c_int of the given size.
+        let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, name, (&mut v as *mut c_int).cast(), &mut l) };
+        (r == 0).then_some(v)
+    };
+    if sockopt(libc::SO_DOMAIN) != Some(libc::AF_NETLINK) || sockopt(libc::SO_PROTOCOL) != Some(libc::NETLINK_ROUTE) {
+        return false;
+    }
+    let index = u32_at(20);
+    if index != 0 {
+        return index == netdev_index();
+    }
+    // no index: the netdev by name (IFLA_IFNAME)
+    let mut at = 32;
+    while at + 4 <= len {
+        let (alen, ty) = (usize::from(u16_at(at)), u16_at(at + 2) & 0x3fff);
+        if alen < 4 || at + alen > len {
+            return false;
+        }
+        if ty == 3 {
+            let name = &m[at + 4..at + alen];
+            return name.split(|&c| c == 0).next() == Some(verbs_sim::fixture::NETDEV.as_bytes());
+        }
+        at += (alen + 3) & !3;
+    }
+    false
+}
+
+/// A link change of the port's netdev (`m`, sent on `fd`) answered by the
+/// daemon: `Some(bytes sent)` or `Some(-1)` with errno; None for any other
+/// message (sent as it is).
+fn divert(fd: c_int, m: &[u8], flags: c_int) -> Option<isize> {
+    if !is_port_link_change(fd, m) {
+        return None;
+    }
+    let fail = |e: c_int| {
+        // SAFETY: errno is thread-local.
+        unsafe { *libc::__errno_location() = e };
+        Some(-1)
+    };
+    let len = (u32::from_ne_bytes([m[0], m[1], m[2], m[3]]) as usize).min(m.len());
+    let sock = match say_hello(verbs_sim::proto::NETLINK_INDEX, libc::SOCK_CLOEXEC) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let mut ans = [0u8; 64];
+    let got = verbs_sim::fdpass::send(std::os::fd::AsFd::as_fd(&sock), &m[..len], &[])
+        .and_then(|()| verbs_sim::fdpass::recv(std::os::fd::AsFd::as_fd(&sock), &mut ans));
+    let err = match got {
+        Ok((n, _)) if n >= 20 => i32::from_ne_bytes([ans[16], ans[17], ans[18], ans[19]]),
+        _ => return fail(libc::ECOMM),
+    };
+    let ack = u16::from_ne_bytes([m[6], m[7]]) & libc::NLM_F_ACK as u16 != 0;
+    if err != 0 || ack {
+        // The kernel's answer on the process's socket: NLMSG_NOOP is
+        // acknowledged with 0 and nothing done; a type above RTM_MAX is
+        // refused with -EOPNOTSUPP (the one error the simulator gives).
+        let ty: u16 = if err == 0 { libc::NLMSG_NOOP as u16 } else { u16::MAX };
+        let mut req = [0u8; 16];
+        req[..4].copy_from_slice(&16u32.to_ne_bytes());
+        req[4..6].copy_from_slice(&ty.to_ne_bytes());
+        req[6..8].copy_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16).to_ne_bytes());
+        req[8..12].copy_from_slice(&m[8..12]);
+        // SAFETY: all-zero is a valid sockaddr_nl (port 0: the kernel).
+        let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        kernel.nl_family = libc::AF_NETLINK as u16;
+        // SAFETY: our 16-byte request and a valid sockaddr_nl.
+        let r = unsafe {
+            real!("sendto", SendtoFn)(
+                fd,
+                req.as_ptr().cast(),
+                req.len(),
+                flags,
+                (&kernel as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Some(r);
+        }
+    }
+    Some(m.len() as isize)
+}
+
 type SendtoFn = unsafe extern "C" fn(c_int, *const c_void, usize, c_int, *const libc::sockaddr, libc::socklen_t) -> isize;
 
 #[no_mangle]
@@ -129,6 +246,13 @@ pub unsafe extern "C" fn sendto(fd: c_int, buf: *const c_void, n: usize, flags: 
     if is_nl(fd) {
         // SAFETY: the caller's buffer; no address on a connected socket.
         return unsafe { real(fd, buf, n, flags, std::ptr::null(), 0) };
+    }
+    if !buf.is_null() && n >= 32 {
+        // SAFETY: sendto's contract: `buf` is readable for `n` bytes.
+        let m = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
+        if let Some(r) = divert(fd, m, flags) {
+            return r;
+        }
     }
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real(fd, buf, n, flags, addr, alen) }
@@ -145,8 +269,47 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_i
         // SAFETY: the caller's buffers, without the address.
         return unsafe { real(fd, &m, flags) };
     }
+    // SAFETY: sendmsg's contract: `msg` is NULL or a valid msghdr.
+    if let Some(m) = unsafe { link_request(msg) } {
+        if let Some(r) = divert(fd, &m, flags) {
+            return r;
+        }
+    }
     // SAFETY: the caller's arguments, unchanged.
     unsafe { real(fd, msg, flags) }
+}
+
+/// The bytes of `msg` when its first buffer starts like a link change
+/// (`RTM_NEWLINK`/`RTM_SETLINK`): only then are they gathered.
+///
+/// # Safety
+/// `msg` is NULL or a valid msghdr whose buffers are readable.
+unsafe fn link_request(msg: *const libc::msghdr) -> Option<Vec<u8>> {
+    if msg.is_null() {
+        return None;
+    }
+    // SAFETY: caller contract.
+    let m = unsafe { &*msg };
+    if m.msg_iov.is_null() || m.msg_iovlen == 0 {
+        return None;
+    }
+    // SAFETY: msg_iovlen iovecs at msg_iov (sendmsg's contract).
+    let iov = unsafe { std::slice::from_raw_parts(m.msg_iov, m.msg_iovlen) };
+    let first = iov[0];
+    if first.iov_base.is_null() || first.iov_len < 6 {
+        return None;
+    }
+    // SAFETY: the first buffer has iov_len >= 6 readable bytes.
+    let ty = unsafe { std::slice::from_raw_parts(first.iov_base.cast::<u8>(), 6) };
+    if !matches!(u16::from_ne_bytes([ty[4], ty[5]]), 16 | 19) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for v in iov.iter().filter(|v| !v.iov_base.is_null()) {
+        // SAFETY: each buffer is readable for its iov_len bytes.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len) });
+    }
+    Some(out)
 }
 
 #[no_mangle]

@@ -177,21 +177,23 @@ pub fn query_device_ex(d: &Daemon, req: &Req) -> Result<Resp, i32> {
 /// Size of struct ib_uverbs_ex_query_device_resp.
 const EX_QUERY_DEVICE_LEN: usize = 304;
 
-/// QUERY_PORT: struct ib_uverbs_query_port_resp of port 1 (RoCE, active).
-pub fn query_port(_d: &Daemon, req: &Req) -> Result<Resp, i32> {
+/// QUERY_PORT: struct ib_uverbs_query_port_resp of port 1 (RoCE; active
+/// unless its netdev is down).
+pub fn query_port(d: &Daemon, req: &Req) -> Result<Resp, i32> {
     let port = u8_at(&req.core, 0);
     if port != 1 {
         return Err(errno::EINVAL);
     }
-    Ok(Resp { core: port_attr(), note: format!("port={port}"), ..Default::default() })
+    Ok(Resp { core: port_attr(d.port_up.load(std::sync::atomic::Ordering::Acquire)), note: format!("port={port}"), ..Default::default() })
 }
 
 /// Active speed of the port (`IB_SPEED_EDR`: 25 Gb/s per lane).
 pub const ACTIVE_SPEED: u8 = 32;
 
 /// struct ib_uverbs_query_port_resp of port 1 (the write command's
-/// response, and the first 40 bytes of the ioctl's).
-pub fn port_attr() -> Vec<u8> {
+/// response, and the first 40 bytes of the ioctl's): ACTIVE / LINK_UP, or
+/// DOWN / DISABLED while its netdev is down (`mlx5_query_port_roce`).
+pub fn port_attr(up: bool) -> Vec<u8> {
     let mut o = Out::new(40);
     o.u32(0, 0x0401_0000) // port_cap_flags: CM_SUP | IP_BASED_GIDS
         .u32(4, 1 << 30) // max_msg_sz
@@ -201,7 +203,7 @@ pub fn port_attr() -> Vec<u8> {
         .u16(20, 1) // pkey_tbl_len
         .u16(22, 0) // lid
         .u16(24, 0) // sm_lid
-        .u8(26, 4) // state ACTIVE
+        .u8(26, if up { 4 } else { 1 }) // state ACTIVE / DOWN
         .u8(27, MAX_MTU)
         .u8(28, ACTIVE_MTU)
         .u8(29, 0) // lmc
@@ -211,7 +213,7 @@ pub fn port_attr() -> Vec<u8> {
         .u8(33, 0) // init_type_reply
         .u8(34, 2) // active_width 4X
         .u8(35, ACTIVE_SPEED)
-        .u8(36, 5) // phys_state LinkUp
+        .u8(36, if up { 5 } else { 3 }) // phys_state LinkUp / Disabled
         .u8(37, 2) // link_layer Ethernet
         .u8(38, 0); // flags
     o.done()

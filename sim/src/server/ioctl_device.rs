@@ -22,6 +22,8 @@ pub struct DevCtx {
     pub open: bool,
     /// The NIC (its GIDs).
     pub id: Identity,
+    /// The port's netdev is up (QUERY_PORT's state).
+    pub port_up: bool,
 }
 
 const fn spec(id: u16, kind: Kind, mandatory: bool) -> Spec {
@@ -84,7 +86,7 @@ fn query_port(b: &Bundle<'_>, c: &DevCtx) -> Result<(), i32> {
     let mut o = Out::new(PORT_RESP_EX_LEN);
     // port_cap_flags2 0 (mlx5 sets none on RoCE); active_speed_ex as newer
     // kernels fill it (older ones leave these bytes reserved, zero)
-    o.bytes(0, &port_attr()).u16(40, 0).u32(44, u32::from(ACTIVE_SPEED));
+    o.bytes(0, &port_attr(c.port_up)).u16(40, 0).u32(44, u32::from(ACTIVE_SPEED));
     b.copy_to_struct_or_zero(1, &o.done())
 }
 
@@ -99,7 +101,7 @@ fn gid_type(sysfs: &str) -> u32 {
 
 /// The netdev's ifindex (0 when the host has no such device, as the
 /// kernel reports a GID without a netdev).
-fn netdev_ifindex() -> u32 {
+pub(super) fn netdev_ifindex() -> u32 {
     std::fs::read_to_string(format!("/sys/class/net/{NETDEV}/ifindex"))
         .ok()
         .and_then(|s| s.trim().parse().ok())

@@ -9,6 +9,7 @@ mod device;
 mod events;
 mod ioctl;
 mod ioctl_device;
+mod link;
 mod mcast;
 mod nldev;
 mod objects;
@@ -130,6 +131,8 @@ pub struct Daemon {
     pub id: Identity,
     /// Where the rdma_cm listeners are published (`<socket>.cm_listen`).
     pub cm_listen: PathBuf,
+    /// The port's netdev is up (`ip link set dev <netdev> down|up`, `link.rs`).
+    pub port_up: std::sync::atomic::AtomicBool,
 }
 
 impl Daemon {
@@ -138,7 +141,7 @@ impl Daemon {
         let trace = Trace::new(cfg.trace.as_deref())?;
         let mut state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
         state.dev.gids = crate::fixture::gids(&cfg.identity).iter().map(|(g, _)| *g).collect();
-        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket) }))
+        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket), port_up: true.into() }))
     }
 
     /// The state lock.
@@ -231,7 +234,8 @@ impl Daemon {
     fn call(&self, conn: &mut Conn, call: Call) -> (Reply, Vec<OwnedFd>) {
         match call {
             Call::Ioctl { request, arg } => {
-                let c = ioctl_device::DevCtx { open: self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open), id: self.id.clone() };
+                let open = self.lock().ctxx.get(&conn.ctx).is_some_and(|c| c.open);
+                let c = ioctl_device::DevCtx { open, id: self.id.clone(), port_up: self.port_up.load(std::sync::atomic::Ordering::Acquire) };
                 let out = ioctl::run(&self.mem, conn.pid, request, arg, ioctl_device::METHODS, &c);
                 let e = match out.res {
                     Ok(()) => "ok".to_string(),

@@ -11,7 +11,10 @@
 //! `NLMSG_DONE`) or, for GET / PORT_GET of one object, one message and the
 //! ACK the request asked for; `GET_CHARDEV` names `uverbsN` (with the
 //! mlx5 driver id) and `rdma_cm`, as libibverbs, librdmacm and our
-//! discovery ask. Anything else (`SYS_GET`, `RES_GET`, ...) gets
+//! discovery ask; `DELLINK` is refused (`EINVAL`: a hardware device cannot
+//! be deleted as an rxe link can). The port names its netdev (`lo`, the
+//! netdev of its GIDs) and its state follows that netdev (`link.rs`: `ip
+//! link set dev lo down|up`, which the shim sends here). Anything else (`SYS_GET`, `RES_GET`, ...) gets
 //! `NLMSG_ERROR` `-EOPNOTSUPP`, as a kernel without that command answers.
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -35,6 +38,7 @@ const CLIENT: u16 = 5;
 /// Commands (`enum rdma_nldev_command`).
 mod cmd {
     pub const GET: u16 = 1;
+    pub const DELLINK: u16 = 4;
     pub const PORT_GET: u16 = 5;
     pub const RES_CM_ID_GET: u16 = 11;
     pub const RES_MR_GET: u16 = 13;
@@ -66,6 +70,8 @@ mod attr {
     pub const RES_LKEY: u16 = 43;
     pub const RES_IOVA: u16 = 44;
     pub const RES_MRLEN: u16 = 45;
+    pub const NDEV_INDEX: u16 = 50;
+    pub const NDEV_NAME: u16 = 51;
     pub const RES_PDN: u16 = 60;
     pub const RES_MRN: u16 = 62;
     pub const RES_CM_IDN: u16 = 63;
@@ -221,6 +227,9 @@ fn answer(d: &Daemon, r: &Req) -> Vec<Vec<u8>> {
             None => return vec![error(r, libc::ENOENT)],
         },
         cmd::GET | cmd::PORT_GET => return vec![error(r, libc::EINVAL)],
+        // `rdma link delete mlx5_0`: nldev_dellink unregisters only a device
+        // that allows it (IBK_ALLOW_USER_UNREG: rxe, siw); mlx5 does not
+        cmd::DELLINK => return vec![error(r, libc::EINVAL)],
         _ => return vec![error(r, libc::EOPNOTSUPP)],
     };
     if dump {
@@ -279,8 +288,12 @@ fn chardev_msg(d: &Daemon, r: &Req) -> Option<Vec<u8>> {
 
 fn port_msg(d: &Daemon, ty: u16, flags: u16, seq: u32) -> Vec<u8> {
     let mut m = head(d, ty, flags, seq);
-    // ACTIVE, LINK_UP (a RoCE port: no LID, SM or subnet prefix)
-    m.u32(attr::PORT_INDEX, PORT).u8(attr::PORT_STATE, 4).u8(attr::PORT_PHYS_STATE, 5);
+    // ACTIVE, LINK_UP, or DOWN, DISABLED while the netdev is down (a RoCE
+    // port: no LID, SM or subnet prefix); its netdev, as fill_port_info
+    // names it (`rdma link show`: "netdev lo")
+    let up = d.port_up.load(std::sync::atomic::Ordering::Acquire);
+    m.u32(attr::PORT_INDEX, PORT).u8(attr::PORT_STATE, if up { 4 } else { 1 }).u8(attr::PORT_PHYS_STATE, if up { 5 } else { 3 });
+    m.u32(attr::NDEV_INDEX, super::ioctl_device::netdev_ifindex()).str(attr::NDEV_NAME, crate::fixture::NETDEV);
     m.done()
 }
 
@@ -400,7 +413,12 @@ pub(super) fn serve(d: &Daemon, sock: OwnedFd, hello: Hello) {
             if len < 16 || at + len > n {
                 break;
             }
-            if let Some(r) = parse(&buf[at..at + len]) {
+            if super::link::is_link_change(&buf[at..at + len]) {
+                // `ip link set dev <the port's netdev> down|up`, diverted by the shim
+                if fdpass::send(sock.as_fd(), &super::link::answer(d, &buf[at..at + len]), &[]).is_err() {
+                    return;
+                }
+            } else if let Some(r) = parse(&buf[at..at + len]) {
                 let out = answer(d, &r);
                 d.trace.line(format_args!("pid={} NETLINK type={:#x} flags={:#x} -> {} messages", hello.pid, r.ty, r.flags, out.len()));
                 for m in out {
@@ -475,6 +493,8 @@ mod tests {
         let (_, flags, _, attrs) = read(&out[0]);
         assert_eq!(flags, 0);
         assert_eq!((find(&attrs, attr::PORT_STATE), find(&attrs, attr::PORT_PHYS_STATE)), (&[4u8][..], &[5u8][..]));
+        assert_eq!(find(&attrs, attr::NDEV_NAME), b"lo\0");
+        assert_eq!(find(&attrs, attr::NDEV_INDEX), super::super::ioctl_device::netdev_ifindex().to_ne_bytes());
         assert_eq!(read(&out[1]).0, NLMSG_ERROR);
         assert_eq!(out[1][16..20], 0i32.to_ne_bytes(), "error 0: the ACK");
         // no port 2, no device 3, no SYS_GET
@@ -489,6 +509,49 @@ mod tests {
         let sys = answer(&d, &req(6, 1, |_| {}));
         assert_eq!(&sys[0][16..20], &(-libc::EOPNOTSUPP).to_ne_bytes()[..]);
         assert_eq!(sys[0][20..36], no_header(6), "the request's header echoed");
+        let del = answer(&d, &req(cmd::DELLINK, 1 | NLM_F_ACK, |m| {
+            m.u32(attr::DEV_INDEX, 0);
+        }));
+        assert_eq!((del.len(), &del[0][16..20]), (1, &(-libc::EINVAL).to_ne_bytes()[..]), "mlx5 is not deleted");
+    }
+
+    #[test]
+    fn the_port_follows_its_netdev_down_and_up_with_port_events() {
+        use std::io::Read;
+        let d = daemon();
+        let (mine, theirs) = super::super::sock::event_pair().unwrap();
+        d.lock().sink.async_fds.insert(1, (mine, theirs.try_clone().unwrap()));
+        let port = |d: &Daemon| {
+            let out = answer(d, &req(cmd::PORT_GET, 1, |m| {
+                m.u32(attr::DEV_INDEX, 0).u32(attr::PORT_INDEX, 1);
+            }));
+            let (_, _, _, attrs) = read(&out[0]);
+            (find(&attrs, attr::PORT_STATE)[0], find(&attrs, attr::PORT_PHYS_STATE)[0])
+        };
+        let mut app = std::fs::File::from(theirs);
+        let mut rec = [0u8; 16];
+        // ip link set dev lo down: RTM_NEWLINK, ifindex 1, ifi_change IFF_UP, flags 0
+        let mut m = vec![0u8; 32];
+        m[..4].copy_from_slice(&32u32.to_ne_bytes());
+        m[4..6].copy_from_slice(&16u16.to_ne_bytes());
+        m[6..8].copy_from_slice(&5u16.to_ne_bytes());
+        m[8..12].copy_from_slice(&9u32.to_ne_bytes());
+        m[20..24].copy_from_slice(&1i32.to_ne_bytes());
+        m[28..32].copy_from_slice(&1u32.to_ne_bytes());
+        let ack = super::super::link::answer(&d, &m);
+        assert_eq!((&ack[4..6], &ack[8..12], &ack[16..20]), (&2u16.to_ne_bytes()[..], &9u32.to_ne_bytes()[..], &[0u8; 4][..]));
+        assert_eq!(port(&d), (1, 3), "DOWN, DISABLED");
+        assert_eq!(super::super::device::port_attr(false)[26], 1);
+        app.read_exact(&mut rec).unwrap();
+        assert_eq!((u64::from_le_bytes(rec[..8].try_into().unwrap()), u32::from_le_bytes(rec[8..12].try_into().unwrap())), (1, 10), "PORT_ERR of port 1");
+        // down again: no change, no event; then up: PORT_ACTIVE
+        super::super::link::answer(&d, &m);
+        m[24..28].copy_from_slice(&1u32.to_ne_bytes());
+        super::super::link::answer(&d, &m);
+        assert_eq!(port(&d), (4, 5), "ACTIVE, LINK_UP");
+        app.read_exact(&mut rec).unwrap();
+        assert_eq!(u32::from_le_bytes(rec[8..12].try_into().unwrap()), 9, "PORT_ACTIVE right after PORT_ERR");
+        assert!(d.lock().sink.async_counts.is_empty(), "port events are no object's");
     }
 
     fn no_header(op: u16) -> [u8; 16] {

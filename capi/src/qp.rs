@@ -293,7 +293,8 @@ impl QpGuard<'_> {
     /// doorbell does not name it (the common case of a post: one load and
     /// one compare of the [`Straight`] bits, under the lock); then
     /// [`QpGuard::send_straight_rc`] is `Some` and no names test is due.
-    #[inline(always)]
+    /// (Only the F1 test asks it: `post.rs` tests the names bit first.)
+    #[cfg(test)]
     pub(crate) fn plain_rc(&self) -> bool {
         // SAFETY: the bits are read under the lock, which this guard holds.
         (unsafe { *self.lock.straight.get() } & (Straight::NAMES | Straight::SEND_RC)) == Straight::SEND_RC

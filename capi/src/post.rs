@@ -391,6 +391,16 @@ unsafe fn post_send_straight<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr
     // memory behind it, unchanged during the call (`CStraight` is
     // `repr(transparent)`).
     let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
+    // A provider with its own handle on the queues (mlx5): under its lock
+    // alone, the state asked there (`qp::CQp::direct`).
+    #[cfg(feature = "mlx5")]
+    if let Some(d) = c.direct() {
+        if d.post_send(|| c.may_send_direct(), s) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_send_one(c, wr, bad_wr) };
+    }
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // The common case (RC in RTS or SQD, a provider whose doorbell
@@ -684,6 +694,15 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     // SAFETY: the caller's promise: one readable SGE, unchanged during the
     // call (same layout as `verbs::Sge`, asserted above).
     let sge = unsafe { &*w.sg_list.cast::<Sge>() };
+    // As in `post_send_straight`.
+    #[cfg(feature = "mlx5")]
+    if let Some(d) = c.direct() {
+        if d.post_recv(|| c.may_recv_direct(), w.wr_id, Some(sge)) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_one(c, wr, bad_wr) };
+    }
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // No closure here: the straight path is inlined whole.
@@ -708,6 +727,14 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
 unsafe extern "C" fn post_recv_no_sge(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
+    #[cfg(feature = "mlx5")]
+    if let (0, Some(d)) = (w.num_sge, c.direct()) {
+        if d.post_recv(|| c.may_recv_direct(), w.wr_id, None) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_one(c, wr, bad_wr) };
+    }
     if w.num_sge == 0 {
         // A QP another thread holds goes the general way, which waits.
         if let Some(mut g) = c.try_lock() {

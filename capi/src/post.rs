@@ -8,7 +8,9 @@
 //! immediate, RDMA READ with one SGE, inline data or none; a receive of
 //! at most one SGE) goes to the core's straight path with no `verbs` work
 //! request built: the core reads the C request's fields where it writes
-//! the WQE ([`CStraight`]) and takes it only if it would post it. What it
+//! the WQE ([`CStraight`]) and takes it only if it would post it (on
+//! mlx5 through the provider's own handle on the QP's queues, under its
+//! lock alone: `qp::CQp::direct`). What it
 //! leaves (another shape or state, a full queue, a bad request, a QP
 //! another thread holds) is converted into one `verbs` work request on
 //! the stack and posted, which judges it; longer lists become
@@ -325,7 +327,8 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
 ///
 /// A list of one plain request (the common case) takes the straight
 /// path: its fields go to the core's straight path as they are (no
-/// `SendWr` is built), under the QP's lock. Whatever that path does not
+/// `SendWr` is built), under the QP's lock (on mlx5, under the provider's
+/// lock of the QP's queues alone: `qp::CQp::direct`). Whatever that path does not
 /// take (another operation or state, several SGEs, a full queue, a bad
 /// request) goes to [`post_send_one`], which judges it; longer lists go
 /// through [`post_send_list`].

@@ -8,7 +8,9 @@
 //! immediate, RDMA READ with one SGE, inline data or none; a receive of
 //! at most one SGE) goes to the core's straight path with no `verbs` work
 //! request built: the core reads the C request's fields where it writes
-//! the WQE ([`CStraight`]) and takes it only if it would post it. What it
+//! the WQE ([`CStraight`]) and takes it only if it would post it (on
+//! mlx5 through the provider's own handle on the QP's queues, under its
+//! lock alone: `qp::CQp::direct`). What it
 //! leaves (another shape or state, a full queue, a bad request, a QP
 //! another thread holds) is converted into one `verbs` work request on
 //! the stack and posted, which judges it; longer lists become
@@ -325,7 +327,8 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
 ///
 /// A list of one plain request (the common case) takes the straight
 /// path: its fields go to the core's straight path as they are (no
-/// `SendWr` is built), under the QP's lock. Whatever that path does not
+/// `SendWr` is built), under the QP's lock (on mlx5, under the provider's
+/// lock of the QP's queues alone: `qp::CQp::direct`). Whatever that path does not
 /// take (another operation or state, several SGEs, a full queue, a bad
 /// request) goes to [`post_send_one`], which judges it; longer lists go
 /// through [`post_send_list`].
@@ -391,6 +394,16 @@ unsafe fn post_send_straight<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr
     // memory behind it, unchanged during the call (`CStraight` is
     // `repr(transparent)`).
     let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
+    // A provider with its own handle on the queues (mlx5): under its lock
+    // alone, the state asked there (`qp::CQp::direct`).
+    #[cfg(feature = "mlx5")]
+    if let Some(d) = c.direct() {
+        if d.post_send(|| c.may_send_direct(), s) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_send_one(c, wr, bad_wr) };
+    }
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // The names test of `names_refused` first, with the provider's
@@ -683,6 +696,15 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     // SAFETY: the caller's promise: one readable SGE, unchanged during the
     // call (same layout as `verbs::Sge`, asserted above).
     let sge = unsafe { &*w.sg_list.cast::<Sge>() };
+    // As in `post_send_straight`.
+    #[cfg(feature = "mlx5")]
+    if let Some(d) = c.direct() {
+        if d.post_recv(|| c.may_recv_direct(), w.wr_id, Some(sge)) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_one(c, wr, bad_wr) };
+    }
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // No closure here: the straight path is inlined whole.
@@ -707,6 +729,14 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
 unsafe extern "C" fn post_recv_no_sge(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     // SAFETY: non-NULL: the caller promises a valid request.
     let w = unsafe { &*wr };
+    #[cfg(feature = "mlx5")]
+    if let (0, Some(d)) = (w.num_sge, c.direct()) {
+        if d.post_recv(|| c.may_recv_direct(), w.wr_id, None) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_one(c, wr, bad_wr) };
+    }
     if w.num_sge == 0 {
         // A QP another thread holds goes the general way, which waits.
         if let Some(mut g) = c.try_lock() {

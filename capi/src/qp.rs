@@ -21,7 +21,7 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use verbs::abi::uverbs::{ModifyQp, QpDest, QueryQp};
@@ -105,10 +105,16 @@ impl Any {
 /// (`DerefMut`) gives the lock back, and read by the post paths
 /// ([`QpGuard::send_straight`], [`QpGuard::recv_straight`]) instead of
 /// matching the transport and the state on every post.
+///
+/// The bits are also read without the lock, by the posts of a provider
+/// whose QP has a handle of its own ([`CQp::direct`]), under that
+/// handle's lock: a guard clears the state's bits when it hands the value
+/// out mutably (before anything changes it), so such a post finds them
+/// set only while the value is in the state they describe (F2).
 pub(crate) struct QpLock {
     held: AtomicBool,
-    /// [`Straight`] bits of `qp` (F1); read and written under the lock.
-    straight: UnsafeCell<u8>,
+    /// [`Straight`] bits of `qp` (F1, F2); written under the lock.
+    straight: AtomicU8,
     qp: UnsafeCell<Option<Any>>,
 }
 
@@ -129,6 +135,9 @@ impl Straight {
     /// `Some(Rc)` in RTS or SQD (a subset of [`Straight::SEND`]): the
     /// common case of [`QpGuard::send_straight_rc`].
     const SEND_RC: u8 = 16;
+    /// The bits that are fixed when the QP is made (the rest describe its
+    /// state, and are cleared while it changes: F2).
+    const FIXED: u8 = Self::NAMES;
 
     /// The bits of `v`.
     fn of(v: &Option<Any>) -> u8 {
@@ -177,7 +186,7 @@ impl QpLock {
     /// `names`: the provider's doorbell names the QP ([`Straight::NAMES`]).
     fn new(qp: Option<Any>, names: bool) -> Self {
         let bits = Straight::of(&qp) | if names { Straight::NAMES } else { 0 };
-        Self { held: AtomicBool::new(false), straight: UnsafeCell::new(bits), qp: UnsafeCell::new(qp) }
+        Self { held: AtomicBool::new(false), straight: AtomicU8::new(bits), qp: UnsafeCell::new(qp) }
     }
 
     #[inline(always)]
@@ -212,13 +221,10 @@ impl QpLock {
     #[inline(never)]
     fn restate(&self) {
         // SAFETY: called by the holder of the flag (a guard's drop): no
-        // other reference to either cell exists.
+        // other reference to the value exists.
         let v = unsafe { &*self.qp.get() };
-        let bits = self.straight.get();
-        // SAFETY: as above.
-        let names = unsafe { *bits } & Straight::NAMES;
-        // SAFETY: as above.
-        unsafe { *bits = Straight::of(v) | names };
+        let fixed = self.straight.load(Ordering::Relaxed) & Straight::FIXED;
+        self.straight.store(Straight::of(v) | fixed, Ordering::Relaxed);
     }
 
     #[cold]
@@ -255,8 +261,7 @@ impl QpGuard<'_> {
     /// load, under the lock; see `post.rs`).
     #[inline(always)]
     pub(crate) fn doorbell_names_qp(&self) -> bool {
-        // SAFETY: the bits are read under the lock, which this guard holds.
-        (unsafe { *self.lock.straight.get() } & Straight::NAMES) != 0
+        (self.lock.straight.load(Ordering::Relaxed) & Straight::NAMES) != 0
     }
 
     /// `verbs::qp::AnyQp::send_straight` of the value, judged by the lock's
@@ -265,8 +270,7 @@ impl QpGuard<'_> {
     /// writes into the queues' rings, never another state.
     #[inline(always)]
     pub(crate) fn send_straight(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
-        // SAFETY: the bits are read under the lock, which this guard holds.
-        let bits = unsafe { *self.lock.straight.get() };
+        let bits = self.lock.straight.load(Ordering::Relaxed);
         if bits & Straight::SEND == 0 {
             return None;
         }
@@ -296,8 +300,7 @@ impl QpGuard<'_> {
     /// (Only the F1 test asks it: `post.rs` tests the names bit first.)
     #[cfg(test)]
     pub(crate) fn plain_rc(&self) -> bool {
-        // SAFETY: the bits are read under the lock, which this guard holds.
-        (unsafe { *self.lock.straight.get() } & (Straight::NAMES | Straight::SEND_RC)) == Straight::SEND_RC
+        (self.lock.straight.load(Ordering::Relaxed) & (Straight::NAMES | Straight::SEND_RC)) == Straight::SEND_RC
     }
 
     /// [`QpGuard::send_straight`] of an RC QP: `None` unless
@@ -306,8 +309,7 @@ impl QpGuard<'_> {
     /// the transport is known: no match of the variant is left.
     #[inline(always)]
     pub(crate) fn send_straight_rc(&mut self) -> Option<verbs::qp::SendStraight<'_>> {
-        // SAFETY: the bits are read under the lock, which this guard holds.
-        if unsafe { *self.lock.straight.get() } & Straight::SEND_RC == 0 {
+        if self.lock.straight.load(Ordering::Relaxed) & Straight::SEND_RC == 0 {
             return None;
         }
         // SAFETY: as in `send_straight`.
@@ -325,8 +327,7 @@ impl QpGuard<'_> {
     /// [`Any::recv_straight`] of the value, as [`QpGuard::send_straight`].
     #[inline(always)]
     pub(crate) fn recv_straight(&mut self) -> Option<verbs::qp::RecvStraight<'_>> {
-        // SAFETY: the bits are read under the lock, which this guard holds.
-        if unsafe { *self.lock.straight.get() } & Straight::RECV == 0 {
+        if self.lock.straight.load(Ordering::Relaxed) & Straight::RECV == 0 {
             return None;
         }
         // SAFETY: as in `send_straight`.
@@ -351,6 +352,12 @@ impl core::ops::Deref for QpGuard<'_> {
 impl core::ops::DerefMut for QpGuard<'_> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut Option<Any> {
+        if !self.changed {
+            // F2: the state's bits cleared before the value can change
+            // (set again, from the value, when the guard lets go).
+            let bits = &self.lock.straight;
+            bits.store(bits.load(Ordering::Relaxed) & Straight::FIXED, Ordering::Relaxed);
+        }
         self.changed = true;
         // SAFETY: as in `deref`; the borrow is bounded by the guard's.
         unsafe { &mut *self.lock.qp.get() }
@@ -386,6 +393,12 @@ pub(crate) struct CQp {
     /// `struct mlx5dv_qp_ex` (`mlx5dv_qp_ex_from_ibv_qp_ex`): C only reads it.
     #[cfg(feature = "mlx5")]
     pub(crate) dv: crate::mlx5dv::DvQpEx,
+    /// The mlx5 provider's own handle on the QP's queues, fixed when the
+    /// QP is made (`None` on other providers): the straight posts go
+    /// through it under the provider's lock alone, judged by `qp`'s
+    /// [`Straight`] bits (F2), not under `qp`'s lock as well.
+    #[cfg(feature = "mlx5")]
+    direct: Option<verbs::qp::Mlx5Direct>,
 }
 
 // SAFETY: the C view is touched only by C, under `qp`'s lock, or through
@@ -407,6 +420,31 @@ pub(crate) fn from_c<'a>(p: *mut IbvQp) -> Option<&'a CQp> {
 }
 
 impl CQp {
+    /// The provider's own handle on the queues ([`CQp::direct`]'s field),
+    /// if it has one.
+    #[cfg(feature = "mlx5")]
+    #[inline(always)]
+    pub(crate) fn direct(&self) -> Option<&verbs::qp::Mlx5Direct> {
+        self.direct.as_ref()
+    }
+
+    /// Whether the QP is in a state whose sends take the straight path
+    /// (RC or UC in RTS or SQD): for a post through [`CQp::direct`], asked
+    /// under the provider's lock (F2). A QP with such a handle has a
+    /// provider whose doorbell does not name it (see `create`).
+    #[cfg(feature = "mlx5")]
+    #[inline(always)]
+    pub(crate) fn may_send_direct(&self) -> bool {
+        self.qp.straight.load(Ordering::Relaxed) & Straight::SEND != 0
+    }
+
+    /// As [`CQp::may_send_direct`], for receives (INIT to SQD).
+    #[cfg(feature = "mlx5")]
+    #[inline(always)]
+    pub(crate) fn may_recv_direct(&self) -> bool {
+        self.qp.straight.load(Ordering::Relaxed) & Straight::RECV != 0
+    }
+
     /// The QP, locked (see [`QpLock`]).
     #[inline(always)]
     pub(crate) fn lock(&self) -> QpGuard<'_> {
@@ -714,10 +752,15 @@ unsafe fn create(
     if wr_api {
         crate::qp_ex::set_api(&mut ex);
     }
+    let names = cpd.provider().caps().doorbell_names_qp;
+    // A doorbell that names the QP by its C fields needs the names test
+    // of the posts under `qp`'s lock: no direct posts then.
+    #[cfg(feature = "mlx5")]
+    let direct = if names { None } else { each!(&qp, q => q.mlx5_direct()) };
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(MAGIC),
-        qp: QpLock::new(Some(qp), cpd.provider().caps().doorbell_names_qp),
+        qp: QpLock::new(Some(qp), names),
         pd: cpd,
         send_cq: scq,
         recv_cq: rcq,
@@ -727,6 +770,8 @@ unsafe fn create(
         names: Names::new(cpd.context(), handle),
         #[cfg(feature = "mlx5")]
         dv: crate::mlx5dv::DvQpEx::new(wr_api),
+        #[cfg(feature = "mlx5")]
+        direct,
     });
     let p = Box::into_raw(b);
     registry::insert(user_handle, Kind::Qp, p as usize);

@@ -90,6 +90,8 @@ pub mod res;
 pub mod uar;
 pub mod registry;
 pub mod ops;
+#[cfg(feature = "internals")]
+pub mod direct;
 pub mod reset;
 pub mod provider;
 pub use provider::Mlx5;

@@ -424,6 +424,15 @@ impl Mlx5Qp {
     }
 }
 
+#[cfg(feature = "internals")]
+impl Mlx5Qp {
+    /// Its slot and doorbell for posts that do not go through the
+    /// `QueuePair` (the C library's, [`super::direct`]).
+    pub(crate) fn direct(&self) -> super::direct::Direct {
+        super::direct::Direct::new(self.reg.made(self.slot), self.db)
+    }
+}
+
 impl Drop for Mlx5Qp {
     fn drop(&mut self) {
         reset::forget_qp(&self.reg, self.slot);

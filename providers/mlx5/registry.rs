@@ -343,6 +343,12 @@ unsafe impl Send for MadeSlot {}
 unsafe impl Sync for MadeSlot {}
 
 impl MadeSlot {
+    /// The table the slot is in.
+    #[inline(always)]
+    pub fn reg(&self) -> &RegRef {
+        &self._reg
+    }
+
     /// Locks the slot, spinning while its holder works
     /// ([`RegRef::lock_made`]'s wait).
     #[inline(always)]

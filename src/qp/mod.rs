@@ -40,6 +40,9 @@ mod straight;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use straight::{RecvStraight, SendStraight};
+#[cfg(all(feature = "internals", feature = "mlx5"))]
+#[doc(hidden)]
+pub use straight::Mlx5Direct;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use crate::providers::seam::{Plain, StraightWr};

@@ -22,6 +22,10 @@ use crate::providers::seam::StraightWr;
 use crate::providers::AnyQueues;
 use crate::wr::Sge;
 
+/// See [`AnyQp::mlx5_direct`].
+#[cfg(feature = "mlx5")]
+pub use crate::providers::mlx5::direct::Direct as Mlx5Direct;
+
 /// The send side of a QP that may send now (RTS or SQD), for one
 /// request through the straight path.
 pub struct SendStraight<'q> {
@@ -106,6 +110,29 @@ impl<T: Transport> AnyQp<'_, T> {
             _ => return None,
         };
         Some(inner.send_straight(qp_type))
+    }
+
+    /// The mlx5 provider's handle on this QP's slot and doorbell, for
+    /// posts that do not go through the QP (the C library's, which keeps
+    /// its own record of the state: see [`Mlx5Direct`]); `None` on other
+    /// providers. It stays valid after the QP is gone (and then posts
+    /// nothing).
+    #[cfg(feature = "mlx5")]
+    #[doc(hidden)]
+    pub fn mlx5_direct(&self) -> Option<Mlx5Direct> {
+        let inner = match self {
+            AnyQp::Reset(qp) => &qp.inner,
+            AnyQp::Init(qp) => &qp.inner,
+            AnyQp::Rtr(qp) => &qp.inner,
+            AnyQp::Rts(qp) => &qp.inner,
+            AnyQp::Sqd(qp) => &qp.inner,
+            AnyQp::Error(qp) => &qp.inner,
+        };
+        #[allow(unreachable_patterns)]
+        match &inner.ring {
+            AnyQueues::Mlx5(q) => Some(q.direct()),
+            _ => None,
+        }
     }
 
     /// The receive queue for [`RecvStraight::post`], in INIT, RTR, RTS or

@@ -165,6 +165,11 @@ fn rxe_rereg_mr() {
     assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, None));
     assert_eq!(mr.access(), RW, "a refused rereg changes nothing");
 
+    // mlx5 (the simulated ConnectX) re-registers a translation change.
+    #[cfg(feature = "mlx5")]
+    if ctx.provider() == verbs::ProviderKind::Mlx5 {
+        return rereg_translation_maps_the_new_buffer(&name, mr, other, pdn2);
+    }
     // rxe's rereg_user_mr refuses translation changes (EOPNOTSUPP); the
     // region stays as it was (and `other` is leaked: after a refused
     // translation change the registration's memory is the driver's word).
@@ -173,6 +178,43 @@ fn rxe_rereg_mr() {
     assert_eq!(mr.len(), 8192);
     assert_eq!(kernel_mr(&name, mr.lkey()), Some((8192, pdn2)));
     mr.destroy().expect("ibv_dereg_mr after rereg");
+}
+
+/// mlx5_ib_rereg_user_mr honours a translation change (a new umem, under
+/// a new mkey when the old one cannot take it): the region is then `other`
+/// (4096 bytes in the kernel's MR list, in the same PD), the old buffer
+/// comes back untouched, and an RDMA WRITE through the region's rkey lands
+/// in `other`, nowhere else.
+#[cfg(feature = "mlx5")]
+fn rereg_translation_maps_the_new_buffer(name: &str, mut mr: Mr<'_, Vec<u8>>, other: Vec<u8>, pdn: u32) {
+    use super::rig::{init_attr, rc_pair, CAP};
+    use core::time::Duration;
+    use std::time::Instant;
+    use verbs::wr::{SendFlags, SendWr};
+    use verbs::{Cq, Wc, WcStatus};
+    let old = mr.rereg(Rereg { buf: Some(other), ..Default::default() }).expect("rereg translation on mlx5");
+    let old = old.expect("the old buffer given back");
+    assert_eq!((old.len(), mr.len()), (8192, 4096));
+    assert!(old.iter().all(|&b| b == 0));
+    assert_eq!(kernel_mr(name, mr.lkey()), Some((4096, pdn)));
+    let pd = mr.pd();
+    let ctx = pd.context();
+    let (cq, cq2) = (Cq::create(ctx, 8, None, 0).unwrap(), Cq::create(ctx, 8, None, 0).unwrap());
+    let (mut a, _b) = rc_pair(pd, init_attr(&cq, &cq, None, CAP), init_attr(&cq2, &cq2, None, CAP));
+    let data = [0xa5u8; 32];
+    let wr = SendWr::rdma_write(1, &[], mr.addr() + 100, mr.rkey()).inline(&data);
+    a.post_send(&[wr.flags(SendFlags::SIGNALED)]).expect("ibv_post_send");
+    let mut wc = [Wc::ZERO; 1];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cq.poll(&mut wc).expect("ibv_poll_cq") == 0 {
+        assert!(Instant::now() < deadline, "no completion of the RDMA WRITE within 10 s");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(wc[0].status(), WcStatus::Success, "{:?}", wc[0]);
+    drop((a, _b));
+    let other = mr.destroy().expect("ibv_dereg_mr after rereg");
+    assert_eq!(other[100..132], data, "the WRITE through the re-registered rkey");
+    assert!(other[..100].iter().chain(&other[132..]).all(|&b| b == 0), "bytes outside the WRITE changed");
 }
 
 #[test]

@@ -56,7 +56,8 @@
 //!   and borrows the buffer mutably for the view's lifetime, and the
 //!   geometry shared (so it cannot change under the view; `SqGeom`'s
 //!   fields are private and set only by its constructor). A one-block
-//!   window masks its index by `mask`; a longer one checks `idx + nbb <=
+//!   window masks its index by `mask` (the current block, `sq_ring_at`,
+//!   is masked once when the view is made); a longer one checks `idx + nbb <=
 //!   mask + 1`: every address formed is inside the checked range, without
 //!   a check per store. The doorbell word of both ring views (this one
 //!   and B7's `RqRing`) is a `DbWord`, made only by `sq_ring`/`rq_ring`
@@ -503,6 +504,8 @@ impl SqGeom {
 pub struct SqRing<'b, 'g> {
     /// Byte 0 of the live mapping; the checked range is `[0, g.need)`.
     p: *mut u8,
+    /// The current block: block `idx & mask` of the ring (`sq_ring_at`).
+    blk: *mut u8,
     g: &'g SqGeom,
     _b: PhantomData<&'b mut WqBuf>,
 }
@@ -545,10 +548,20 @@ impl WqBuf {
     /// The send ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
     pub fn sq_ring<'g>(&mut self, g: &'g SqGeom) -> Option<SqRing<'_, 'g>> {
+        self.sq_ring_at(g, 0)
+    }
+
+    /// [`WqBuf::sq_ring`] with block `idx & mask` as its current block
+    /// ([`SqRing::cur`], [`SqRing::into_cur_block`]): its address formed
+    /// once for every store and the BlueFlame copy of a one-block WQE.
+    #[inline(always)]
+    pub fn sq_ring_at<'g>(&mut self, g: &'g SqGeom, idx: u32) -> Option<SqRing<'_, 'g>> {
         if g.need > self.0.len {
             return None;
         }
-        Some(SqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData })
+        let p = self.0.ptr.as_ptr();
+        let blk = p.wrapping_add(g.base + (idx & g.mask) as usize * WINDOW_MIN);
+        Some(SqRing { p, blk, g, _b: PhantomData })
     }
 }
 
@@ -558,6 +571,12 @@ impl<'b> SqRing<'b, '_> {
     pub fn wqe(&mut self, idx: u32) -> Window<'_> {
         let ptr = self.block_at(idx & self.g.mask);
         Window { ptr, len: WINDOW_MIN, _b: PhantomData }
+    }
+
+    /// The current block as a window.
+    #[inline(always)]
+    pub fn cur(&mut self) -> Window<'_> {
+        Window { ptr: self.blk, len: WINDOW_MIN, _b: PhantomData }
     }
 
     /// Blocks `idx..idx + nbb` as a window; `None` if they would pass the
@@ -594,6 +613,12 @@ impl<'b> SqRing<'b, '_> {
     #[inline(always)]
     pub fn into_block(self, idx: u32) -> SqBlock<'b> {
         SqBlock { ptr: self.block_at(idx & self.g.mask).cast::<u64>(), _b: PhantomData }
+    }
+
+    /// The current block, for reading back after the view is done with.
+    #[inline(always)]
+    pub fn into_cur_block(self) -> SqBlock<'b> {
+        SqBlock { ptr: self.blk.cast::<u64>(), _b: PhantomData }
     }
 }
 

@@ -50,22 +50,21 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
     Ok(())
 }
 
-/// `ibv_post_send` of the one request `s` on the QP in slot `uidx`
-/// through the straight path ([`SendQueue::post_straight`]), then its
-/// doorbell: `false`, nothing written, if that path does not take it.
+/// `ibv_post_send` of the one request `s` on the QP in `slot` (of
+/// `reg`'s table) through the straight path
+/// ([`SendQueue::post_straight`]), then its doorbell: `false`, nothing
+/// written, if that path does not take it.
 ///
 /// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
 #[inline(always)]
-pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, uidx: u32, db: &Doorbell, s: &W) -> bool {
-    // Soundness of the masked slot (`lock_made`, no bound check, no
-    // `None` branch): `uidx` is the slot `insert` handed out when the QP
-    // was made (`Mlx5Qp::slot`, below `SLOTS`), so the mask keeps it. Were
-    // it ever wrong, the mask still names a slot of this same table, taken
-    // under its lock like any other, and its entry is matched below as the
-    // checked path matches it: anything but a QP with a send queue is
-    // `false`, nothing written (the general path then names the error);
-    // no index into memory is formed from `uidx` beyond the table.
-    let mut g = reg.lock_made(uidx);
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot, db: &Doorbell, s: &W) -> bool {
+    // The slot by address (`RegRef::made`, as `post_recv_one` takes it):
+    // one pointer loaded instead of the table's address and the slot's
+    // offset formed from its index. Were it ever another queue's, its
+    // entry is matched below as the checked path matches it: anything but
+    // a QP with a send queue is `false`, nothing written (the general
+    // path then names the error).
+    let mut g = slot.lock();
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
     let Some(ring) = sq.post_straight(buf, s) else { return false };
     match ring {

@@ -155,9 +155,10 @@ fn concurrent_straight_posts_keep_the_ring_whole() {
         for t in 0..2u64 {
             let (reg, qp, db) = (&w.reg, w.qp, w.db);
             sc.spawn(move || {
+                let made = reg.made(qp);
                 for i in 0..N {
                     let wr = SendWr::rdma_write(t << 32 | i, &[SGE], 0x2000, 5);
-                    while !post_send_straight(reg, qp, &db, &wr) {
+                    while !post_send_straight(reg, &made, &db, &wr) {
                         // Full: retire everything posted (as a completion
                         // of the last WQE would).
                         let mut g = reg.lock(qp).unwrap();

@@ -398,7 +398,7 @@ impl ProviderCq for Mlx5Cq {
 pub struct Mlx5Qp {
     reg: RegRef,
     slot: u32,
-    /// The slot by address, for the straight `post_recv`.
+    /// The slot by address, for the straight `post_send` and `post_recv`.
     made: MadeSlot,
     db: Doorbell,
     slots: (u32, Option<u32>),
@@ -493,7 +493,7 @@ impl ProviderQp for Mlx5Qp {
     #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         if let [one] = wrs {
-            if ops::post_send_straight(&self.reg, self.slot, &self.db, one) {
+            if ops::post_send_straight(&self.reg, &self.made, &self.db, one) {
                 return Ok(());
             }
         }
@@ -507,7 +507,7 @@ impl ProviderQp for Mlx5Qp {
         _: QpType,
         s: &W,
     ) -> Option<core::result::Result<(), RingFailed>> {
-        ops::post_send_straight(&self.reg, self.slot, &self.db, s).then_some(Ok(()))
+        ops::post_send_straight(&self.reg, &self.made, &self.db, s).then_some(Ok(()))
     }
 
     fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {

@@ -29,8 +29,6 @@ use crate::wr::SendFlags;
 const RC_OPS: u32 = 1 << WR_SEND | 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE | 1 << WR_RDMA_WRITE_WITH_IMM | 1 << WR_RDMA_READ;
 /// UC has no RDMA READ.
 const UC_OPS: u32 = RC_OPS & !(1 << WR_RDMA_READ);
-/// The operations with a remote address segment.
-const RADDR_OPS: u32 = 1 << WR_RDMA_WRITE | 1 << WR_RDMA_WRITE_WITH_IMM | 1 << WR_RDMA_READ;
 /// The operations with immediate data (big-endian in the request).
 const IMM_OPS: u32 = 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE_WITH_IMM;
 const _: () = assert!(WR_RDMA_WRITE < 8 && WR_RDMA_WRITE_WITH_IMM < 8 && WR_SEND < 8 && WR_SEND_WITH_IMM < 8 && WR_RDMA_READ < 8);
@@ -119,9 +117,11 @@ impl SendQueue {
             return None;
         }
         // The ring and the doorbell record, checked in the buffer once.
-        let mut ring = buf.sq_ring(&self.geom)?;
         let cur = self.cur_post;
-        let raddr = RADDR_OPS >> opcode & 1;
+        let mut ring = buf.sq_ring_at(&self.geom, cur)?;
+        // The remote address segment's fields, if the operation has one.
+        let remote = s.rdma_remote(opcode);
+        let raddr = u32::from(remote.is_some());
         // The rest of a WQE of `ds` units (the control segment, the
         // remote address, the data) in `nbb` blocks whose data is stored
         // (`inline`: 1 if the data is inline), and its post: after the
@@ -132,9 +132,9 @@ impl SendQueue {
         macro_rules! finish {
             ($raddr:expr, $ds:expr, $nbb:expr, $inline:expr) => {{
                 let (raddr, ds, nbb): (u32, u32, u32) = ($raddr, $ds, $nbb);
-                let mut w = ring.wqe(cur);
-                if raddr != 0 {
-                    let (remote_addr, rkey) = s.remote();
+                let mut w = ring.cur();
+                if let (true, Some(remote)) = (raddr != 0, &remote) {
+                    let (remote_addr, rkey) = remote();
                     w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
                 }
                 let st = &self.straight;
@@ -160,7 +160,7 @@ impl SendQueue {
                 // more than one unit that fits the register's half.
                 Some(if ds > 1 && ds <= st.bf_ds[$inline] {
                     if nbb == 1 {
-                        StraightRing::Block { first: idx, block: ring.into_block(cur) }
+                        StraightRing::Block { first: idx, block: ring.into_cur_block() }
                     } else {
                         StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb })
                     }
@@ -178,10 +178,10 @@ impl SendQueue {
                 }
                 let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
                 if raddr == 0 {
-                    ring.wqe(cur).put::<16, DataSeg>(seg);
+                    ring.cur().put::<16, DataSeg>(seg);
                     finish!(0, 2, 1, 0)
                 } else {
-                    ring.wqe(cur).put::<32, DataSeg>(seg);
+                    ring.cur().put::<32, DataSeg>(seg);
                     finish!(1, 3, 1, 0)
                 }
             }
@@ -199,14 +199,14 @@ impl SendQueue {
                 // constants as an SGE is.
                 const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
                 if raddr == 0 && n <= FIT {
-                    let mut w = ring.wqe(cur);
+                    let mut w = ring.cur();
                     w.put::<16, U32>(hdr);
                     let stored = w.put_bytes(16 + INLINE_HDR, d);
                     debug_assert!(stored);
                     return finish!(0, 1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
                 }
                 if raddr != 0 && n <= FIT - 16 {
-                    let mut w = ring.wqe(cur);
+                    let mut w = ring.cur();
                     w.put::<32, U32>(hdr);
                     let stored = w.put_bytes(32 + INLINE_HDR, d);
                     debug_assert!(stored);

@@ -146,16 +146,6 @@ macro_rules! registry {
                 }
             }
 
-            /// See [`ProviderCq::is_empty`] (a dead CQ is not: its poll
-            /// says why).
-            #[inline(always)]
-            pub(crate) fn is_empty(&self) -> bool {
-                match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::is_empty(q), )*
-                    AnyCq::Dead => false,
-                }
-            }
-
             /// `Cq::poll` with the CQ's resize guard `ring`: 0 if the CQ
             /// is empty, else its copy (see [`ProviderCq::poll_leave`];
             /// `out` may be empty). Each
@@ -185,14 +175,46 @@ macro_rules! registry {
                 crate::providers::dispatch::dead_poll()
             }
 
-            /// See [`ProviderCq::poll_nonempty`]; `None` where
-            /// [`AnyCq::poll`] is an error.
+            /// The C library's `ibv_poll_cq` with the CQ's resize guard
+            /// `ring`: `empty()` if the CQ is empty; else `out()`, the
+            /// caller's array (or the maker of the answer, called once
+            /// the guard is left), and
+            /// the provider's copy into it ([`ProviderCq::poll_leave_wait`],
+            /// one jump: it takes the guard along and answers the count);
+            /// `fail` with the maker of the error of a dead CQ (which it
+            /// builds out of line). The driver tag is read once, as in
+            /// [`AnyCq::poll_entered`].
+            #[cfg(feature = "internals")]
             #[inline(always)]
-            pub(crate) fn poll_nonempty(&self, out: &mut [MaybeUninit<Wc>]) -> Option<usize> {
-                match *self {
-                    $( #[cfg(feature = $feat)] AnyCq::$V(ref q) => ProviderCq::poll_nonempty(q, out).ok(), )*
-                    AnyCq::Dead => None,
-                }
+            pub(crate) fn poll_entered_wait<'o>(
+                ring: crate::swap_cell::Entered<'_, AnyCq>,
+                empty: impl FnOnce() -> i32,
+                out: impl FnOnce() -> core::result::Result<&'o mut [MaybeUninit<Wc>], extern "C" fn() -> i32>,
+                fail: impl FnOnce(fn() -> crate::error::Error) -> i32,
+            ) -> i32 {
+                $(
+                    #[cfg(feature = $feat)]
+                    if let AnyCq::$V(_) = *ring {
+                        #[allow(unreachable_patterns)]
+                        let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
+                        return match held {
+                            Some(q) if ProviderCq::is_empty(q.get()) => {
+                                drop(q);
+                                empty()
+                            }
+                            Some(q) => match out() {
+                                Ok(o) => ProviderCq::poll_leave_wait(q, o),
+                                Err(answer) => {
+                                    drop(q);
+                                    answer()
+                                }
+                            },
+                            None => fail(crate::providers::dispatch::dead_poll_error),
+                        };
+                    }
+                )*
+                drop(ring);
+                fail(crate::providers::dispatch::dead_poll_error)
             }
 
             /// See [`ProviderCq::poll_with`]; `Err` with the claim's state
@@ -427,6 +449,15 @@ pub(crate) fn poll_result(p: super::claim::Polled) -> crate::error::Result<usize
         return Err(poll_failed(p));
     }
     Ok(p as u32 as usize)
+}
+
+/// The error of `ibv_poll_cq` on a dead CQ (its ring was lost to a failed
+/// resize).
+#[cfg(feature = "internals")]
+#[cold]
+#[inline(never)]
+pub(crate) fn dead_poll_error() -> Error {
+    dead("ibv_poll_cq")
 }
 
 /// `Cq::poll` of a dead CQ (its ring was lost to a failed resize), out of

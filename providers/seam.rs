@@ -357,6 +357,22 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
         poll_leave_held(cq, out)
     }
 
+    /// The C library's `ibv_poll_cq` of a CQ it found not empty, with the
+    /// CQ's resize guard (`cq`, dropped last), into `out` (not empty):
+    /// one out-of-line function, reached by a jump, that answers the
+    /// count in a register. It waits while another poll holds the CQ (a
+    /// `poll_with` closure too: C's callers wait on rdma-core's CQ lock),
+    /// so the count is its only answer (`out` is a C array: at most
+    /// `c_int::MAX` elements, so the count fits). The out-of-line part
+    /// is `extern "C"` (an unwind would abort there, as it would in
+    /// `ibv_poll_cq`), so that `ibv_poll_cq` can jump to it: a call that
+    /// may unwind out of an `extern "C"` function cannot be a jump. The default:
+    /// [`ProviderCq::poll_nonempty`] until the CQ is free.
+    #[inline(always)]
+    fn poll_leave_wait(cq: Held<'_, Self>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+        poll_leave_wait_held(cq, out)
+    }
+
     /// `ibv_start_poll`/`next`/`end`: hands up to `max` completions to `f`.
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim>;
 
@@ -388,6 +404,19 @@ fn poll_leave_held<Q: ProviderCq, S: WcOut>(cq: Held<'_, Q>, out: &mut [S]) -> R
         return Ok(0);
     }
     cq.get().poll_held(out).map_err(super::dispatch::busy)
+}
+
+/// The default [`ProviderCq::poll_leave_wait`] (`extern "C"`: see
+/// siw's `poll_leave_wait`).
+#[allow(improper_ctypes_definitions)]
+#[inline(never)]
+extern "C" fn poll_leave_wait_held<Q: ProviderCq>(cq: Held<'_, Q>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+    loop {
+        if let Ok(n) = cq.get().poll_nonempty(out) {
+            return n as i32;
+        }
+        core::hint::spin_loop();
+    }
 }
 
 /// A provider's queue pair: its send and receive queues.

@@ -259,24 +259,29 @@ impl<'ctx> Cq<'ctx> {
         self.poll_out(wc)
     }
 
-    /// [`Cq::poll_uninit`] for the C library's `ibv_poll_cq` (feature
-    /// `internals`), split so that the empty case runs no out-of-line
-    /// code: if the CQ is empty, `empty()`; else `full` with a
-    /// [`PollTicket`] that holds the ring (no resize replaces it) until
-    /// it is used or dropped. `full` is meant to be one out-of-line call
-    /// in tail position, which keeps every register of the poll to
-    /// itself.
+    /// The C library's `ibv_poll_cq` (feature `internals`): if the CQ is
+    /// empty, `empty()`; else `out()` (the caller's array, or, when there
+    /// is none, the maker of the answer, called once the CQ is left) and
+    /// the copy of up to its length completions
+    /// into it, whose count is the answer (the first that many elements
+    /// are then written). The copy is one jump to the provider's
+    /// out-of-line part, which answers the count in a register and waits
+    /// while another poll holds the CQ (a [`Cq::poll_with`] closure too,
+    /// as C's callers wait on rdma-core's CQ lock). `fail` gets the
+    /// maker of the error (built out of line) of a CQ that is being
+    /// resized (try again) or dead.
     #[cfg(feature = "internals")]
     #[doc(hidden)]
     #[doc(alias = "ibv_poll_cq")]
     #[inline(always)]
-    pub fn poll_uninit_straight<R>(&self, empty: impl FnOnce() -> R, full: impl FnOnce(Option<PollTicket<'_>>) -> R) -> R {
-        let Some(ring) = self.ring.enter() else { return full(None) };
-        if ring.is_empty() {
-            drop(ring);
-            return empty();
-        }
-        full(Some(PollTicket(ring)))
+    pub fn poll_c<'o>(
+        &self,
+        empty: impl FnOnce() -> i32,
+        out: impl FnOnce() -> core::result::Result<&'o mut [core::mem::MaybeUninit<crate::wc::Wc>], extern "C" fn() -> i32>,
+        fail: impl FnOnce(fn() -> Error) -> i32,
+    ) -> i32 {
+        let Some(ring) = self.ring.enter() else { return fail(resizing_poll) };
+        Ring::poll_entered_wait(ring, empty, out, fail)
     }
 
     /// The empty case runs no out-of-line code and makes no call (so the
@@ -466,30 +471,20 @@ pub fn get_cq_event<'c, 'ctx>(
     Ok(cq)
 }
 
-/// A CQ found not empty by [`Cq::poll_uninit_straight`], its ring held
-/// (no resize replaces it) until [`PollTicket::poll`] or a drop.
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub struct PollTicket<'c>(crate::swap_cell::Entered<'c, Ring>);
-
-#[cfg(feature = "internals")]
-impl PollTicket<'_> {
-    /// Copies up to `out.len()` completions into `out` (the first that
-    /// many elements are then written) and returns how many; `None` where
-    /// [`Cq::poll_uninit`] is an error (another poller holds the CQ, a
-    /// dead ring), which it then tells.
-    #[inline(always)]
-    pub fn poll(self, out: &mut [core::mem::MaybeUninit<crate::wc::Wc>]) -> Option<usize> {
-        self.0.poll_nonempty(out)
-    }
-}
-
 /// The error of a call that found the CQ's ring being replaced by
 /// [`Cq::resize`] on another thread.
 #[cold]
 #[inline(never)]
 fn resizing(verb: &'static str) -> Error {
     Error::new(verb, ErrorKind::Busy).with_detail("the CQ is being resized by another thread")
+}
+
+/// [`resizing`] of `ibv_poll_cq` (the C library's, [`Cq::poll_c`]).
+#[cfg(feature = "internals")]
+#[cold]
+#[inline(never)]
+fn resizing_poll() -> Error {
+    resizing("ibv_poll_cq")
 }
 
 fn destroy_cmd(ctx: &Context, handle: u32) -> Result<CqDestroyed> {

@@ -39,7 +39,6 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use verbs::cq::PollTicket;
 use verbs::{Context, Cq, CqOptions, ErrorKind};
 
 use crate::abi::device::IbvContext;
@@ -634,45 +633,87 @@ const _: () = {
 /// array (`verbs::Wc` is `struct ibv_wc`, asserted above), which is looked
 /// at only if the CQ is not empty: an empty CQ answers 0 whatever
 /// `num_entries` and `wc` are (as rdma-core's providers, which never touch
-/// the array then), with no call out of this function. Pollers of
-/// one CQ on several threads wait for each other (rdma-core takes a
-/// spinlock): a `Busy` claim is retried, never reported.
+/// the array then), with no call out of this function. The copy is one
+/// jump to the provider's out-of-line part, which answers the count
+/// itself. Pollers of one CQ on several threads wait for each other
+/// (rdma-core takes a spinlock): a `Busy` claim is waited out, never
+/// reported.
 ///
 /// # Safety
 ///
 /// `wc` points to `num_entries` writable `struct ibv_wc` (when > 0); the
 /// CQ is not destroyed during the call (C's rule).
 pub(crate) unsafe extern "C" fn poll_cq(cq: *mut IbvCq, num_entries: c_int, wc: *mut IbvWc) -> c_int {
-    let Some(c) = from_c(cq) else { return fail_neg1(libc::EINVAL) };
+    let Some(c) = from_c(cq) else { return einval() };
     // SAFETY: the caller's promise: no destroy during this call.
-    let Some(inner) = (unsafe { c.live() }) else { return fail_neg1(libc::EINVAL) };
-    // An empty CQ answers 0 whatever the array is, as rdma-core's
-    // providers do; the rest is one call in tail position.
-    // SAFETY: forwarded caller contract.
-    inner.poll_uninit_straight(|| 0, |ticket| unsafe { poll_full(inner, ticket, num_entries, wc) })
+    let Some(inner) = (unsafe { c.live() }) else { return einval() };
+    inner.poll_c(
+        || 0,
+        // SAFETY: forwarded caller contract.
+        || unsafe { c_array(num_entries, wc) },
+        // SAFETY: forwarded caller contract.
+        |e| unsafe { poll_failed(inner, num_entries, wc, e) },
+    )
 }
 
-/// [`poll_cq`] of a CQ that was not empty (`ticket`: still held), or that
-/// could not be looked at (`None`: being resized).
+/// The caller's array of [`poll_cq`] as the slots of a poll, or the
+/// maker of the answer when there is none: 0 for `num_entries <= 0`, -1
+/// with `EINVAL` for a NULL `wc`.
 ///
 /// # Safety
 ///
 /// As [`poll_cq`].
-#[inline(never)]
-unsafe fn poll_full(inner: &Cq<'static>, ticket: Option<PollTicket<'_>>, num_entries: c_int, wc: *mut IbvWc) -> c_int {
+#[inline(always)]
+unsafe fn c_array<'o>(num_entries: c_int, wc: *mut IbvWc) -> Result<&'o mut [MaybeUninit<verbs::Wc>], extern "C" fn() -> c_int> {
     if num_entries <= 0 {
-        return 0;
+        return Err(no_entries);
     }
     if wc.is_null() {
-        return fail_neg1(libc::EINVAL);
+        return Err(einval);
     }
     // SAFETY: the caller promises `num_entries` (> 0) writable entries,
     // used by nothing else during the call; MaybeUninit: nothing is read,
     // and `verbs::Wc` has `ibv_wc`'s size, alignment and field offsets.
-    let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<verbs::Wc>>(), num_entries as usize) };
-    match ticket.and_then(|t| t.poll(out)) {
-        Some(n) => n as c_int,
-        None => poll_again(inner, out),
+    Ok(unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<verbs::Wc>>(), num_entries as usize) })
+}
+
+/// 0, [`poll_cq`]'s answer to `num_entries <= 0`.
+extern "C" fn no_entries() -> c_int {
+    0
+}
+
+/// -1 with `EINVAL` (a bad handle or array), out of line: the poll's own
+/// code only jumps here. This and [`poll_failed`] are `extern "C"` (an
+/// unwind would abort there, as in [`poll_cq`]): a call that may unwind
+/// out of an `extern "C"` function cannot be a jump, and so needs a
+/// stack frame.
+#[cold]
+#[inline(never)]
+extern "C" fn einval() -> c_int {
+    // Opaque: a known constant answer would keep the callers from
+    // jumping here (they would return the constant themselves).
+    core::hint::black_box(fail_neg1(libc::EINVAL))
+}
+
+/// [`poll_cq`] of a CQ that could not be looked at: being resized by
+/// another thread (`Busy`: the general way, retried) or dead (-1 with
+/// errno).
+///
+/// # Safety
+///
+/// As [`poll_cq`].
+#[allow(improper_ctypes_definitions)]
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn poll_failed(inner: &Cq<'static>, num_entries: c_int, wc: *mut IbvWc, error: fn() -> verbs::Error) -> c_int {
+    let e = error();
+    if e.kind() != ErrorKind::Busy {
+        return fail_neg1(errno_of(&e));
+    }
+    // SAFETY: forwarded caller contract.
+    match unsafe { c_array(num_entries, wc) } {
+        Ok(out) => poll_again(inner, out),
+        Err(answer) => answer(),
     }
 }
 

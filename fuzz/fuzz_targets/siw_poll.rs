@@ -55,9 +55,9 @@ fuzz_target!(|data: &[u8]| {
                 }
                 let mut wcs = Vec::new();
                 let got = if op == 3 {
-                    // The C library's copy (`poll_nonempty` is `copy_run`
-                    // into `MaybeUninit` slots), whose `Consumer::drain` is
-                    // also `Cq::poll`'s past its claim: no empty check first.
+                    // The copy past the empty check (`copy_run`), whose
+                    // `Consumer::drain` is also that of `Cq::poll` and of
+                    // the C library's `ibv_poll_cq` past their claim.
                     let k = copy_run(&cq.q, &mut out[..max]).expect("the only consumer");
                     wcs.extend(out[..k].iter().map(|w| {
                         exercise(w);

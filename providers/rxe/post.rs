@@ -646,7 +646,7 @@ fn poll_copied<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Poll
 
 /// [`poll`] past the empty check, for a caller that makes its own
 /// out-of-line call around it (the C library's `ibv_poll_cq`, through
-/// `Cq::poll_uninit_straight`): claims the CQ, copies up to `out.len()`
+/// `ProviderCq::poll_leave_wait`): claims the CQ, copies up to `out.len()`
 /// completions, frees their slots, and returns how many.
 #[inline(always)]
 pub fn poll_nonempty<S: crate::wc::WcOut>(cq: &CompletionQueue, out: &mut [S]) -> Result<u32, Claim> {

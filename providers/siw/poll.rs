@@ -192,6 +192,44 @@ fn poll_leave_slow<S: crate::wc::WcOut>(cq: Held<'_, SiwCq>, out: &mut [S]) -> c
     Ok(drain(&c, out, false).unwrap_or(0))
 }
 
+/// The C library's `ibv_poll_cq` on siw (see
+/// `ProviderCq::poll_leave_wait`): [`poll_leave`] answering the count in
+/// a register, its one out-of-line function reached by a jump from
+/// `ibv_poll_cq`'s own; the rest (a claim another poller holds, a batch
+/// that may wrap) a tail call that takes the guard along. `extern "C"`
+/// (see `ProviderCq::poll_leave_wait`): `Held` and the slice are two
+/// words each, passed in registers as in Rust's own calls.
+#[allow(improper_ctypes_definitions)]
+#[inline(never)]
+pub(crate) extern "C" fn poll_leave_wait(cq: Held<'_, SiwCq>, out: &mut [core::mem::MaybeUninit<Wc>]) -> i32 {
+    let Ok(c) = cq.get().ring().try_consumer() else {
+        return poll_leave_wait_slow(cq, out);
+    };
+    let Some(n) = drain(&c, out, true) else {
+        // Nothing read: the general way, claimed afresh.
+        drop(c);
+        return poll_leave_wait_slow(cq, out);
+    };
+    n as i32
+}
+
+/// [`poll_leave_wait`] of what its inline part does not take: waits
+/// while another poll holds the CQ (a `poll_with` closure too, as C's
+/// callers wait on rdma-core's lock), then copies any batch. Drops the
+/// guard last.
+#[allow(improper_ctypes_definitions)]
+#[cold]
+#[inline(never)]
+extern "C" fn poll_leave_wait_slow(cq: Held<'_, SiwCq>, out: &mut [core::mem::MaybeUninit<Wc>]) -> i32 {
+    let c = loop {
+        if let Ok(c) = cq.get().ring().consumer() {
+            break c;
+        }
+        core::hint::spin_loop();
+    };
+    drain(&c, out, false).unwrap_or(0) as i32
+}
+
 /// `enum ibv_wc_status` of the low four bits of a status: [`STATUS`],
 /// then `IBV_WC_GENERAL_ERR` (a batch with such a status is copied again
 /// by [`to_wc`], which sets `vendor_err`).

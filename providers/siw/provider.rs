@@ -139,6 +139,11 @@ impl ProviderCq for SiwCq {
     }
 
     #[inline(always)]
+    fn poll_leave_wait(cq: crate::swap_cell::Held<'_, Self>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+        poll::poll_leave_wait(cq, out)
+    }
+
+    #[inline(always)]
     fn poll_with(&self, max: usize, f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         poll::poll_with(self.ring(), max, f)
     }

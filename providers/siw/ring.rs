@@ -660,11 +660,12 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         mut copy: impl FnMut(&mut S, &SiwCqe),
         rare: impl FnOnce(&Self, &mut [S]) -> usize,
     ) -> Option<usize> {
-        const { assert!(size_of::<SiwCqe>() <= ELEM) };
+        const { assert!(size_of::<SiwCqe>() <= ELEM && size_of::<S>() > 0, "slots take room: a slice of them is at most isize::MAX long") };
         let (base, n) = (self.q.base.as_ptr(), u64::from(self.q.n.get()));
         let start = self.q.next.load(Ordering::Relaxed);
         let len = out.len();
-        // No overflow: `start < 2^32`, `len <= isize::MAX`. With `start <
+        // No overflow: `start < 2^32`, `len <= isize::MAX` (slots of at
+        // least one byte, compile time above). With `start <
         // n` (a position out of range, `start >= n`, fails it unless `out`
         // is empty, when nothing is read), the elements `start..start +
         // len` are inside the array (S1).

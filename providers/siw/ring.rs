@@ -598,9 +598,10 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// position to the array's end, then from its start), each with a
     /// pointer stepping by `ELEM` and no index arithmetic. `straight`
     /// (`Some`): only if `out` does not reach past the array's end (one
-    /// stretch, [`Consumer::drain_straight`]), else `None`, nothing read. Nothing in it runs caller code
-    /// (`common`, `copy` and `rare` are library code that does not panic),
-    /// and the position is stored before it returns.
+    /// stretch, walked by `drain_straight`), else `None`, nothing read.
+    /// Nothing in it runs caller code (`common`, `copy` and `rare` are
+    /// library code that does not panic), and the position is stored
+    /// before it returns.
     #[inline(always)]
     pub fn drain<S>(
         &self,

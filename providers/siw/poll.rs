@@ -230,27 +230,28 @@ extern "C" fn poll_leave_wait_slow(cq: Held<'_, SiwCq>, out: &mut [core::mem::Ma
     drain(&c, out, false).unwrap_or(0) as i32
 }
 
-/// `enum ibv_wc_status` of the low four bits of a status: [`STATUS`],
-/// then `IBV_WC_GENERAL_ERR` (a batch with such a status is copied again
-/// by [`to_wc`], which sets `vendor_err`).
-const STATUS16: [u32; 16] = {
-    let mut t = [GENERAL_ERR; 16];
+/// The tables of [`copy_common`], in one static (one register holds
+/// both): `status`, the `enum ibv_wc_status` of the low four bits of a
+/// status ([`STATUS`], then `IBV_WC_GENERAL_ERR`: a batch with such a
+/// status is copied again by [`to_wc`], which sets `vendor_err`);
+/// `opcodes`, [`wc_opcode`] of every byte, already in the upper half of
+/// the `ibv_wc` word it shares with the status (`pair(0, opcode)`): one
+/// load, no bound check, no shift.
+struct Tables {
+    opcodes: [u64; 256],
+    status: [u32; 16],
+}
+
+static TABLES: Tables = {
+    let mut t = Tables { opcodes: [0; 256], status: [GENERAL_ERR; 16] };
     let mut i = 0;
     while i < STATUS.len() {
-        t[i] = STATUS[i];
+        t.status[i] = STATUS[i];
         i += 1;
     }
-    t
-};
-
-/// [`wc_opcode`] of every byte, already in the upper half of the
-/// `ibv_wc` word it shares with the status (`pair(0, opcode)`): one load,
-/// no bound check, no shift.
-static OPCODES: [u64; 256] = {
-    let mut t = [0; 256];
     let mut i = 0;
     while i < 256 {
-        t[i] = pair(0, wc_opcode(i as u8));
+        t.opcodes[i] = pair(0, wc_opcode(i as u8));
         i += 1;
     }
     t
@@ -273,7 +274,7 @@ const fn pair(lo: u32, hi: u32) -> u64 {
 fn copy_common<S: crate::wc::WcOut>(slot: &mut S, cqe: &SiwCqe) {
     let words: [u64; 6] = [
         cqe.id,
-        pair(STATUS16[usize::from(cqe.status & 15)], 0) | OPCODES[usize::from(cqe.opcode)],
+        pair(TABLES.status[usize::from(cqe.status & 15)], 0) | TABLES.opcodes[usize::from(cqe.opcode)],
         pair(0, cqe.bytes),
         pair(0, cqe.qp_id as u32),
         0,

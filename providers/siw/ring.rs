@@ -598,9 +598,10 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
     /// position to the array's end, then from its start), each with a
     /// pointer stepping by `ELEM` and no index arithmetic. `straight`
     /// (`Some`): only if `out` does not reach past the array's end (one
-    /// stretch), else `None`, nothing read. Nothing in it runs caller code
-    /// (`common`, `copy` and `rare` are library code that does not panic),
-    /// and the position is stored before it returns.
+    /// stretch, walked by `drain_straight`), else `None`, nothing read.
+    /// Nothing in it runs caller code (`common`, `copy` and `rare` are
+    /// library code that does not panic), and the position is stored
+    /// before it returns.
     #[inline(always)]
     pub fn drain<S>(
         &self,
@@ -610,16 +611,12 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         mut copy: impl FnMut(&mut S, &SiwCqe),
         rare: impl FnOnce(&Self, &mut [S]) -> usize,
     ) -> Option<usize> {
+        if straight {
+            return self.drain_straight(out, common, copy, rare);
+        }
         let (base, n) = (self.q.base.as_ptr(), self.q.n.get() as usize);
         let start = self.start() as usize;
-        let got = if straight {
-            // `start < n`: the elements `start..start + out.len()` are
-            // inside the array (S1) when this holds.
-            if out.len() > n - start {
-                return None;
-            }
-            Self::stretch(base.wrapping_add(start * ELEM), out, &common, &mut copy)
-        } else {
+        let got = {
             // At most once round the array.
             let max = out.len().min(n);
             // `start < n`: the first stretch is elements `start..start +
@@ -646,7 +643,108 @@ impl<'q, const ELEM: usize> Consumer<'q, ELEM> {
         Some(got)
     }
 
-    /// [`Consumer::drain`] over the contiguous elements from `elem` on, one
+    /// [`Consumer::drain`] of a batch that does not reach past the array's
+    /// end (`None`, nothing read, for any other): one pointer over the
+    /// elements stepping a round of eight at a time (each element of a
+    /// round addressed by a constant displacement), the slots alike. A
+    /// batch taken whole moves the position by `out.len()`; only a walk
+    /// that stops early counts what it took (from the element it stopped
+    /// at), and only it looks for a completion that is not common.
+    /// Values that only the end needs (the position, the array's start
+    /// and length) are loaded again there, so that the walk keeps its
+    /// registers to itself.
+    #[inline(always)]
+    fn drain_straight<S>(
+        &self,
+        out: &mut [S],
+        common: impl Fn(&SiwCqe) -> bool,
+        mut copy: impl FnMut(&mut S, &SiwCqe),
+        rare: impl FnOnce(&Self, &mut [S]) -> usize,
+    ) -> Option<usize> {
+        const { assert!(size_of::<SiwCqe>() <= ELEM && size_of::<S>() > 0, "slots take room: a slice of them is at most isize::MAX long") };
+        let (base, n) = (self.q.base.as_ptr(), u64::from(self.q.n.get()));
+        let start = self.q.next.load(Ordering::Relaxed);
+        let len = out.len();
+        // No overflow: `start < 2^32`, `len <= isize::MAX` (slots of at
+        // least one byte, compile time above). With `start <
+        // n` (a position out of range, `start >= n`, fails it unless `out`
+        // is empty, when nothing is read), the elements `start..start +
+        // len` are inside the array (S1).
+        if u64::from(start) + len as u64 > n {
+            return None;
+        }
+        let mut elem = base.wrapping_add(start as usize * ELEM);
+        // Whether the element at `at` is a common completion: if so, it is
+        // copied into `slot` and handed back.
+        let mut one = |slot: &mut S, at: *mut u8| -> bool {
+            // SAFETY: byte 8 of an element inside the live mapping (`at`
+            // is one of the elements `start..start + len`, one per slot of
+            // `out`, see above; S1) is its flags byte, only ever accessed
+            // as an atomic (S2); the borrow ends with this call.
+            let flags = unsafe { &*at.wrapping_add(FLAGS).cast::<AtomicU8>() };
+            if flags.load(Ordering::Acquire) != SIW_WQE_VALID as u8 {
+                return false;
+            }
+            // SAFETY: as in `take_each`: inside the mapping, a `SiwCqe`,
+            // user space's by its flags (`VALID`, loaded above with
+            // acquire) until the store below.
+            let cqe = unsafe { at.cast::<SiwCqe>().read_unaligned() };
+            if !common(&cqe) {
+                return false;
+            }
+            copy(slot, &cqe);
+            // Handed back after its last read (S2).
+            flags.store(0, Ordering::Release);
+            true
+        };
+        // `rest`: the slots from `elem`'s on. A walk that stops in a round
+        // leaves by a call of its own for each place in the round
+        // (`stopped_at::<K>`, out of line), so that no register has to
+        // say where in the round the walk is.
+        let mut rest = out;
+        while rest.len() >= 8 {
+            macro_rules! round {
+                ($($k:literal)*) => {$(
+                    if !one(&mut rest[$k], elem.wrapping_add($k * ELEM)) {
+                        return Some(self.stopped_at::<$k, S>(rest, elem, rare));
+                    }
+                )*};
+            }
+            round!(0 1 2 3 4 5 6 7);
+            rest = &mut core::mem::take(&mut rest)[8..];
+            elem = elem.wrapping_add(8 * ELEM);
+        }
+        for k in 0..rest.len() {
+            if !one(&mut rest[k], elem) {
+                return Some(self.stopped_at::<0, S>(&mut rest[k..], elem, rare));
+            }
+            elem = elem.wrapping_add(ELEM);
+        }
+        // All taken: `start + len <= n`, wrapped to 0 at `n`.
+        let next = self.q.next.load(Ordering::Relaxed) as usize + len;
+        self.q.next.store(if next as u64 == u64::from(self.q.n.get()) { 0 } else { next as u32 }, Ordering::Relaxed);
+        Some(len)
+    }
+
+    /// [`Consumer::drain_straight`] of a walk that stopped at element `K`
+    /// of the round at `round` (whose slots `rest` starts with; the
+    /// element is before the array's end): the position moved there,
+    /// then the rest by `rare` if the element is a completion all the
+    /// same. Returns how many in all, from the position on.
+    #[cold]
+    #[inline(never)]
+    fn stopped_at<const K: usize, S>(&self, rest: &mut [S], round: *mut u8, rare: impl FnOnce(&Self, &mut [S]) -> usize) -> usize {
+        let at = (round as usize - self.q.base.as_ptr() as usize) / ELEM + K;
+        let got = at - self.q.next.load(Ordering::Relaxed) as usize;
+        self.q.next.store(at as u32, Ordering::Relaxed);
+        if self.ready() {
+            return got + rare(self, rest.get_mut(K..).unwrap_or_default());
+        }
+        got
+    }
+
+    /// [`Consumer::drain`] of a batch that may wrap, over the contiguous
+    /// elements from `elem` on, one
     /// per slot of `out` (the caller keeps them inside the array),
     /// stopping at the first not common. Returns how many. Eight
     /// elements a round (the loop's steps shared by them, each element

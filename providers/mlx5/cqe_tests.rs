@@ -61,6 +61,24 @@ fn put(b: &mut WqBuf, size: u32, slot: u32, c: Cqe64) {
     assert!(b.put((slot * size + size - 64) as usize, c));
 }
 
+/// The general path's answer for the CQEs at `cis`, as the poll reports it: the completions in `out`,
+/// or the first failure if it came before any completion (the reference the fast paths are held to).
+fn general_path(r: &CqRing, b: &WqBuf, q: &mut Qs, cis: impl IntoIterator<Item = u32>, out: &mut [Wc]) -> Result<usize, &'static str> {
+    let mut n = 0;
+    for ci in cis {
+        match r.complete_one(b, ci, q) {
+            Step::Done(wc) => {
+                out[n] = wc;
+                n += 1;
+            }
+            Step::Skip => {}
+            Step::Fail(why) if n == 0 => return Err(why),
+            Step::Fail(_) => break,
+        }
+    }
+    Ok(n)
+}
+
 #[test]
 fn owner_bit_and_invalid_opcode() {
     let (mut r, mut b) = cq(64, 1);
@@ -307,25 +325,7 @@ fn fast_requester_path_equals_the_general_one() {
                         put(&mut b, size, 1, mk(next_named));
                         let mut out = [Wc::ZERO; 2];
                         let got = if general {
-                            let mut n = 0;
-                            let mut err = None;
-                            for i in 0..slots as u32 {
-                                match r.complete_one(&b, i, &mut q) {
-                                    Step::Done(wc) => {
-                                        out[n] = wc;
-                                        n += 1;
-                                    }
-                                    Step::Skip => {}
-                                    Step::Fail(why) => {
-                                        err = Some(why);
-                                        break;
-                                    }
-                                }
-                            }
-                            match err {
-                                Some(why) if n == 0 => Err(why),
-                                _ => Ok(n),
-                            }
+                            general_path(&r, &b, &mut q, 0..slots as u32, &mut out)
                         } else {
                             r.poll(&b, &mut out[..slots], &mut q).map_err(|e| e.detail().unwrap_or_default())
                         };
@@ -404,25 +404,7 @@ fn mixed_runs_equal_the_general_path() {
                         put(&mut b, 64, i & 3, c);
                     }
                     let got = if general {
-                        let mut n = 0;
-                        let mut err = None;
-                        for k in 0..3 {
-                            match r.complete_one(&b, start + k, &mut q) {
-                                Step::Done(wc) => {
-                                    out[n] = wc;
-                                    n += 1;
-                                }
-                                Step::Skip => {}
-                                Step::Fail(why) => {
-                                    err = Some(why);
-                                    break;
-                                }
-                            }
-                        }
-                        match err {
-                            Some(why) if n == 0 => Err(why),
-                            _ => Ok(n),
-                        }
+                        general_path(&r, &b, &mut q, (0..3).map(|k| start + k), &mut out)
                     } else {
                         r.poll(&b, &mut out, &mut q).map_err(|e| e.detail().unwrap_or_default())
                     };

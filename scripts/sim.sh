@@ -161,6 +161,9 @@ run_one ibv_devinfo "-v (port)" "link_layer:[[:space:]]+Ethernet" ibv_devinfo -v
 # RDMA netlink (the shim's NETLINK_RDMA socket, the daemon's nldev): iproute2's rdma tool
 run_one rdma "dev" "^0: mlx5_0: node_type ca fw 22\.36\.1010 node_guid 0c42:a103:00b1:5e00" rdma dev
 run_one rdma "link" "^link mlx5_0/1 state ACTIVE physical_state LINK_UP" rdma link
+# the shim's diversion of a link change of the port's netdev (lo) keeps what follows it in the
+# same send: a change and an RTM_GETLINK in one sendto / one sendmsg, both answered in order
+run_one shim "rtnetlink batch (link change + GETLINK)" "^batch ok$" python3 "$ROOT/sim/tests/nl_batch.py"
 # a program's MR and listening cm_id, listed while it waits for its peer (polled until listed)
 run_one rdma "res show mr (ibv_rc_pingpong's MR)" "^dev mlx5_0 mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ iova 0x[0-9a-f]+ mrlen 4096 pdn [0-9]+ pid [0-9]+ comm ibv_rc_pingpong" \
     bash -c "ibv_rc_pingpong -d mlx5_0 -g 3 -p $((PORT + 7)) & s=\$!; until rdma res show mr | grep ibv_rc_pingpong; do sleep 0.1; done; kill \$s"

@@ -895,6 +895,14 @@ mod tests {
         assert_eq!(b.get::<u64>(1024 + 6 * 64), Some(1));
         assert_eq!(b.get::<u64>(1024 + 3 * 64 + 8), Some(2));
         assert_eq!(b.get::<u32>(4092), Some(0x1234));
+        // The current block (`sq_ring_at`): its index masked once, when
+        // the view is made; stores and the read back stay in that block.
+        let mut r = b.sq_ring_at(&g, 8 * 1000 + 5).unwrap();
+        r.cur().put::<16, u64>(3);
+        let blk = r.into_cur_block();
+        let words: [u64; 8] = core::array::from_fn(|w| blk.word(w));
+        assert_eq!(words, [0, 0, 3, 0, 0, 0, 0, 0], "block 8005 masked to 5");
+        assert_eq!(b.get::<u64>(1024 + 5 * 64 + 16), Some(3));
     }
 
     #[test]

@@ -16,7 +16,11 @@
 //! Whatever it holds stays valid for as long as the handle lives: the
 //! [`MadeSlot`] keeps the context's table mapped (registry G4), so a
 //! handle that outlives its QP reaches a slot of that table, matched like
-//! any other (a freed slot holds no QP: nothing is written).
+//! any other: a freed slot holds no QP (nothing is written), but one the
+//! context has given to a later QP holds that QP, which the handle would
+//! post on. So `may()` (asked first, under the slot's lock) must say no
+//! once the QP is gone: the C library's does (no state bits without a
+//! value), and its handle is dropped with its QP (`ibv_destroy_qp`).
 //!
 //! [`Mlx5Qp::direct`]: super::provider::Mlx5Qp::direct
 

@@ -115,8 +115,9 @@ impl<T: Transport> AnyQp<'_, T> {
     /// The mlx5 provider's handle on this QP's slot and doorbell, for
     /// posts that do not go through the QP (the C library's, which keeps
     /// its own record of the state: see [`Mlx5Direct`]); `None` on other
-    /// providers. It stays valid after the QP is gone (and then posts
-    /// nothing).
+    /// providers. Its memory stays valid after the QP is gone, but the
+    /// QP's slot may then be a later QP's: a post through it must be
+    /// refused by its `may` once this QP is gone.
     #[cfg(feature = "mlx5")]
     #[doc(hidden)]
     pub fn mlx5_direct(&self) -> Option<Mlx5Direct> {

@@ -16,7 +16,9 @@
 //! (verbs-sim's `server/link.rs`: the port goes DOWN or ACTIVE with its
 //! async events) and makes the kernel answer the process's own socket with
 //! the same ACK (an `NLMSG_NOOP` request of the same sequence number, which
-//! the kernel acknowledges and does nothing for) or an error.
+//! the kernel acknowledges and does nothing for) or an error. In a send of
+//! several messages only such changes are replaced: the others reach the
+//! kernel as they came, in the same send, so their answers keep their order.
 
 use std::ffi::{c_int, c_void};
 use std::os::fd::IntoRawFd;
@@ -144,22 +146,41 @@ fn netdev_index() -> u32 {
     i
 }
 
-/// Whether `m` (the bytes a process sends on `fd`) is a link change of
-/// the simulated port's netdev on a `NETLINK_ROUTE` socket.
-fn is_port_link_change(fd: c_int, m: &[u8]) -> bool {
-    let u16_at = |o: usize| m.get(o..o + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| m.get(o..o + 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-    let len = u32_at(0) as usize;
-    if len < 32 || len > m.len() || !matches!(u16_at(4), 16 | 19) || u16_at(6) & libc::NLM_F_REQUEST as u16 == 0 {
-        return false;
-    }
+/// The messages of a send (`m`), each as its offset and its header's
+/// length, stepped by the aligned length; it stops before one whose
+/// length is short or past the end (the kernel judges that and the rest).
+fn messages(m: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let h = m.get(at..at + 16)?;
+        let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        if len < 16 || len > m.len() - at {
+            return None;
+        }
+        let this = (at, len);
+        at += (len + 3) & !3;
+        Some(this)
+    })
+}
+
+/// Whether `fd` is a `NETLINK_ROUTE` socket.
+fn is_route_socket(fd: c_int) -> bool {
     let sockopt = |name: c_int| {
         let (mut v, mut l) = (0 as c_int, std::mem::size_of::<c_int>() as libc::socklen_t);
         // SAFETY: getsockopt into a c_int of the given size.
         let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, name, (&mut v as *mut c_int).cast(), &mut l) };
         (r == 0).then_some(v)
     };
-    if sockopt(libc::SO_DOMAIN) != Some(libc::AF_NETLINK) || sockopt(libc::SO_PROTOCOL) != Some(libc::NETLINK_ROUTE) {
+    sockopt(libc::SO_DOMAIN) == Some(libc::AF_NETLINK) && sockopt(libc::SO_PROTOCOL) == Some(libc::NETLINK_ROUTE)
+}
+
+/// Whether `m` (one message, as long as its header says) is a link change
+/// of the simulated port's netdev (on a `NETLINK_ROUTE` socket).
+fn is_port_link_change(m: &[u8]) -> bool {
+    let u16_at = |o: usize| m.get(o..o + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| m.get(o..o + 4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let len = m.len();
+    if len < 32 || !matches!(u16_at(4), 16 | 19) || u16_at(6) & libc::NLM_F_REQUEST as u16 == 0 {
         return false;
     }
     let index = u32_at(20);
@@ -182,11 +203,15 @@ fn is_port_link_change(fd: c_int, m: &[u8]) -> bool {
     false
 }
 
-/// A link change of the port's netdev (`m`, sent on `fd`) answered by the
-/// daemon: `Some(bytes sent)` or `Some(-1)` with errno; None for any other
-/// message (sent as it is).
+/// A send (`m`, on `fd`) with a link change of the port's netdev among
+/// its messages: each such change answered by the daemon, the send as a
+/// whole then made to the kernel with each change replaced by the
+/// stand-in that has the kernel answer it (see the module), every other
+/// message as it came, in order (a batch keeps its other requests and
+/// the order of the answers). `Some(bytes sent)` or `Some(-1)` with
+/// errno; `None` for a send with no such change (sent as it is).
 fn divert(fd: c_int, m: &[u8], flags: c_int) -> Option<isize> {
-    if !is_port_link_change(fd, m) {
+    if !messages(m).any(|(at, len)| is_port_link_change(&m[at..at + len])) || !is_route_socket(fd) {
         return None;
     }
     let fail = |e: c_int| {
@@ -194,38 +219,53 @@ fn divert(fd: c_int, m: &[u8], flags: c_int) -> Option<isize> {
         unsafe { *libc::__errno_location() = e };
         Some(-1)
     };
-    let len = (u32::from_ne_bytes([m[0], m[1], m[2], m[3]]) as usize).min(m.len());
-    let sock = match say_hello(verbs_sim::proto::NETLINK_INDEX, libc::SOCK_CLOEXEC) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let mut ans = [0u8; 64];
-    let got = verbs_sim::fdpass::send(std::os::fd::AsFd::as_fd(&sock), &m[..len], &[])
-        .and_then(|()| verbs_sim::fdpass::recv(std::os::fd::AsFd::as_fd(&sock), &mut ans));
-    let err = match got {
-        Ok((n, _)) if n >= 20 => i32::from_ne_bytes([ans[16], ans[17], ans[18], ans[19]]),
-        _ => return fail(libc::ECOMM),
-    };
-    let ack = u16::from_ne_bytes([m[6], m[7]]) & libc::NLM_F_ACK as u16 != 0;
-    if err != 0 || ack {
-        // The kernel's answer on the process's socket: NLMSG_NOOP is
-        // acknowledged with 0 and nothing done; a type above RTM_MAX is
-        // refused with -EOPNOTSUPP (the one error the simulator gives).
-        let ty: u16 = if err == 0 { libc::NLMSG_NOOP as u16 } else { u16::MAX };
-        let mut req = [0u8; 16];
-        req[..4].copy_from_slice(&16u32.to_ne_bytes());
-        req[4..6].copy_from_slice(&ty.to_ne_bytes());
-        req[6..8].copy_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16).to_ne_bytes());
-        req[8..12].copy_from_slice(&m[8..12]);
+    let mut to_kernel = Vec::with_capacity(m.len());
+    let mut done = 0;
+    for (at, len) in messages(m) {
+        let end = (at + ((len + 3) & !3)).min(m.len());
+        let msg = &m[at..at + len];
+        done = end;
+        if !is_port_link_change(msg) {
+            to_kernel.extend_from_slice(&m[at..end]);
+            continue;
+        }
+        let sock = match say_hello(verbs_sim::proto::NETLINK_INDEX, libc::SOCK_CLOEXEC) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let mut ans = [0u8; 64];
+        let got = verbs_sim::fdpass::send(std::os::fd::AsFd::as_fd(&sock), msg, &[])
+            .and_then(|()| verbs_sim::fdpass::recv(std::os::fd::AsFd::as_fd(&sock), &mut ans));
+        let err = match got {
+            Ok((n, _)) if n >= 20 => i32::from_ne_bytes([ans[16], ans[17], ans[18], ans[19]]),
+            _ => return fail(libc::ECOMM),
+        };
+        let ack = u16::from_ne_bytes([msg[6], msg[7]]) & libc::NLM_F_ACK as u16 != 0;
+        if err != 0 || ack {
+            // The kernel's answer on the process's socket: NLMSG_NOOP is
+            // acknowledged with 0 and nothing done; a type above RTM_MAX
+            // is refused with -EOPNOTSUPP (the one error the simulator
+            // gives).
+            let ty: u16 = if err == 0 { libc::NLMSG_NOOP as u16 } else { u16::MAX };
+            to_kernel.extend_from_slice(&16u32.to_ne_bytes());
+            to_kernel.extend_from_slice(&ty.to_ne_bytes());
+            to_kernel.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16).to_ne_bytes());
+            to_kernel.extend_from_slice(&msg[8..12]);
+            to_kernel.extend_from_slice(&[0; 4]);
+        }
+    }
+    // What follows the last whole message, as it came.
+    to_kernel.extend_from_slice(&m[done..]);
+    if !to_kernel.is_empty() {
         // SAFETY: all-zero is a valid sockaddr_nl (port 0: the kernel).
         let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         kernel.nl_family = libc::AF_NETLINK as u16;
-        // SAFETY: our 16-byte request and a valid sockaddr_nl.
+        // SAFETY: our buffer and a valid sockaddr_nl.
         let r = unsafe {
             real!("sendto", SendtoFn)(
                 fd,
-                req.as_ptr().cast(),
-                req.len(),
+                to_kernel.as_ptr().cast(),
+                to_kernel.len(),
                 flags,
                 (&kernel as *const libc::sockaddr_nl).cast(),
                 std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
@@ -279,8 +319,10 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_i
     unsafe { real(fd, msg, flags) }
 }
 
-/// The bytes of `msg` when its first buffer starts like a link change
-/// (`RTM_NEWLINK`/`RTM_SETLINK`): only then are they gathered.
+/// The bytes of `msg` when its first buffer starts like a netlink
+/// request (a header of at least 16 bytes, `NLM_F_REQUEST`): only then are
+/// they gathered ([`divert`] looks at every message of the send: a link
+/// change may follow another request).
 ///
 /// # Safety
 /// `msg` is NULL or a valid msghdr whose buffers are readable.
@@ -296,12 +338,12 @@ unsafe fn link_request(msg: *const libc::msghdr) -> Option<Vec<u8>> {
     // SAFETY: msg_iovlen iovecs at msg_iov (sendmsg's contract).
     let iov = unsafe { std::slice::from_raw_parts(m.msg_iov, m.msg_iovlen) };
     let first = iov[0];
-    if first.iov_base.is_null() || first.iov_len < 6 {
+    if first.iov_base.is_null() || first.iov_len < 16 {
         return None;
     }
-    // SAFETY: the first buffer has iov_len >= 6 readable bytes.
-    let ty = unsafe { std::slice::from_raw_parts(first.iov_base.cast::<u8>(), 6) };
-    if !matches!(u16::from_ne_bytes([ty[4], ty[5]]), 16 | 19) {
+    // SAFETY: the first buffer has iov_len >= 16 readable bytes.
+    let h = unsafe { std::slice::from_raw_parts(first.iov_base.cast::<u8>(), 16) };
+    if u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) < 16 || u16::from_ne_bytes([h[6], h[7]]) & libc::NLM_F_REQUEST as u16 == 0 {
         return None;
     }
     let mut out = Vec::new();

@@ -280,6 +280,10 @@ if [ "$CAPI" = 1 ]; then
                 CLIENT_BIN=$ONOURS run_pair "$tool" "rdma-core srv, ours cli $v" env "$tool" $G $v
             done
         }
+        # the port taken down under connected QPs (sim/tests/port_down.py), through our library
+        # and mlx5 provider
+        run_one port_down.py "on ours: RC RETRY_EXC, UD lost; up" "^PASS$" \
+            "$ONOURS" /usr/bin/python3 "$ROOT/sim/tests/port_down.py" mlx5_0
         capi_pairs ibv_rc_pingpong "-s 1 -n 1000 -c" "-s 65536 -n 200 -c" "-e -n 1000 -c"
         capi_pairs ibv_uc_pingpong "-s 1 -n 1000 -c" "-e -s 4096 -n 200 -c"
         capi_pairs ibv_ud_pingpong "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"

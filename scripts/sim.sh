@@ -10,7 +10,8 @@
 #      validation -c) and perftest's ib_{send,write,read}_{lat,bw} and ib_atomic_{lat,bw} (with
 #      -q / -l variants), librdmacm's rping, ucmatose, udaddy and perftest over rdma_cm
 #      (ib_send_lat -R, ib_write_bw -R; the simulator's ucma model), and scripts/mlx5diff-record.sh --check (libmlx5's WQE/CQE recording
-#      of tests/fixtures/mlx5diff still equal)
+#      of tests/fixtures/mlx5diff still equal), and the port taken down and up under connected
+#      QPs (sim/tests/port_down.py, pyverbs: RC retry exceeded, UD lost, then traffic again)
 #   3. rdma-core's own pyverbs suite (/usr/share/doc/rdma-core/tests, python3-pyverbs) on the
 #      same device through scripts/pyverbs_run.py (a crashed or hung test is recorded, never
 #      waited for): per-module pass/skip/fail counts; fails on any failure, crash or hang not
@@ -169,6 +170,10 @@ run_one rdma "res show mr (ibv_rc_pingpong's MR)" "^dev mlx5_0 mrn [0-9]+ rkey 0
     bash -c "ibv_rc_pingpong -d mlx5_0 -g 3 -p $((PORT + 7)) & s=\$!; until rdma res show mr | grep ibv_rc_pingpong; do sleep 0.1; done; kill \$s"
 run_one rdma "res show cm_id (rping's listener)" "^link mlx5_0/1 cm-idn [0-9]+ state LISTEN ps TCP pid [0-9]+ comm rping src-addr 0\.0\.0\.0:$((PORT + 8)) " \
     bash -c "rping -s -a 0.0.0.0 -p $((PORT + 8)) & s=\$!; until rdma res show cm_id | grep rping; do sleep 0.1; done; kill \$s"
+# the port's netdev taken down under connected QPs (sim/tests/port_down.py, pyverbs on libmlx5):
+# an RC send ends in RETRY_EXC after the QP's retries, a UD send is lost, nothing is received;
+# once it is up again traffic flows
+run_one port_down.py "RC RETRY_EXC, UD lost; then up" "^PASS$" /usr/bin/python3 "$ROOT/sim/tests/port_down.py" mlx5_0
 
 G="-g 3"  # the IPv4-mapped RoCE v2 GID of the fixture
 D="-d mlx5_0"
@@ -275,6 +280,10 @@ if [ "$CAPI" = 1 ]; then
                 CLIENT_BIN=$ONOURS run_pair "$tool" "rdma-core srv, ours cli $v" env "$tool" $G $v
             done
         }
+        # the port taken down under connected QPs (sim/tests/port_down.py), through our library
+        # and mlx5 provider
+        run_one port_down.py "on ours: RC RETRY_EXC, UD lost; up" "^PASS$" \
+            "$ONOURS" /usr/bin/python3 "$ROOT/sim/tests/port_down.py" mlx5_0
         capi_pairs ibv_rc_pingpong "-s 1 -n 1000 -c" "-s 65536 -n 200 -c" "-e -n 1000 -c"
         capi_pairs ibv_uc_pingpong "-s 1 -n 1000 -c" "-e -s 4096 -n 200 -c"
         capi_pairs ibv_ud_pingpong "-s 1024 -n 1000 -c" "-e -s 1024 -n 1000 -c"

@@ -128,8 +128,7 @@ pub fn write(root: &Path, id: &Identity) -> io::Result<()> {
     w(&ibdev, "device/subsystem_vendor", &format!("0x{PCI_VENDOR:04x}"))?;
     w(&ibdev, "device/subsystem_device", "0x0016")?;
     let port = ibdev.join("ports/1");
-    w(&port, "state", "4: ACTIVE")?;
-    w(&port, "phys_state", "5: LinkUp")?;
+    write_port_state(root, id, true)?;
     w(&port, "link_layer", "Ethernet")?;
     w(&port, "rate", "100 Gb/sec (4X EDR)")?;
     w(&port, "lid", "0x0")?;
@@ -144,6 +143,23 @@ pub fn write(root: &Path, id: &Identity) -> io::Result<()> {
         w(&port, &format!("gids/{i}"), &gid_text(&gid))?;
         w(&port, &format!("gid_attrs/types/{i}"), ty)?;
         w(&port, &format!("gid_attrs/ndevs/{i}"), NETDEV)?;
+    }
+    Ok(())
+}
+
+/// Rewrites port 1's `state` and `phys_state` as the kernel shows them
+/// with the port's netdev up (`4: ACTIVE`, `5: LinkUp`) or down (`1: DOWN`,
+/// `3: Disabled`: mlx5_query_port_roce of a netdev that is not running).
+/// Each file is replaced whole (written aside, then renamed), so that a
+/// reader sees the old text or the new one, never a mix.
+pub fn write_port_state(root: &Path, id: &Identity, up: bool) -> io::Result<()> {
+    let port = root.join("class/infiniband").join(&id.ibdev).join("ports/1");
+    fs::create_dir_all(&port)?;
+    let (state, phys) = if up { ("4: ACTIVE", "5: LinkUp") } else { ("1: DOWN", "3: Disabled") };
+    for (name, text) in [("state", state), ("phys_state", phys)] {
+        let aside = port.join(format!(".{name}.new"));
+        fs::write(&aside, format!("{text}\n"))?;
+        fs::rename(&aside, port.join(name))?;
     }
     Ok(())
 }
@@ -165,6 +181,11 @@ mod tests {
         assert_eq!(r("class/infiniband/mlx5_0/ports/1/gids/3"), "0000:0000:0000:0000:0000:ffff:0afb:0001\n");
         assert_eq!(r("class/infiniband/mlx5_0/ports/1/gids/0"), "fe80:0000:0000:0000:0e42:a1ff:feb1:5e00\n");
         assert_eq!(r("class/infiniband/mlx5_0/ports/1/gid_attrs/types/3"), "RoCE v2\n");
+        // the port state follows the netdev, and comes back
+        write_port_state(&dir, &id, false).unwrap();
+        assert_eq!((r("class/infiniband/mlx5_0/ports/1/state"), r("class/infiniband/mlx5_0/ports/1/phys_state")), ("1: DOWN\n".into(), "3: Disabled\n".into()));
+        write_port_state(&dir, &id, true).unwrap();
+        assert_eq!((r("class/infiniband/mlx5_0/ports/1/state"), r("class/infiniband/mlx5_0/ports/1/phys_state")), ("4: ACTIVE\n".into(), "5: LinkUp\n".into()));
         // rewriting over an existing tree works
         write(&dir, &id).unwrap();
         // the copy our discovery tests read (tests/fixtures/mlx5/sys) is this tree

@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         return if sysfs.is_some() { ExitCode::SUCCESS } else { usage() };
     }
     let Some(socket) = socket else { return usage() };
-    let cfg = Config { socket, trace, identity };
+    let cfg = Config { socket, trace, identity, sysfs };
     match server::run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

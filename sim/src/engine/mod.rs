@@ -21,7 +21,8 @@
 //! `mcast` (UD datagrams to a multicast GID, to every attached QP), `recv` (RQ and SRQ consumption, UD's GRH, responder CQEs and errors),
 //! `keys` (lkey/rkey/window checks and the DMA), `umr` (memory windows),
 //! `cqe` (CQE layout, owner bit, overrun, arming), `flush` (ERR), `state`
-//! (what survives between calls: retry timers, the clock). What it does
+//! (what survives between calls: retry timers, the clock, whether the
+//! port's link is down: then no peer is reachable). What it does
 //! not: packets (delivery is a copy between the two QPs' memories on the
 //! one port), PSNs, MTU segmentation, QP1, XRC, scatter to CQE
 //! (declined, as the device may), signature/crypto/DEVX objects, and

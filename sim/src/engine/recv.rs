@@ -56,8 +56,12 @@ fn ahead(db: u32, ci: u32) -> u32 {
 }
 
 impl<M: HostMem, E: EventSink> Engine<'_, M, E> {
-    /// QP `qpn` if it can receive a `ty` packet (RTR and later, not ERR).
+    /// QP `qpn` if it can receive a `ty` packet (RTR and later, not ERR;
+    /// none while the port's link is down).
     pub(crate) fn receiver(&self, qpn: u32, ty: QpType) -> Option<Qp> {
+        if self.dev.engine.link_down {
+            return None; // nothing reaches the wire (EngineState::link_down)
+        }
         let q = self.dev.qps.get(&qpn)?;
         let ready = matches!(q.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe);
         (q.qp_type == ty && ready).then(|| q.clone())

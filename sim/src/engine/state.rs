@@ -43,6 +43,12 @@ pub struct EngineState {
     /// (enum ib_event_type) to raise; moved and flushed after the
     /// requester's completion is written (so CQEs stay in order).
     pub pending_errors: Vec<(u32, u32)>,
+    /// The port's link is down (its netdev was taken down): no packet
+    /// leaves or arrives, so every peer is unreachable -- an RC requester
+    /// retries and ends in RETRY_EXC after its `retry_cnt`, UC and UD sends
+    /// complete at the sender and are lost, nothing is received. Set by the
+    /// daemon (`server::link`); false (up) in a new device.
+    pub link_down: bool,
     /// Count of work items done (WQEs executed or flushed, CQEs written):
     /// lets [`crate::engine::Engine::progress`] say whether anything happened.
     pub work: u64,

@@ -12,7 +12,12 @@
 //! again), and when that state changed, `ib_dispatch_event` delivers
 //! `IB_EVENT_PORT_ERR` / `IB_EVENT_PORT_ACTIVE` of port 1 to the async event
 //! file of every open context. QPs keep their state (the driver moves none
-//! to error; on a real NIC their traffic would time out).
+//! to error), but while the link is down no packet leaves or arrives
+//! (`EngineState::link_down`): an RC requester retries until its
+//! `retry_cnt` runs out and completes in RETRY_EXC, as it does for a lost
+//! packet; UC and UD sends complete at the sender and are lost; nothing is
+//! received. Traffic flows again once the netdev is up. The fixture sysfs
+//! tree's `ports/1/state` and `phys_state` follow, as the kernel's do.
 
 use std::sync::atomic::Ordering::*;
 
@@ -90,15 +95,23 @@ pub fn answer(d: &Daemon, m: &[u8]) -> Vec<u8> {
 /// The netdev goes `up` or down: the port state follows, and a change is
 /// announced on every context's async event file.
 pub fn set_port(d: &Daemon, up: bool) {
+    // The engine's view changes under the state lock, so no engine step
+    // sees the port up after the answer said down (or the reverse).
+    let mut st = d.lock();
+    st.dev.engine.link_down = !up;
     let was = d.port_up.swap(up, AcqRel);
     d.trace.line(format_args!("LINK netdev {} (was {})", if up { "up" } else { "down" }, if was { "up" } else { "down" }));
     if was == up {
         return;
     }
+    if let Some(root) = &d.sysfs {
+        if let Err(e) = crate::fixture::write_port_state(root, &d.id, up) {
+            d.trace.line(format_args!("LINK sysfs port state in {}: {e}", root.display()));
+        }
+    }
     let mut rec = [0u8; 16];
     rec[..8].copy_from_slice(&1u64.to_le_bytes()); // element: port 1
     rec[8..12].copy_from_slice(&(if up { PORT_ACTIVE } else { PORT_ERR }).to_le_bytes());
-    let st = d.lock();
     // Not counted per element: a port event is no object's (DESTROY_*
     // reports only the events of the object destroyed).
     for (fd, _) in st.sink.async_fds.values() {

@@ -55,6 +55,9 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     /// Identity of the simulated NIC (must match the fixture sysfs).
     pub identity: Identity,
+    /// The fixture sysfs tree the daemon wrote (`--sysfs`), whose port
+    /// state it keeps in step with the netdev (`link.rs`); None: no tree.
+    pub sysfs: Option<PathBuf>,
 }
 
 pub use crate::model::ARM_UNSET;
@@ -133,6 +136,8 @@ pub struct Daemon {
     pub cm_listen: PathBuf,
     /// The port's netdev is up (`ip link set dev <netdev> down|up`, `link.rs`).
     pub port_up: std::sync::atomic::AtomicBool,
+    /// [`Config::sysfs`].
+    pub sysfs: Option<PathBuf>,
 }
 
 impl Daemon {
@@ -141,7 +146,7 @@ impl Daemon {
         let trace = Trace::new(cfg.trace.as_deref())?;
         let mut state = State { sink: Sink { trace: trace.on().then(|| trace.clone()), ..Default::default() }, ..Default::default() };
         state.dev.gids = crate::fixture::gids(&cfg.identity).iter().map(|(g, _)| *g).collect();
-        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket), port_up: true.into() }))
+        Ok(Arc::new(Daemon { state: Mutex::new(state), cm: Mutex::default(), mem: ProcMem, trace, id: cfg.identity.clone(), cm_listen: cm_listen_path(&cfg.socket), port_up: true.into(), sysfs: cfg.sysfs.clone() }))
     }
 
     /// The state lock.

@@ -439,7 +439,7 @@ mod tests {
     use crate::server::Config;
 
     fn daemon() -> std::sync::Arc<Daemon> {
-        Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap()
+        Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default(), sysfs: None }).unwrap()
     }
 
     /// A request as iproute2's rdma tool builds it.
@@ -518,7 +518,15 @@ mod tests {
     #[test]
     fn the_port_follows_its_netdev_down_and_up_with_port_events() {
         use std::io::Read;
-        let d = daemon();
+        let sys = std::env::temp_dir().join(format!("vsim-link-{}", std::process::id()));
+        let id = Identity::default();
+        crate::fixture::write(&sys, &id).unwrap();
+        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: id, sysfs: Some(sys.clone()) }).unwrap();
+        let sysfs = || {
+            let r = |f: &str| std::fs::read_to_string(sys.join("class/infiniband/mlx5_0/ports/1").join(f)).unwrap();
+            (r("state"), r("phys_state"))
+        };
+        assert_eq!(sysfs(), ("4: ACTIVE\n".into(), "5: LinkUp\n".into()));
         let (mine, theirs) = super::super::sock::event_pair().unwrap();
         d.lock().sink.async_fds.insert(1, (mine, theirs.try_clone().unwrap()));
         let port = |d: &Daemon| {
@@ -541,6 +549,8 @@ mod tests {
         let ack = super::super::link::answer(&d, &m);
         assert_eq!((&ack[4..6], &ack[8..12], &ack[16..20]), (&2u16.to_ne_bytes()[..], &9u32.to_ne_bytes()[..], &[0u8; 4][..]));
         assert_eq!(port(&d), (1, 3), "DOWN, DISABLED");
+        assert!(d.lock().dev.engine.link_down, "no traffic while down");
+        assert_eq!(sysfs(), ("1: DOWN\n".into(), "3: Disabled\n".into()));
         assert_eq!(super::super::device::port_attr(false)[26], 1);
         app.read_exact(&mut rec).unwrap();
         assert_eq!((u64::from_le_bytes(rec[..8].try_into().unwrap()), u32::from_le_bytes(rec[8..12].try_into().unwrap())), (1, 10), "PORT_ERR of port 1");
@@ -549,9 +559,12 @@ mod tests {
         m[24..28].copy_from_slice(&1u32.to_ne_bytes());
         super::super::link::answer(&d, &m);
         assert_eq!(port(&d), (4, 5), "ACTIVE, LINK_UP");
+        assert!(!d.lock().dev.engine.link_down, "traffic flows again");
+        assert_eq!(sysfs(), ("4: ACTIVE\n".into(), "5: LinkUp\n".into()));
         app.read_exact(&mut rec).unwrap();
         assert_eq!(u32::from_le_bytes(rec[8..12].try_into().unwrap()), 9, "PORT_ACTIVE right after PORT_ERR");
         assert!(d.lock().sink.async_counts.is_empty(), "port events are no object's");
+        std::fs::remove_dir_all(&sys).unwrap();
     }
 
     fn no_header(op: u16) -> [u8; 16] {

@@ -68,7 +68,7 @@ impl Client {
 }
 
 fn daemon() -> std::sync::Arc<Daemon> {
-    let cfg = Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() };
+    let cfg = Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default(), sysfs: None };
     Daemon::new(&cfg).unwrap()
 }
 
@@ -307,7 +307,7 @@ fn query_port_and_the_gid_table_by_ioctl_match_the_write_command_and_sysfs() {
 #[test]
 fn blueflame_is_told_by_the_copy_not_by_the_scan_time() {
     let trace = std::env::temp_dir().join(format!("verbs-sim-bf-{}.trace", std::process::id()));
-    let cfg = Config { socket: "/nonexistent".into(), trace: Some(trace.clone()), identity: Identity::default() };
+    let cfg = Config { socket: "/nonexistent".into(), trace: Some(trace.clone()), identity: Identity::default(), sysfs: None };
     let d = Daemon::new(&cfg).unwrap();
     let mut a = Client::new(&d);
     a.open();

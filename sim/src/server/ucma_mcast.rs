@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn join_gives_the_group_address_and_leave_counts_its_events() {
-        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap();
+        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default(), sysfs: None }).unwrap();
         let (mine, _app) = sock::event_pair().unwrap();
         let file = d.cm().add_file(pid(), mine, _app.try_clone().unwrap());
         let cmd = |n: u32, body: &[u8], outlen: usize| {
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_group_resolves_from_the_ports_ipv6_address_and_cannot_be_joined() {
-        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap();
+        let d = Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default(), sysfs: None }).unwrap();
         let (mine, app) = sock::event_pair().unwrap();
         let file = d.cm().add_file(pid(), mine, app);
         let id = create_id(&d, file, 0, PS_UDP);

@@ -12,7 +12,7 @@ use super::{Config, Daemon};
 use crate::fixture::Identity;
 
 fn daemon() -> std::sync::Arc<Daemon> {
-    Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default() }).unwrap()
+    Daemon::new(&Config { socket: "/nonexistent".into(), trace: None, identity: Identity::default(), sysfs: None }).unwrap()
 }
 
 /// CREATE_ID on `file` (also used by `ucma_mcast`'s tests): the id's handle. The QP type is
@@ -246,7 +246,7 @@ fn listener_file_follows_perftest_relisten() {
     let dir = std::env::temp_dir().join(format!("verbs-sim-cmlisten-{}", pid()));
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("sock");
-    let d = Daemon::new(&Config { socket: sock.clone(), trace: None, identity: Identity::default() }).unwrap();
+    let d = Daemon::new(&Config { socket: sock.clone(), trace: None, identity: Identity::default(), sysfs: None }).unwrap();
     let listed = |port| crate::cm_listen::lists_port(&std::fs::read_to_string(crate::cm_listen::path(&sock)).unwrap_or_default(), port);
     let (srv, cli) = (F::new(&d), F::new(&d));
     let w = |f: &F, cmd: u32, body: &[u8]| {

@@ -246,3 +246,78 @@ fn write_with_immediate_waits_for_a_receive_and_writes_nothing_before() {
     assert_eq!(r.read(B, xb, 4), b"imm!");
     assert_eq!((r.poll(ca).len(), r.poll(cb)[0].imm), (1, 7));
 }
+
+#[test]
+fn rc_with_the_link_down_retries_then_transport_retry_exceeded() {
+    let (mut r, qa, qb, ca, cb) = pair(QpType::Rc);
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.recv(qb, &[(8, kb, xb)]);
+    r.dev.qps.get_mut(&qa).unwrap().attrs.retry_cnt = 2;
+    r.dev.engine.link_down = true;
+    r.send(qa, op::SEND, &[inline(b"lost")]);
+    let timeout = 4096u64 << 14;
+    for n in 1..=2 {
+        r.dev.engine.fake_now_ns = Some(n * timeout);
+        r.eng().progress();
+        assert!(r.poll(ca).is_empty(), "retry {n} of 2 is still under way");
+    }
+    r.dev.engine.fake_now_ns = Some(3 * timeout);
+    r.eng().progress();
+    let c = r.poll(ca);
+    assert_eq!((c.len(), c[0].opcode, c[0].syndrome), (1, cqe_op::REQ_ERR, syn::RETRY_EXC));
+    assert_eq!(r.dev.qps[&qa].state, QpState::Err);
+    assert!(r.poll(cb).is_empty(), "nothing arrived");
+    assert_ne!(r.read(B, xb, 4), b"lost");
+    assert_eq!(r.dev.qps[&qb].state, QpState::Rts, "the responder saw nothing");
+}
+
+#[test]
+fn a_retry_after_the_link_comes_back_up_reaches_the_peer() {
+    let (mut r, qa, qb, ca, cb) = pair(QpType::Rc);
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.recv(qb, &[(8, kb, xb)]);
+    r.dev.engine.link_down = true;
+    r.send(qa, op::SEND, &[inline(b"late")]);
+    r.dev.engine.fake_now_ns = Some(4096u64 << 14);
+    r.eng().progress();
+    assert!(r.poll(ca).is_empty() && r.poll(cb).is_empty(), "down: the first retry is lost too");
+    r.dev.engine.link_down = false;
+    r.dev.engine.fake_now_ns = Some(2 * (4096u64 << 14));
+    r.eng().progress();
+    assert_eq!(r.poll(ca)[0].opcode, cqe_op::REQ);
+    assert_eq!(r.poll(cb)[0].opcode, cqe_op::RESP_SEND);
+    assert_eq!(r.read(B, xb, 4), b"late");
+}
+
+#[test]
+fn ud_and_uc_sends_with_the_link_down_complete_and_are_lost() {
+    let mut r = Rig::new();
+    let (ca, cb) = (r.cq(A, 16, 64), r.cq(B, 16, 64));
+    let (qa, qb) = (r.qp(A, QpType::Ud, ca, 16, None), r.qp(B, QpType::Ud, cb, 16, None));
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.recv(qb, &[(64, kb, xb)]);
+    r.dev.engine.link_down = true;
+    r.send(qa, op::SEND, &[datagram(qb, 0x1111_1111), inline(b"gone")]);
+    let c = r.poll(ca);
+    assert_eq!((c.len(), c[0].opcode), (1, cqe_op::REQ), "the sender completes as if it went out");
+    assert!(r.poll(cb).is_empty(), "nothing received");
+    assert_eq!(r.dev.qps[&qa].state, QpState::Rts);
+    // up again: the next datagram takes the receive that is still posted
+    r.dev.engine.link_down = false;
+    r.send(qa, op::SEND, &[datagram(qb, 0x1111_1111), inline(b"here")]);
+    assert_eq!(r.poll(ca)[0].opcode, cqe_op::REQ);
+    assert_eq!(r.poll(cb)[0].opcode, cqe_op::RESP_SEND);
+    assert_eq!(r.read(B, xb + 40, 4), b"here", "after the 40-byte GRH");
+
+    let (mut r, qa, qb, ca, cb) = pair(QpType::Uc);
+    let (kb, xb) = r.mr(B, 4096, RW);
+    r.recv(qb, &[(8, kb, xb)]);
+    r.dev.engine.link_down = true;
+    r.send(qa, op::SEND, &[inline(b"gone")]);
+    assert_eq!(r.poll(ca)[0].opcode, cqe_op::REQ);
+    assert!(r.poll(cb).is_empty());
+    r.dev.engine.link_down = false;
+    r.send(qa, op::SEND, &[inline(b"here")]);
+    assert_eq!(r.poll(cb)[0].opcode, cqe_op::RESP_SEND);
+    assert_eq!(r.read(B, xb, 4), b"here");
+}

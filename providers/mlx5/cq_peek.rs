@@ -69,9 +69,14 @@ impl Mlx5Cq {
     /// Whether no completion waits at the published consumer index (the
     /// owner byte only, no lock) nor in the stash (the published index's
     /// [`STASHED`] bit); a CQ whose ring could not be peeked
-    /// ([`Peek::new`] refused it) is never empty: its poll says why.
+    /// ([`Peek::new`] refused it), or lent to a `poll_with` closure, is
+    /// never empty: its poll says why (a poll from the closure is refused
+    /// even when the closure's chunk emptied the ring).
     #[inline(always)]
     pub(super) fn peek_empty(&self) -> bool {
+        if self.lent.load(Ordering::Relaxed) != super::Claim::Free as u8 {
+            return false;
+        }
         let Some(p) = &self.peek else { return false };
         let Some(ci) = self.reg.published(self.slot) else { return false };
         // Completions a panicking `poll_with` put back wait in the stash.

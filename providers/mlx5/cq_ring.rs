@@ -7,8 +7,7 @@ use crate::providers::mlx5::buf::CqeRing;
 
 const VERB: &str = "ibv_poll_cq";
 
-/// Set in [`CqRing::published`] while completions wait in the stash or
-/// the CQ is lent to a `poll_with` closure (a
+/// Set in [`CqRing::published`] while completions wait in the stash (a
 /// consumer index's bit 31 is never one `peek_empty` reads: it masks the
 /// index by `ncqe - 1 < 2^24` and takes its bit `log2(ncqe) <= 24`).
 pub const STASHED: u32 = 1 << 31;
@@ -179,7 +178,7 @@ impl CqRing {
         if !ncqe.is_power_of_two() || ncqe > 1 << 24 || !matches!(cqe_size, 64 | 128) || cqe_version > 1 || !dbrec_offset.is_multiple_of(4) {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: CQ geometry or CQE version the provider does not take"));
         }
-        Ok(Self { ncqe, cqe_size, geom: CqGeom::new(ncqe, cqe_size), dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default(), lent: false })
+        Ok(Self { ncqe, cqe_size, geom: CqGeom::new(ncqe, cqe_size), dbrec_offset, cqn, cqe_version, ci: 0, arm_sn: 0, dbrec_buf: None, stash: Stash::default() })
     }
 
     /// Whether `buf` holds the ring and the doorbell record pair.
@@ -220,17 +219,10 @@ impl CqRing {
 
     /// What a poll publishes for the test for a waiting completion that
     /// takes no lock (`Mlx5Cq::peek_empty`): the consumer index, with
-    /// [`STASHED`] set while completions wait in the stash or the CQ is
-    /// lent.
+    /// [`STASHED`] set while completions wait in the stash.
     #[inline(always)]
     pub fn published(&self) -> u32 {
-        self.ci | if self.stash.is_empty() && !self.lent { 0 } else { STASHED }
-    }
-
-    /// Marks the CQ lent to a `poll_with` closure, or given back (see
-    /// [`Self::published`]).
-    pub fn set_lent(&mut self, lent: bool) {
-        self.lent = lent;
+        self.ci | if self.stash.is_empty() { 0 } else { STASHED }
     }
 
     /// Whether no completion waits: none in the stash, and software does
@@ -306,9 +298,8 @@ impl CqRing {
     }
 
     /// [`Self::poll`] without the store of the doorbell record, which the
-    /// caller makes later ([`Self::update_ci`]; `poll_with` once per
-    /// batch): until then the device keeps off the consumed entries, so
-    /// they stay as they were.
+    /// caller makes after ([`Self::update_ci`]): until then the device
+    /// keeps off the consumed entries, so they stay as they were.
     #[inline(always)]
     pub fn poll_deferred<S: WcOut>(&mut self, buf: &WqBuf, out: &mut [S], queues: &mut impl Queues) -> Result<usize> {
         // The geometry was checked when it was set; only the buffer's

@@ -206,10 +206,6 @@ pub struct CqRing {
     /// Completions a `poll_with` took and could not hand out (its
     /// closure panicked), handed out before the ring is read again.
     stash: Stash,
-    /// Lent to a running `poll_with` closure: the published index says
-    /// "not empty" ([`STASHED`]), so a poll meanwhile reaches the
-    /// provider, which refuses it (`Busy`) rather than answer "empty".
-    lent: bool,
 }
 
 #[cfg(test)]

@@ -185,27 +185,14 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
 
 /// Up to `out.len()` completions of the CQ in slot `cq` for `poll_with`
 /// (0: empty, or a CQE this provider cannot complete, consumed and
-/// skipped), the doorbell record left for [`finish_chunks`].
+/// skipped), with the doorbell record stored as [`poll`] stores it: the
+/// chunk's completions are copies, so their entries go back to the device
+/// at once, and `poll_with` ends with no second lock of the slot. (The CQ
+/// stays lent to the closure by `Mlx5Cq`'s own flag, which its lock-free
+/// empty test reads.)
 #[inline(always)]
-pub fn poll_chunk(reg: &RegRef, cq: u32, out: &mut [Wc]) -> usize {
-    let Some(mut g) = reg.lock(cq) else { return 0 };
-    let Entry::Cq { ring, buf } = &mut *g else { return 0 };
-    let mut look = Lookup::new(reg);
-    let n = match ring.poll_deferred(buf, out, &mut look) {
-        Ok(n) => n,
-        Err(_) => {
-            // The CQE was consumed: its entry goes back to the device now.
-            ring.update_ci(buf);
-            0
-        }
-    };
-    // Lent until `finish_chunks`: polls meanwhile are refused, not
-    // answered "empty" by the test that takes no lock.
-    ring.set_lent(true);
-    let published = ring.published();
-    drop(look);
-    g.publish(published);
-    n
+pub fn poll_chunk<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> usize {
+    poll(reg, cq, out).unwrap_or_else(|n| n)
 }
 
 /// Puts completions [`poll_chunk`] took and `poll_with` could not hand
@@ -219,20 +206,6 @@ pub fn put_back(reg: &RegRef, cq: u32, wcs: &[Wc]) -> bool {
     let published = ring.published();
     g.publish(published);
     kept
-}
-
-/// The end of a `poll_with` on the CQ in slot `cq`: its consumer index
-/// into the doorbell record if anything was consumed, and the CQ no
-/// longer lent (after [`poll_chunk`]s).
-pub fn finish_chunks(reg: &RegRef, cq: u32, consumed: bool) {
-    let Some(mut g) = reg.lock(cq) else { return };
-    let Entry::Cq { ring, buf } = &mut *g else { return };
-    if consumed {
-        ring.update_ci(buf);
-    }
-    ring.set_lent(false);
-    let published = ring.published();
-    g.publish(published);
 }
 
 /// Whether the CQ in slot `cq` has no completion waiting.

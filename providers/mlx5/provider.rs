@@ -208,23 +208,22 @@ pub struct Mlx5Cq {
 #[path = "cq_peek.rs"]
 mod peek;
 
-/// Gives a lent CQ back when `poll_with` returns or its closure unwinds,
-/// after storing its consumer index into the doorbell record if anything
-/// was consumed (once per batch).
+/// Gives a lent CQ back when `poll_with` returns or its closure unwinds
+/// (each chunk stored the doorbell record under its own lock).
 struct Unlend<'a> {
     cq: &'a Mlx5Cq,
-    consumed: bool,
 }
 
 impl Drop for Unlend<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        ops::finish_chunks(&self.cq.reg, self.cq.slot, self.consumed);
         self.cq.lent.store(Claim::Free as u8, Ordering::Release);
     }
 }
 
 /// Puts the completions of a `poll_with` chunk its closure was not handed
-/// back into the CQ if the closure unwinds (nothing when all were handed).
+/// back into the CQ if the closure unwinds (nothing when all were handed:
+/// the test is inlined, so a loop that handed all leaves none).
 struct PutBack<'a> {
     cq: &'a Mlx5Cq,
     wcs: &'a [Wc],
@@ -232,8 +231,19 @@ struct PutBack<'a> {
 }
 
 impl Drop for PutBack<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        if let Some(left) = self.wcs.get(self.handed..).filter(|l| !l.is_empty()) {
+        if self.handed < self.wcs.len() {
+            self.put_back();
+        }
+    }
+}
+
+impl PutBack<'_> {
+    #[cold]
+    #[inline(never)]
+    fn put_back(&self) {
+        if let Some(left) = self.wcs.get(self.handed..) {
             // (Not kept only if the stash's table cannot be made: lost,
             // as a chunk's completions would be.)
             let _ = ops::put_back(&self.cq.reg, self.cq.slot, left);
@@ -360,12 +370,12 @@ impl ProviderCq for Mlx5Cq {
     /// the chunk it was not handed yet go back into the CQ (its stash),
     /// and the next polls hand them out first: a panic loses none but
     /// the one handed out. The doorbell record, which frees the entries
-    /// for the device, is stored once for the call, also when `f` unwinds.
+    /// for the device, is stored once per chunk, under its lock.
     fn poll_with(&self, max: usize, mut f: impl FnMut(&Wc)) -> core::result::Result<usize, Claim> {
         if self.lent.compare_exchange(Claim::Free as u8, Claim::Lent as u8, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return Err(Claim::Lent);
         }
-        let mut back = Unlend { cq: self, consumed: false };
+        let _back = Unlend { cq: self };
         let mut done = 0;
         while done < max {
             let mut chunk = [Wc::ZERO; CHUNK];
@@ -374,7 +384,6 @@ impl ProviderCq for Mlx5Cq {
             if got == 0 {
                 break;
             }
-            back.consumed = true;
             let mut give = PutBack { cq: self, wcs: &chunk[..got], handed: 0 };
             while give.handed < got {
                 give.handed += 1;

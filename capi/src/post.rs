@@ -779,12 +779,28 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
         let sge = unsafe { &*w.sg_list.cast::<Sge>() };
         // SAFETY: `from_c_direct` returned `c`.
         let d = unsafe { c.direct_unchecked() };
-        if d.post_recv(|| c.may_recv_direct(), w.wr_id, Some(sge)) {
+        if d.post_recv(|| c.may_recv_direct(), &w.wr_id, Some(sge)) {
             return 0;
         }
         // SAFETY: forwarded caller contract.
         return unsafe { post_recv_one(c, wr, bad_wr) };
     }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_locked(qp, wr, bad_wr) }
+}
+
+/// [`post_recv`] on a QP without the provider's own handle (or not a QP
+/// of ours): under the QP's lock. Inlined where it is the whole of
+/// [`post_recv`] (no provider has the handle); out of line with mlx5 (a
+/// tail call), so that the handle's path keeps no register of this one
+/// (`push %rbx`).
+///
+/// # Safety
+///
+/// As [`post_recv`].
+#[cfg_attr(feature = "mlx5", inline(never))]
+#[cfg_attr(not(feature = "mlx5"), inline(always))]
+unsafe extern "C" fn post_recv_locked(qp: *mut IbvQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     let Some(c) = qp::from_c(qp) else {
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
@@ -832,7 +848,7 @@ unsafe extern "C" fn post_recv_no_sge(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *
     let w = unsafe { &*wr };
     #[cfg(feature = "mlx5")]
     if let (0, Some(d)) = (w.num_sge, c.direct()) {
-        if d.post_recv(|| c.may_recv_direct(), w.wr_id, None) {
+        if d.post_recv(|| c.may_recv_direct(), &w.wr_id, None) {
             return 0;
         }
         // SAFETY: forwarded caller contract.

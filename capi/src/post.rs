@@ -274,29 +274,35 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
     #[inline(always)]
     fn data(&self) -> Option<Plain<'_>> {
         let w = &self.0;
-        let sge = match w.num_sge {
-            0 => None,
+        // [`post_send`] found the flag set (`INLINE`) or clear, and the
+        // request is unchanged during the call: not tested again. (Were it
+        // changed after all, against the contract, the SGE's bytes would
+        // be sent as inline data or as an SGE: either way no memory is
+        // touched that the request does not name.) One SGE, the common
+        // case, is tested first.
+        if w.num_sge == 1 && !w.sg_list.is_null() {
             // SAFETY: the request's promise (see the type): one readable
             // SGE (`ibv_sge` and `verbs::Sge` are one layout, asserted
             // above).
-            1 if !w.sg_list.is_null() => Some(unsafe { &*w.sg_list.cast::<Sge>() }),
-            _ => return None,
-        };
-        // Without `INLINE`, [`post_send`] found the flag clear (and the
-        // request is unchanged during the call).
-        let inline = INLINE && w.send_flags & SEND_INLINE != 0;
-        Some(match (inline, sge) {
-            (false, None) => Plain::Empty,
-            (false, Some(g)) => Plain::Sge(g),
-            (true, Some(g)) if g.length != 0 => {
-                // SAFETY: the C contract: the bytes of an inline SGE are
-                // readable and unchanged during the call (non-empty here,
-                // so the address is a real one); `length` < 2^32 <
-                // isize::MAX.
-                Plain::Inline(unsafe { core::slice::from_raw_parts(g.addr as usize as *const u8, g.length as usize) })
+            let g = unsafe { &*w.sg_list.cast::<Sge>() };
+            if !INLINE {
+                return Some(Plain::Sge(g));
             }
-            (true, _) => Plain::Inline(&[]),
-        })
+            // With no branch on the length: a non-empty SGE's address is
+            // a real one (non-NULL, left as it is by `max(1)`), an empty
+            // one's may be anything, NULL made 1 (an empty slice needs a
+            // non-NULL address, any for bytes).
+            let addr = (g.addr as usize).max(1) as *const u8;
+            // SAFETY: the C contract: the bytes of an inline SGE are
+            // readable and unchanged during the call (see above for the
+            // address); `length` < 2^32 < isize::MAX.
+            return Some(Plain::Inline(unsafe { core::slice::from_raw_parts(addr, g.length as usize) }));
+        }
+        match w.num_sge {
+            0 if INLINE => Some(Plain::Inline(&[])),
+            0 => Some(Plain::Empty),
+            _ => None,
+        }
     }
     #[inline(always)]
     fn wr_id(&self) -> u64 {
@@ -311,14 +317,37 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
     }
     #[inline(always)]
     fn remote(&self) -> (u64, u32) {
-        if (1 << op::RDMA_WRITE | 1 << op::RDMA_WRITE_WITH_IMM | 1 << op::RDMA_READ) & (1u32 << (self.0.opcode & 31)) != 0 {
-            // SAFETY: the union's members are plain data (integers, a
-            // pointer); for these opcodes `rdma` is the meaningful one.
-            let rdma = unsafe { self.0.wr.rdma };
-            (rdma.remote_addr, rdma.rkey)
+        if RDMA_OPS & (1u32 << (self.0.opcode & 31)) != 0 {
+            self.rdma()
         } else {
             (0, 0)
         }
+    }
+    /// The opcode is tested once (here, by the provider's `opcode`), and
+    /// the fields are read where the segment is stored with no second
+    /// test (the default's closure calls [`remote`](Self::remote), which
+    /// tests the opcode again: 8 instructions per RDMA post).
+    #[inline(always)]
+    fn rdma_remote(&self, opcode: u32) -> Option<impl Fn() -> (u64, u32) + '_> {
+        (RDMA_OPS.checked_shr(opcode).unwrap_or(0) & 1 != 0).then_some(
+            #[inline(always)]
+            || self.rdma(),
+        )
+    }
+}
+
+/// The opcodes whose request carries `wr.rdma`, a bit each.
+const RDMA_OPS: u32 = 1 << op::RDMA_WRITE | 1 << op::RDMA_WRITE_WITH_IMM | 1 << op::RDMA_READ;
+
+impl<const INLINE: bool> CStraight<INLINE> {
+    /// `wr.rdma`'s fields, whatever the opcode.
+    #[inline(always)]
+    fn rdma(&self) -> (u64, u32) {
+        // SAFETY: the union's members are plain data (integers, a
+        // pointer): any of them may be read; for an RDMA opcode `rdma` is
+        // the meaningful one.
+        let rdma = unsafe { self.0.wr.rdma };
+        (rdma.remote_addr, rdma.rkey)
     }
 }
 
@@ -338,6 +367,24 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
 /// `wr` is NULL or a valid list of valid requests (SGEs, inline bytes, AHs
 /// for UD); `bad_wr` is NULL or writable.
 pub(crate) unsafe extern "C" fn post_send(qp: *mut IbvQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // A QP with the provider's own handle on its queues (mlx5), told
+    // apart by the handle's one check (`qp::from_c_direct`).
+    #[cfg(feature = "mlx5")]
+    if let Some(c) = qp::from_c_direct(qp) {
+        // SAFETY: the caller promises NULL or a valid list.
+        if wr.is_null() || !unsafe { (*wr).next }.is_null() {
+            // SAFETY: forwarded caller contract.
+            return unsafe { post_send_list(c, wr, bad_wr) };
+        }
+        // SAFETY: non-NULL: the caller promises a valid request.
+        if unsafe { (*wr).send_flags } & SEND_INLINE != 0 {
+            // SAFETY: forwarded caller contract; `wr` is not NULL, `c`
+            // from `from_c_direct`.
+            return unsafe { post_send_direct_inline(c, wr, bad_wr) };
+        }
+        // SAFETY: as above.
+        return unsafe { post_send_direct_sges(c, wr, bad_wr) };
+    }
     let Some(c) = qp::from_c(qp) else {
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
@@ -382,6 +429,53 @@ unsafe extern "C" fn post_send_inline(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *
     unsafe { post_send_straight::<true>(c, wr, bad_wr) }
 }
 
+/// [`post_send`] of one request without inline data on a QP with the
+/// provider's own handle on its queues, out of line (a tail call, as
+/// [`post_send_sges`]).
+///
+/// # Safety
+///
+/// As [`post_send`]; `wr` is not NULL; `qp::from_c_direct` returned `c`.
+#[cfg(feature = "mlx5")]
+#[inline(never)]
+unsafe extern "C" fn post_send_direct_sges(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { post_send_direct::<false>(c, wr, bad_wr) }
+}
+
+/// As [`post_send_direct_sges`], for one request with inline data.
+///
+/// # Safety
+///
+/// As [`post_send_direct_sges`].
+#[cfg(feature = "mlx5")]
+#[inline(never)]
+unsafe extern "C" fn post_send_direct_inline(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { post_send_direct::<true>(c, wr, bad_wr) }
+}
+
+/// [`post_send`] of one request through the provider's own handle on the
+/// queues (mlx5): under its lock alone, the state asked there
+/// (`qp::CQp::direct`); else [`post_send_one`].
+///
+/// # Safety
+///
+/// As [`post_send_direct_sges`].
+#[cfg(feature = "mlx5")]
+#[inline(always)]
+unsafe fn post_send_direct<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr, bad_wr: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: as in `post_send_straight`.
+    let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
+    // SAFETY: the caller's promise: `from_c_direct` returned `c`.
+    let d = unsafe { c.direct_unchecked() };
+    if d.post_send(|| c.may_send_direct(), s) {
+        return 0;
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_send_one(c, wr, bad_wr) }
+}
+
 /// [`post_send`] of one request through the core's straight path (with
 /// inline data only if `INLINE`), else [`post_send_one`].
 ///
@@ -394,16 +488,7 @@ unsafe fn post_send_straight<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr
     // memory behind it, unchanged during the call (`CStraight` is
     // `repr(transparent)`).
     let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
-    // A provider with its own handle on the queues (mlx5): under its lock
-    // alone, the state asked there (`qp::CQp::direct`).
-    #[cfg(feature = "mlx5")]
-    if let Some(d) = c.direct() {
-        if d.post_send(|| c.may_send_direct(), s) {
-            return 0;
-        }
-        // SAFETY: forwarded caller contract.
-        return unsafe { post_send_one(c, wr, bad_wr) };
-    }
+    // (A QP with the provider's own handle went to `post_send_direct`.)
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // The names test of `names_refused` first, with the provider's
@@ -676,6 +761,46 @@ unsafe fn post_recv_list(
 ///
 /// As [`post_recv_list`].
 pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
+    // As in `post_send`: a QP with the provider's own handle (mlx5).
+    #[cfg(feature = "mlx5")]
+    if let Some(c) = qp::from_c_direct(qp) {
+        // SAFETY: the caller promises NULL or a valid list.
+        if wr.is_null() || !unsafe { (*wr).next }.is_null() {
+            // SAFETY: forwarded caller contract.
+            return unsafe { post_recv_several(c, wr, bad_wr) };
+        }
+        // SAFETY: non-NULL: the caller promises a valid request.
+        let w = unsafe { &*wr };
+        if w.num_sge != 1 || w.sg_list.is_null() {
+            // SAFETY: forwarded caller contract.
+            return unsafe { post_recv_no_sge(c, wr, bad_wr) };
+        }
+        // SAFETY: as below.
+        let sge = unsafe { &*w.sg_list.cast::<Sge>() };
+        // SAFETY: `from_c_direct` returned `c`.
+        let d = unsafe { c.direct_unchecked() };
+        if d.post_recv(|| c.may_recv_direct(), &w.wr_id, Some(sge)) {
+            return 0;
+        }
+        // SAFETY: forwarded caller contract.
+        return unsafe { post_recv_one(c, wr, bad_wr) };
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { post_recv_locked(qp, wr, bad_wr) }
+}
+
+/// [`post_recv`] on a QP without the provider's own handle (or not a QP
+/// of ours): under the QP's lock. Inlined where it is the whole of
+/// [`post_recv`] (no provider has the handle); out of line with mlx5 (a
+/// tail call), so that the handle's path keeps no register of this one
+/// (`push %rbx`).
+///
+/// # Safety
+///
+/// As [`post_recv`].
+#[cfg_attr(feature = "mlx5", inline(never))]
+#[cfg_attr(not(feature = "mlx5"), inline(always))]
+unsafe extern "C" fn post_recv_locked(qp: *mut IbvQp, wr: *mut IbvRecvWr, bad_wr: *mut *mut IbvRecvWr) -> c_int {
     let Some(c) = qp::from_c(qp) else {
         // SAFETY: forwarded caller contract.
         return unsafe { refuse(bad_wr, wr, libc::EINVAL) };
@@ -696,15 +821,7 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
     // SAFETY: the caller's promise: one readable SGE, unchanged during the
     // call (same layout as `verbs::Sge`, asserted above).
     let sge = unsafe { &*w.sg_list.cast::<Sge>() };
-    // As in `post_send_straight`.
-    #[cfg(feature = "mlx5")]
-    if let Some(d) = c.direct() {
-        if d.post_recv(|| c.may_recv_direct(), w.wr_id, Some(sge)) {
-            return 0;
-        }
-        // SAFETY: forwarded caller contract.
-        return unsafe { post_recv_one(c, wr, bad_wr) };
-    }
+    // (A QP with the provider's own handle went the way above.)
     // A QP another thread holds goes the general way, which waits.
     if let Some(mut g) = c.try_lock() {
         // No closure here: the straight path is inlined whole.
@@ -731,7 +848,7 @@ unsafe extern "C" fn post_recv_no_sge(c: &qp::CQp, wr: *mut IbvRecvWr, bad_wr: *
     let w = unsafe { &*wr };
     #[cfg(feature = "mlx5")]
     if let (0, Some(d)) = (w.num_sge, c.direct()) {
-        if d.post_recv(|| c.may_recv_direct(), w.wr_id, None) {
+        if d.post_recv(|| c.may_recv_direct(), &w.wr_id, None) {
             return 0;
         }
         // SAFETY: forwarded caller contract.

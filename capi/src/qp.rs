@@ -39,6 +39,12 @@ use crate::registry::{self, Kind};
 use crate::srq::{self, CSrq};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"verbsQP\0");
+/// The magic of a QP with the provider's own handle on its queues
+/// (invariant D: stored only in a [`CQp`] whose `direct` is `Some`, which
+/// never changes): the posts find such a QP, and know it has the handle,
+/// with the one compare that checks the C handle ([`from_c_direct`]).
+#[cfg(feature = "mlx5")]
+const MAGIC_DIRECT: u64 = u64::from_be_bytes(*b"verbsQPd");
 
 /// `enum ibv_qp_type` values this library creates.
 pub(crate) const QPT_RC: c_int = 2;
@@ -416,7 +422,26 @@ pub(crate) fn from_c<'a>(p: *mut IbvQp) -> Option<&'a CQp> {
     // SAFETY: every ibv_qp we hand out is the first field of a live boxed
     // CQp (repr(C)); the magic check rejects destroyed ones still mapped.
     let c = unsafe { &*p.cast::<CQp>() };
-    (c.magic.load(Ordering::Relaxed) == MAGIC).then_some(c)
+    let m = c.magic.load(Ordering::Relaxed);
+    #[cfg(feature = "mlx5")]
+    if m == MAGIC_DIRECT {
+        return Some(c);
+    }
+    (m == MAGIC).then_some(c)
+}
+
+/// [`from_c`] of a live QP of ours with the provider's own handle on its
+/// queues ([`CQp::direct_unchecked`] may be called on it); `None` for any
+/// other pointer (which [`from_c`] then judges).
+#[cfg(feature = "mlx5")]
+#[inline(always)]
+pub(crate) fn from_c_direct<'a>(p: *mut IbvQp) -> Option<&'a CQp> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as in `from_c`.
+    let c = unsafe { &*p.cast::<CQp>() };
+    (c.magic.load(Ordering::Relaxed) == MAGIC_DIRECT).then_some(c)
 }
 
 impl CQp {
@@ -426,6 +451,19 @@ impl CQp {
     #[inline(always)]
     pub(crate) fn direct(&self) -> Option<&verbs::qp::Mlx5Direct> {
         self.direct.as_ref()
+    }
+
+    /// [`CQp::direct`] of a QP known to have the handle, with no test.
+    ///
+    /// # Safety
+    ///
+    /// [`from_c_direct`] returned `self`.
+    #[cfg(feature = "mlx5")]
+    #[inline(always)]
+    pub(crate) unsafe fn direct_unchecked(&self) -> &verbs::qp::Mlx5Direct {
+        // SAFETY: `from_c_direct` found `MAGIC_DIRECT`, stored only when
+        // `direct` is `Some` (invariant D), and `direct` never changes.
+        unsafe { self.direct.as_ref().unwrap_unchecked() }
     }
 
     /// Whether the QP is in a state whose sends take the straight path
@@ -757,9 +795,14 @@ unsafe fn create(
     // of the posts under `qp`'s lock: no direct posts then.
     #[cfg(feature = "mlx5")]
     let direct = if names { None } else { each!(&qp, q => q.mlx5_direct()) };
+    // Invariant D: `MAGIC_DIRECT` exactly when `direct` is `Some`.
+    #[cfg(feature = "mlx5")]
+    let magic = if direct.is_some() { MAGIC_DIRECT } else { MAGIC };
+    #[cfg(not(feature = "mlx5"))]
+    let magic = MAGIC;
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
-        magic: AtomicU64::new(MAGIC),
+        magic: AtomicU64::new(magic),
         qp: QpLock::new(Some(qp), names),
         pd: cpd,
         send_cq: scq,

@@ -66,16 +66,18 @@ impl Direct {
     /// `ibv_post_recv` of one request of at most one SGE, if `may()`
     /// (asked under the slot's lock) says the QP may take receives now:
     /// `false`, nothing written, if not, or if the queue does not take it
-    /// (full, no receive queue: a QP on an SRQ).
+    /// (full, no receive queue: a QP on an SRQ). `wr_id` is read where it
+    /// is stored (under the lock): a value loaded before the lock is
+    /// taken would hold a register through the whole post.
     #[doc(alias = "ibv_post_recv")]
     #[inline(always)]
-    pub fn post_recv(&self, may: impl FnOnce() -> bool, wr_id: u64, sge: Option<&Sge>) -> bool {
+    pub fn post_recv(&self, may: impl FnOnce() -> bool, wr_id: &u64, sge: Option<&Sge>) -> bool {
         let mut g = self.made.lock();
         if !may() {
             return false;
         }
         match &mut *g {
-            Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, wr_id, sge),
+            Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, *wr_id, sge),
             _ => false,
         }
     }

@@ -23,7 +23,7 @@ use super::abi::{Mlx5AllocUcontextReqV2, Mlx5AllocUcontextResp, LIB_CAP_4K_UAR, 
 use super::buf::{SqBlock, WqBuf};
 use super::sizing::DeviceLimits;
 use super::sq::{BlueFlame, Ring, SendQueue};
-use super::uar::{mmap_offset, BfReg, Uar, BF_OFFSET, CQ_DOORBELL, UAR_PAGE};
+use super::uar::{mmap_offset, BfLine, BfReg, Uar, BF_OFFSET, CQ_DOORBELL, UAR_PAGE};
 use crate::error::{Error, ErrorKind, Result};
 
 const VERB: &str = "ibv_open_device";
@@ -193,6 +193,19 @@ impl Uars {
         // has nothing else for (libmlx5's `need_uuar_lock`).
         let alone = reg != 0 && state >= self.info.tot_bfregs.saturating_sub(LOW_LAT_BFREGS) as usize;
         Some(Doorbell { page, offset, reg, state, buf_size, alone })
+    }
+
+    /// The BlueFlame register of `db` by address and its state, for the
+    /// QP that rings it alone ([`Doorbell::alone`], BlueFlame on): what
+    /// [`Uars::ring_block`] works out on each post, once
+    /// ([`RegRef::made_bf`](super::registry::RegRef::made_bf)); `None` for
+    /// any other register (those ring through [`Uars::ring`]).
+    pub fn bf_line(&self, db: &Doorbell) -> Option<(BfLine, &BfReg)> {
+        if !db.alone || db.buf_size == 0 {
+            return None;
+        }
+        let line = self.pages.get(db.page)?.bf_line(db.offset, self.info.bf_reg_size / 2)?;
+        Some((line, &self.regs[db.state & (self.regs.len() - 1)]))
     }
 
     /// Rings a send doorbell: `store` gets the UAR page and the byte

@@ -25,7 +25,7 @@
 //! [`Mlx5Qp::direct`]: super::provider::Mlx5Qp::direct
 
 use super::ctx::Doorbell;
-use super::registry::{Entry, MadeSlot};
+use super::registry::{Entry, MadeBf, MadeSlot};
 use super::sq::StraightRing;
 use crate::providers::seam::StraightWr;
 use crate::wr::Sge;
@@ -35,11 +35,13 @@ use crate::wr::Sge;
 pub struct Direct {
     made: MadeSlot,
     db: Doorbell,
+    /// The BlueFlame register by address, if the QP holds it alone.
+    bf: Option<MadeBf>,
 }
 
 impl Direct {
-    pub(super) fn new(made: MadeSlot, db: Doorbell) -> Self {
-        Self { made, db }
+    pub(super) fn new(made: MadeSlot, db: Doorbell, bf: Option<MadeBf>) -> Self {
+        Self { made, db, bf }
     }
 
     /// `ibv_post_send` of the one request `s` through the straight path,
@@ -56,9 +58,10 @@ impl Direct {
         let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
         let Some(ring) = sq.post_straight(buf, s) else { return false };
         let uars = self.made.reg().uars();
-        match ring {
-            StraightRing::Block { block, .. } => uars.ring_block(&self.db, block),
-            StraightRing::Ring(r) => uars.ring_send(&self.db, sq, buf, r),
+        match (ring, &self.bf) {
+            (StraightRing::Block { block, .. }, Some(bf)) => bf.ring_block(block),
+            (StraightRing::Block { block, .. }, None) => _ = uars.ring_block(&self.db, block),
+            (StraightRing::Ring(r), _) => _ = uars.ring_send(&self.db, sq, buf, r),
         };
         true
     }

@@ -9,7 +9,7 @@
 
 use super::cqe::{Queues, Source, Target};
 use super::ctx::Doorbell;
-use super::registry::{Entry, MadeSlot, RegRef, SlotGuard};
+use super::registry::{Entry, MadeBf, MadeSlot, RegRef, SlotGuard};
 use super::sq::StraightRing;
 use crate::ah::Ah;
 use crate::providers::seam::StraightWr;
@@ -57,7 +57,7 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
 ///
 /// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
 #[inline(always)]
-pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot, db: &Doorbell, s: &W) -> bool {
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot, db: &Doorbell, bf: Option<&MadeBf>, s: &W) -> bool {
     // The slot by address (`RegRef::made`, as `post_recv_one` takes it):
     // one pointer loaded instead of the table's address and the slot's
     // offset formed from its index. Were it ever another queue's, its
@@ -67,9 +67,13 @@ pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot,
     let mut g = slot.lock();
     let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
     let Some(ring) = sq.post_straight(buf, s) else { return false };
-    match ring {
-        StraightRing::Block { block, .. } => reg.uars().ring_block(db, block),
-        StraightRing::Ring(r) => reg.uars().ring_send(db, sq, buf, r),
+    // A one-block BlueFlame copy to a register the QP holds alone goes
+    // through its handle (`bf`: the register by address, worked out when
+    // the QP was made), still under the slot's lock.
+    match (ring, bf) {
+        (StraightRing::Block { block, .. }, Some(bf)) => bf.ring_block(block),
+        (StraightRing::Block { block, .. }, None) => _ = reg.uars().ring_block(db, block),
+        (StraightRing::Ring(r), _) => _ = reg.uars().ring_send(db, sq, buf, r),
     };
     true
 }

@@ -16,7 +16,7 @@ use super::ctx::{self, CtxInfo, Doorbell, Uars};
 use super::cqe::stash::CHUNK;
 use super::ops;
 use super::reset;
-use super::registry::{Entry, MadeSlot, RegRef};
+use super::registry::{Entry, MadeBf, MadeSlot, RegRef};
 use super::res::{cqe_size, CqMem, QpMem, SrqMem};
 use super::abi::Mlx5CreateAhResp;
 use super::av::{build_av, roce_v2_sport, Link};
@@ -410,6 +410,9 @@ pub struct Mlx5Qp {
     /// The slot by address, for the straight `post_send` and `post_recv`.
     made: MadeSlot,
     db: Doorbell,
+    /// Its BlueFlame register by address, if it holds a low-latency one
+    /// alone (`RegRef::made_bf`), for the straight post's one-block copy.
+    bf: Option<MadeBf>,
     slots: (u32, Option<u32>),
 }
 
@@ -438,7 +441,7 @@ impl Mlx5Qp {
     /// Its slot and doorbell for posts that do not go through the
     /// `QueuePair` (the C library's, [`super::direct`]).
     pub(crate) fn direct(&self) -> super::direct::Direct {
-        super::direct::Direct::new(self.reg.made(self.slot), self.db)
+        super::direct::Direct::new(self.reg.made(self.slot), self.db, self.reg.made_bf(&self.db))
     }
 }
 
@@ -494,7 +497,8 @@ impl ProviderQp for Mlx5Qp {
         }
         let (reg, slot) = slot.fill(Entry::Qp { sq, rq, buf: mem.buf, srq_uidx });
         let made = reg.made(slot);
-        Ok(Self { reg, slot, made, db, slots })
+        let bf = reg.made_bf(&db);
+        Ok(Self { reg, slot, made, db, bf, slots })
     }
 
     /// A list of one takes the straight path when it can (what it
@@ -502,7 +506,7 @@ impl ProviderQp for Mlx5Qp {
     #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         if let [one] = wrs {
-            if ops::post_send_straight(&self.reg, &self.made, &self.db, one) {
+            if ops::post_send_straight(&self.reg, &self.made, &self.db, self.bf.as_ref(), one) {
                 return Ok(());
             }
         }
@@ -516,7 +520,7 @@ impl ProviderQp for Mlx5Qp {
         _: QpType,
         s: &W,
     ) -> Option<core::result::Result<(), RingFailed>> {
-        ops::post_send_straight(&self.reg, &self.made, &self.db, s).then_some(Ok(()))
+        ops::post_send_straight(&self.reg, &self.made, &self.db, self.bf.as_ref(), s).then_some(Ok(()))
     }
 
     fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {

@@ -43,6 +43,12 @@
 //!   mapped while the `MadeSlot` lives; its fields are private and never
 //!   changed. Its `lock` is `lock_made`'s spin on that slot, so the guard
 //!   it returns is G2's.
+//! * **G5 — `MadeBf`.** Made only by `RegRef::made_bf`, from the
+//!   `BfLine` and the `&BfReg` of the region's own `Uars`
+//!   (`Uars::bf_line`), together with a `RegRef` of its own (G1): the
+//!   UAR pages (dropped only with the region) stay mapped, and the
+//!   register's state stays in place, while the `MadeBf` lives; its
+//!   fields are private and never changed.
 //! * **G3 — `Send`/`Sync`.** The entries move between threads through
 //!   the locks (they are `Send`: plain data, `WqBuf`s and `Table`s are
 //!   `Send`).
@@ -59,7 +65,9 @@ use rustix::mm::{MapFlags, ProtFlags};
 use super::buf::WqBuf;
 use super::cqe::CqRing;
 use super::wqe::Av;
-use super::ctx::Uars;
+use super::buf::SqBlock;
+use super::ctx::{Doorbell, Uars};
+use super::uar::{BfLine, BfReg};
 use super::rq::{RecvQueue, Srq};
 use super::sq::SendQueue;
 use crate::error::{Error, ErrorKind, Result};
@@ -363,6 +371,48 @@ impl MadeSlot {
     }
 }
 
+/// A QP's low-latency BlueFlame register by address
+/// ([`RegRef::made_bf`]), with the handle that keeps its UAR page mapped
+/// (G5).
+#[derive(Debug)]
+pub struct MadeBf {
+    _reg: RegRef,
+    line: BfLine,
+    /// The register's state in the region's `Uars`.
+    reg: NonNull<BfReg>,
+}
+
+// SAFETY: G3/G5: as `RegRef`; the pointers name the region's UAR pages
+// and a register state (an atomic) the handle keeps alive.
+unsafe impl Send for MadeBf {}
+// SAFETY: as for `Send`: `&MadeBf` only rings (MMIO stores and the
+// atomic state).
+unsafe impl Sync for MadeBf {}
+
+impl RegRef {
+    /// The BlueFlame register of `db` by address, for the QP the kernel
+    /// gave it alone ([`Uars::bf_line`]): `None` for any other register.
+    pub fn made_bf(&self, db: &Doorbell) -> Option<MadeBf> {
+        let (line, reg) = self.uars().bf_line(db)?;
+        Some(MadeBf { _reg: self.share(), line, reg: NonNull::from(reg) })
+    }
+}
+
+impl MadeBf {
+    /// [`Uars::ring_block`] of `block` on this register, from what was
+    /// worked out when the QP was made: the caller holds the QP's slot
+    /// lock, which serialises its rings ([`BfReg::ring_alone`]'s rule).
+    #[inline(always)]
+    pub fn ring_block(&self, block: SqBlock<'_>) {
+        // SAFETY: the register state lives in the region `_reg` keeps
+        // (G1, G5); shared access reaches only its atomic.
+        let reg = unsafe { self.reg.as_ref() };
+        // SAFETY: the line is of a UAR page of the region's `Uars`, which
+        // stay mapped while `_reg` counts (G1, G5; U4).
+        unsafe { self.line.ring_alone(reg, #[inline(always)] |w| block.word(w)) };
+    }
+}
+
 /// A locked slot: `&mut` access to its entry (G2).
 pub struct SlotGuard<'a> {
     slot: &'a Slot,
@@ -428,6 +478,19 @@ mod tests {
         let fd = rustix::fs::memfd_create("verbs-reg-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
         rustix::fs::ftruncate(&fd, 8 * 4096).unwrap();
         RegRef::new("test", super::super::ctx::tests::sim_uars(&fd)).unwrap()
+    }
+
+    /// Only the low-latency registers (rung alone, with BlueFlame) have a
+    /// handle by address; it keeps the table (and so the UAR pages) alive.
+    #[test]
+    fn made_bf_only_for_registers_rung_alone() {
+        let a = table();
+        let with: Vec<u32> = (0..32).filter(|&r| a.uars().doorbell(r).is_some_and(|db| a.made_bf(&db).is_some())).collect();
+        assert_eq!(with, [24, 25, 28, 29]);
+        let bf = a.made_bf(&a.uars().doorbell(29).unwrap()).unwrap();
+        assert_eq!(a.region().refs.load(Ordering::Relaxed), 2, "the handle counts");
+        drop(bf);
+        assert_eq!(a.region().refs.load(Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -119,9 +119,24 @@ impl SendQueue {
         // The ring and the doorbell record, checked in the buffer once.
         let cur = self.cur_post;
         let mut ring = buf.sq_ring_at(&self.geom, cur)?;
-        // The remote address segment's fields, if the operation has one.
-        let remote = s.rdma_remote(opcode);
-        let raddr = u32::from(remote.is_some());
+        // The remote address segment's fields, if the operation has one:
+        // asked in each shape's arm once its data is judged, and read
+        // where the segment is stored (`raddr!`), so that no pointer to
+        // them waits across the checks.
+        macro_rules! remote {
+            () => {{
+                let remote = s.rdma_remote(opcode);
+                let raddr = u32::from(remote.is_some());
+                (remote, raddr)
+            }};
+        }
+        // The remote address segment, at 16.
+        macro_rules! raddr {
+            ($r:expr) => {{
+                let (remote_addr, rkey) = $r();
+                ring.cur().put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
+            }};
+        }
         // The rest of a WQE of `ds` units (the control segment, the
         // remote address, the data) in `nbb` blocks whose data is stored
         // (`inline`: 1 if the data is inline), and its post: after the
@@ -129,14 +144,11 @@ impl SendQueue {
         // shape's arm, so that each arm has its `ds`, `nbb`, `inline` and
         // (where it branched on it) `raddr` as constants instead of
         // merging them across the match (in registers or on the stack).
+        // The remote address segment is stored before (`raddr!`).
         macro_rules! finish {
-            ($raddr:expr, $ds:expr, $nbb:expr, $inline:expr) => {{
-                let (raddr, ds, nbb): (u32, u32, u32) = ($raddr, $ds, $nbb);
+            ($ds:expr, $nbb:expr, $inline:expr) => {{
+                let (ds, nbb): (u32, u32) = ($ds, $nbb);
                 let mut w = ring.cur();
-                if let (true, Some(remote)) = (raddr != 0, &remote) {
-                    let (remote_addr, rkey) = remote();
-                    w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
-                }
                 let st = &self.straight;
                 let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
                 let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
@@ -145,10 +157,10 @@ impl SendQueue {
                 w.put::<0, [U32; 2]>(words);
                 // `imm` is big-endian already (as `ibv_send_wr` holds it).
                 w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
+                // (the table has `wqe_cnt` entries: `at_mut`'s mask is the
+                // ring's)
+                *self.table.at_mut(cur) = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
                 let idx = cur & (self.cfg.size.wqe_cnt - 1);
-                if let Some(e) = self.table.get_mut(idx as usize) {
-                    *e = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
-                }
                 self.head = self.head.wrapping_add(1);
                 let next = cur.wrapping_add(nbb);
                 self.cur_post = next;
@@ -173,24 +185,42 @@ impl SendQueue {
             Plain::Sge(g) if self.cfg.size.max_gs != 0 && g.length <= 1 << 31 => {
                 // A zero-length SGE is skipped (no data segment), as
                 // libmlx5 skips it.
+                let (remote, raddr) = remote!();
                 if g.length == 0 {
-                    return finish!(raddr, 1 + raddr, 1, 0);
+                    if let Some(r) = &remote {
+                        raddr!(r);
+                    }
+                    return finish!(1 + raddr, 1, 0);
                 }
                 let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
-                if raddr == 0 {
-                    ring.cur().put::<16, DataSeg>(seg);
-                    finish!(0, 2, 1, 0)
-                } else {
-                    ring.cur().put::<32, DataSeg>(seg);
-                    finish!(1, 3, 1, 0)
+                match &remote {
+                    None => {
+                        ring.cur().put::<16, DataSeg>(seg);
+                        finish!(2, 1, 0)
+                    }
+                    Some(r) => {
+                        raddr!(r);
+                        ring.cur().put::<32, DataSeg>(seg);
+                        finish!(3, 1, 0)
+                    }
                 }
             }
-            Plain::Empty => finish!(raddr, 1 + raddr, 1, 0),
+            Plain::Empty => {
+                let (remote, raddr) = remote!();
+                if let Some(r) = &remote {
+                    raddr!(r);
+                }
+                finish!(1 + raddr, 1, 0)
+            }
             Plain::Inline(d) if d.len() <= self.cfg.size.max_inline as usize && opcode != WR_RDMA_READ => {
                 let n = d.len() as u32;
+                let (remote, raddr) = remote!();
                 if n == 0 {
                     // No inline segment for no bytes.
-                    return finish!(raddr, 1 + raddr, 1, 1);
+                    if let Some(r) = &remote {
+                        raddr!(r);
+                    }
+                    return finish!(1 + raddr, 1, 1);
                 }
                 let hdr = U32::new(n | INLINE_SEG);
                 // Bytes that fit the first basic block (the common small
@@ -198,25 +228,33 @@ impl SendQueue {
                 // end, and `ds` of at most 4; written with the arm's
                 // constants as an SGE is.
                 const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
-                if raddr == 0 && n <= FIT {
-                    let mut w = ring.cur();
-                    w.put::<16, U32>(hdr);
-                    let stored = w.put_bytes(16 + INLINE_HDR, d);
-                    debug_assert!(stored);
-                    return finish!(0, 1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
-                }
-                if raddr != 0 && n <= FIT - 16 {
-                    let mut w = ring.cur();
-                    w.put::<32, U32>(hdr);
-                    let stored = w.put_bytes(32 + INLINE_HDR, d);
-                    debug_assert!(stored);
-                    return finish!(1, 2 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                match &remote {
+                    None if n <= FIT => {
+                        let mut w = ring.cur();
+                        w.put::<16, U32>(hdr);
+                        let stored = w.put_bytes(16 + INLINE_HDR, d);
+                        debug_assert!(stored);
+                        return finish!(1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                    }
+                    Some(r) if n <= FIT - 16 => {
+                        raddr!(r);
+                        let mut w = ring.cur();
+                        w.put::<32, U32>(hdr);
+                        let stored = w.put_bytes(32 + INLINE_HDR, d);
+                        debug_assert!(stored);
+                        return finish!(2 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
+                    }
+                    _ => {}
                 }
                 let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
                 let nbb = ds.div_ceil(4);
                 // A WQE that would wrap the ring's end goes the general
                 // way (`None`).
                 let mut w = ring.wqes(cur & (self.cfg.size.wqe_cnt - 1), nbb)?;
+                if let Some(r) = &remote {
+                    let (remote_addr, rkey) = r();
+                    w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
+                }
                 let at_data = if raddr == 0 {
                     w.put::<16, U32>(hdr);
                     16
@@ -227,7 +265,7 @@ impl SendQueue {
                 // Inside the WQE's blocks (`ds` counts them).
                 let stored = w.put_bytes(at_data + INLINE_HDR, d);
                 debug_assert!(stored);
-                finish!(raddr, ds, nbb, 1)
+                finish!(ds, nbb, 1)
             }
             _ => None,
         }

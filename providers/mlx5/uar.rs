@@ -25,6 +25,14 @@
 //! * **U3 — fences.** `wc_flush` is `sfence` (x86_64), `dsb st`
 //!   (aarch64): instructions with no memory operands and no effect on Rust
 //!   state beyond ordering.
+//! * **U4 — `BfLine`.** A BlueFlame register by address, made only by
+//!   [`Uar::bf_line`], which checks once that both halves (`0` and
+//!   `half`, a power of two of at least 64) are 64-byte lines inside the
+//!   first page of the mapping: a copy through it, at `cur & half`, is
+//!   eight 8-aligned stores inside the mapping (U2) whatever `cur` is. It
+//!   keeps no borrow of the [`Uar`]: its one store, [`BfLine::ring_alone`],
+//!   is `unsafe`, its caller proving the mapping still alive (registry G5:
+//!   the handle holding it also holds the table that owns the pages).
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -158,6 +166,70 @@ impl Uar {
         true
     }
 }
+
+impl Uar {
+    /// The BlueFlame register at `off` whose halves are `half` bytes
+    /// apart, by address (U4): `None` unless both halves are 64-byte
+    /// lines inside the first page and `half` is a power of two of at
+    /// least 64 (so `cur & half` is one of the two).
+    pub fn bf_line(&self, off: usize, half: u32) -> Option<BfLine> {
+        let h = half as usize;
+        let line = |o: usize| o & !(UAR_PAGE - 64) == 0;
+        if !(h.is_power_of_two() && h >= 64 && line(off) && line(off + h)) {
+            return None;
+        }
+        let at = NonNull::new(self.ptr.as_ptr().wrapping_add(off).cast::<u64>())?;
+        Some(BfLine { at, half })
+    }
+}
+
+/// A BlueFlame register by address ([`Uar::bf_line`], U4): what a QP
+/// that holds a low-latency register alone rings on every post, worked
+/// out once (the page, the register's offset, the half's size), so that
+/// a ring is the load of the half, the copy and the flip.
+#[derive(Clone, Copy, Debug)]
+pub struct BfLine {
+    /// The register's first half in the mapping.
+    at: NonNull<u64>,
+    /// `bf_reg_size / 2`: where the second half is, and the flip.
+    half: u32,
+}
+
+impl BfLine {
+    /// [`BfReg::ring_alone`] of the one 64-byte block whose word `w` is
+    /// `word(w)` (read just before its store), at the half `reg` names:
+    /// `wc_flush`, the eight stores, `wc_flush`, the flip. `reg` is the
+    /// register's state ([`Doorbell::state`](super::ctx::Doorbell::state)'s).
+    /// The half is `state & half`: the state only ever holds `0` or
+    /// `half` (every ring of a register flips by the same `half`) besides
+    /// `LOCKED`, so this is `ring_alone`'s `state & !LOCKED`.
+    ///
+    /// # Safety
+    ///
+    /// The [`Uar`] this line came from is still mapped (U1, U4).
+    #[inline(always)]
+    pub unsafe fn ring_alone(&self, reg: &BfReg, word: impl Fn(usize) -> u64) {
+        let cur = reg.state.load(Ordering::Relaxed) & self.half;
+        wc_flush();
+        let first = self.at.as_ptr().wrapping_byte_add(cur as usize);
+        for w in 0..8 {
+            // SAFETY: word `w < 8` of the half at `cur & half`, 0 or
+            // `half`: one of the two 64-byte lines `bf_line` checked inside
+            // the first page (U4), 8-aligned; the mapping is alive (the
+            // caller's contract); a volatile store, no reference formed.
+            unsafe { first.wrapping_add(w).write_volatile(word(w)) };
+        }
+        wc_flush();
+        reg.state.store(cur ^ self.half, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: an address into a UAR mapping (U4): stores there are MMIO with
+// no Rust-visible state, valid from any thread (as `Uar`'s, U2); its one
+// use is `unsafe`, its caller proving the mapping alive.
+unsafe impl Send for BfLine {}
+// SAFETY: as for `Send`: `&BfLine` gives only `ring_alone`.
+unsafe impl Sync for BfLine {}
 
 impl Drop for Uar {
     fn drop(&mut self) {
@@ -310,6 +382,36 @@ mod tests {
         }
         assert!(page[UAR_PAGE - 64..].iter().all(|&b| b == 0), "the refused copy stored nothing");
         assert!(page[0x940..0x948].iter().all(|&b| b == 0));
+    }
+
+    /// A register by address (`bf_line`) rings the halves the register's
+    /// state names, shared with `BfReg::ring_alone`, and is refused
+    /// where a half would leave the page or a 64-byte line.
+    #[test]
+    fn bf_line_alternates_halves_with_the_register_state() {
+        let fd = rustix::fs::memfd_create("verbs-uar-line", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&fd, UAR_PAGE as u64).unwrap();
+        let uar = Uar::map("test", rustix::fd::AsFd::as_fd(&fd), 0, UAR_PAGE).unwrap();
+        assert!(uar.bf_line(UAR_PAGE - 256, 256).is_none(), "second half outside the page");
+        assert!(uar.bf_line(BF_OFFSET + 8, 256).is_none(), "not on a 64-byte line");
+        assert!(uar.bf_line(BF_OFFSET, 96).is_none(), "half not a power of two");
+        assert!(uar.bf_line(BF_OFFSET, 32).is_none(), "half under a line");
+        assert!(uar.bf_line(usize::MAX - 63, 256).is_none(), "far outside");
+        let line = uar.bf_line(BF_OFFSET + 512, 256).unwrap();
+        let reg = BfReg::new();
+        // SAFETY: `uar` is mapped for the whole test.
+        unsafe { line.ring_alone(&reg, |w| 0x100 + w as u64) };
+        assert_eq!(reg.ring_alone(256, |o| o), 256, "the line flipped the shared state");
+        // SAFETY: as above.
+        unsafe { line.ring_alone(&reg, |w| 0x200 + w as u64) };
+        let mut page = [0u8; UAR_PAGE];
+        rustix::io::pread(&fd, &mut page, 0).unwrap();
+        let word = |o: usize| u64::from_ne_bytes(page[o..o + 8].try_into().unwrap());
+        for w in 0..8 {
+            assert_eq!(word(0xa00 + 8 * w), 0x200 + w as u64, "third ring: first half again");
+            assert_eq!(word(0xb00 + 8 * w), 0, "the second half was rung by `ring_alone`'s store, which stored nothing");
+        }
+        assert!(page[..0xa00].iter().chain(&page[0xa40..0xb00]).chain(&page[0xb40..]).all(|&b| b == 0));
     }
 
     #[test]

@@ -208,6 +208,9 @@ pub struct Mlx5Cq {
 #[path = "cq_peek.rs"]
 mod peek;
 
+#[path = "cq_chunk.rs"]
+mod chunk;
+
 /// Gives a lent CQ back when `poll_with` returns or its closure unwinds
 /// (each chunk stored the doorbell record under its own lock).
 struct Unlend<'a> {
@@ -378,16 +381,17 @@ impl ProviderCq for Mlx5Cq {
         let _back = Unlend { cq: self };
         let mut done = 0;
         while done < max {
-            let mut chunk = [Wc::ZERO; CHUNK];
+            let mut chunk = chunk::Chunk::new();
             let want = (max - done).min(CHUNK);
-            let got = ops::poll_chunk(&self.reg, self.slot, &mut chunk[..want]);
+            let wcs = chunk.fill(&self.reg, self.slot, want);
+            let got = wcs.len();
             if got == 0 {
                 break;
             }
-            let mut give = PutBack { cq: self, wcs: &chunk[..got], handed: 0 };
-            while give.handed < got {
+            let mut give = PutBack { cq: self, wcs, handed: 0 };
+            while give.handed < wcs.len() {
                 give.handed += 1;
-                f(&chunk[give.handed - 1]);
+                f(&wcs[give.handed - 1]);
             }
             done += got;
             if got < want {

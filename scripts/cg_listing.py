@@ -93,14 +93,23 @@ def disassemble(binary, start, end):
 
 
 def symbols(binary):
-    """{demangled name: (address, size)} of the binary's functions."""
+    """{demangled name: [(address, size)]} of the binary's functions (a generic function's
+    instances share their demangled name)."""
     out = subprocess.run(["nm", "-C", "-S", "--defined-only", binary], capture_output=True, text=True).stdout
     syms = {}
     for line in out.splitlines():
         f = line.split(maxsplit=3)
         if len(f) == 4 and f[2] in "tTwW":
-            syms.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+            syms.setdefault(f[3], []).append((int(f[0], 16), int(f[1], 16)))
     return syms
+
+
+def pick(cands, addrs):
+    """The instance of `cands` that holds every executed address of `addrs` as they are (a
+    shared object's profile gives its own addresses), else the first (an executable mapped
+    elsewhere: its entry is then the lowest executed address)."""
+    lo, hi = min(addrs), max(addrs)
+    return next((c for c in cands if c[0] <= lo and hi < c[0] + c[1]), cands[0])
 
 
 def base_name(fn):
@@ -126,7 +135,8 @@ def listing(cg, binary, calls, max_lines=400, op=None):
     for (ob, fn), by_addr in sorted(costs.items(), key=lambda kv: -sum(kv[1].values())):
         n = sum(by_addr.values())
         name = base_name(fn)
-        sym = syms.get(name) or next((v for k, v in syms.items() if re.sub(r"::h[0-9a-f]{16}$", "", k) == name), None)
+        cands = syms.get(name) or next((v for k, v in syms.items() if re.sub(r"::h[0-9a-f]{16}$", "", k) == name), None)
+        sym = pick(cands, by_addr) if cands else None
         if not ob or not ob.endswith(binary.split("/")[-1]) or sym is None:
             other += n
             continue

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::providers::mlx5::buf::CqeRing;
+use crate::providers::mlx5::sq::SqEntry;
 
 const VERB: &str = "ibv_poll_cq";
 
@@ -107,7 +108,9 @@ const RUN_KEY: u64 = 0xfd << 56 | 0xffff_ffff;
 /// consumer index after them and how many.
 /// One load and one comparison take a CQE's owner bit, kind, QP and
 /// opcode (word 7 under [`RUN_KEY`], against the first CQE's); the words
-/// the opcode gives are worked out when it changes, not per CQE.
+/// the opcode gives are worked out when it changes, not per CQE. The
+/// loop is [`req_cqes`] for the first CQE's kind of byte count (the
+/// CQE's, or the opcode's): no test of it per CQE.
 /// Out of line, so that its few live values keep their registers.
 #[inline(never)]
 fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out: &mut [S], rsn: u32, sq: &mut SendQueue) -> (u32, usize) {
@@ -117,30 +120,69 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
     // half, so its value is the low half byte-swapped.)
     let first = ring.word(ci0, 7);
     let sop = (first as u32).swap_bytes();
-    let mut t = FAST_REQ[(sop >> 24) as usize];
+    let t = FAST_REQ[(sop >> 24) as usize];
     if t == 0 || !V1 && sop & 0xff_ffff != rsn {
         return (ci0, 0);
     }
-    let qp_word = hi(sop & 0xff_ffff);
-    let (mut w1, mut w2, mut w4, mut len_from_cqe) = req_words(t);
-    let mut want = u64::from((ci0 >> log) & u32::from(CQE_OWNER_MASK)) << 56 | first & 0xffff_ffff;
+    let want = u64::from((ci0 >> log) & u32::from(CQE_OWNER_MASK)) << 56 | first & 0xffff_ffff;
+    let run = Run { ring, ci0, rsn, entries, mask, want, t };
+    let n = match t & FAST_LEN_FROM_CQE != 0 {
+        true => req_cqes::<S, V1, true>(run, out),
+        false => req_cqes::<S, V1, false>(run, out),
+    };
+    let ci = ci0.wrapping_add(n as u32);
+    if n > 0 {
+        // The run's last CQE again (software's until the doorbell record
+        // frees it), rather than its WQE head kept in a register the loop
+        // needs: the tail moves past every WQE the run covered.
+        let last = ring.word(ci.wrapping_sub(1), 7);
+        let head = entries[usize::from(((last >> 32) as u16).swap_bytes()) & mask].wqe_head;
+        sq.retire(head);
+    }
+    (ci, n)
+}
+
+/// What [`req_run`] hands [`req_cqes`]: the ring, the run's first index,
+/// its queue's `rsn` and entry table (`entries[c & mask]`), word 7 of its
+/// first CQE under [`RUN_KEY`] with the owner bit software owns (`want`),
+/// and that CQE's [`FAST_REQ`] entry (`t`, not 0).
+struct Run<'r, 'b> {
+    ring: &'r CqeRing<'b>,
+    ci0: u32,
+    rsn: u32,
+    entries: &'r [SqEntry],
+    mask: usize,
+    want: u64,
+    t: u32,
+}
+
+/// [`req_run`]'s loop for runs whose byte count is the CQE's (`LEN`: RDMA
+/// READ) or the opcode's (every other opcode [`FAST_REQ`] takes): a CQE
+/// of the other kind ends the run (the caller's loop starts the next).
+/// Returns how many CQEs it completed into `out`.
+#[inline(always)]
+fn req_cqes<S: WcOut, const V1: bool, const LEN: bool>(run: Run<'_, '_>, out: &mut [S]) -> usize {
+    let Run { ring, ci0, rsn, entries, mask, mut want, t } = run;
+    let qp_word = hi((want as u32).swap_bytes() & 0xff_ffff);
+    let (mut w1, mut w2, mut w4, _) = req_words(t);
     // The user index as word 4's low half holds it (`srqn_uidx`,
     // big-endian: its low 24 bits).
     let uidx_mask = 0xff_ffff_u32.swap_bytes();
     let uidx = rsn.swap_bytes();
-    let n = ring.run64(ci0, out, |c, slot| {
+    ring.run64(ci0, out, |c, slot| {
         let w7 = c.word(7);
         if w7 & RUN_KEY != want {
             // Owned, of this QP, but another opcode: the run goes on with
-            // its words, if the fast path takes it.
+            // its words, if the fast path takes it with this kind of byte
+            // count.
             if (w7 ^ want) & RUN_KEY & !0xff != 0 {
                 return false;
             }
-            t = FAST_REQ[(w7 & 0xff) as usize];
-            if t == 0 {
+            let t = FAST_REQ[(w7 & 0xff) as usize];
+            if t == 0 || (t & FAST_LEN_FROM_CQE != 0) != LEN {
                 return false;
             }
-            (w1, w2, w4, len_from_cqe) = req_words(t);
+            (w1, w2, w4, _) = req_words(t);
             want = want & !0xff | w7 & 0xff;
         }
         // Owned: the rest is read after the owner byte (acquire).
@@ -155,20 +197,10 @@ fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out
         if e.wr_data != 0 {
             return false;
         }
-        let w2 = if len_from_cqe { hi(((c.word(5) >> 32) as u32).swap_bytes()) } else { w2 };
+        let w2 = if LEN { hi(((c.word(5) >> 32) as u32).swap_bytes()) } else { w2 };
         slot.set(req_wc_words(e.wr_id, w1, w2, qp_word, w4));
         true
-    });
-    let ci = ci0.wrapping_add(n as u32);
-    if n > 0 {
-        // The run's last CQE again (software's until the doorbell record
-        // frees it), rather than its WQE head kept in a register the loop
-        // needs: the tail moves past every WQE the run covered.
-        let last = ring.word(ci.wrapping_sub(1), 7);
-        let head = entries[usize::from(((last >> 32) as u16).swap_bytes()) & mask].wqe_head;
-        sq.retire(head);
-    }
-    (ci, n)
+    })
 }
 
 impl CqRing {

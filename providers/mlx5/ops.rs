@@ -171,8 +171,9 @@ impl Queues for Lookup<'_> {
 /// `ibv_poll_cq` of the CQ in slot `cq`: up to `out.len()` completions.
 /// A CQE this provider cannot complete (a kind it does not handle, or one
 /// naming no queue of the context) is consumed and skipped: `Err` with
-/// how many were polled before it.
-#[inline]
+/// how many were polled before it. Always inlined: into `Mlx5Cq::poll`
+/// and into the C library's one out-of-line poll (`poll_leave_wait`).
+#[inline(always)]
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
     let Some(mut g) = reg.lock(cq) else { return Ok(0) };
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };

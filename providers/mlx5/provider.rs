@@ -254,6 +254,39 @@ impl PutBack<'_> {
     }
 }
 
+/// The C library's `ibv_poll_cq` on mlx5 (see
+/// `ProviderCq::poll_leave_wait`): the copy inlined into the one
+/// out-of-line function `ibv_poll_cq` jumps to, which answers the count
+/// in a register (the default calls [`ProviderCq::poll_nonempty`] from a
+/// frame of its own and gets a `Result` back through memory); a
+/// `poll_with` closure holding the CQ is waited out by a tail call.
+/// `extern "C"`: see `ProviderCq::poll_leave_wait`.
+#[allow(improper_ctypes_definitions)]
+#[inline(never)]
+extern "C" fn poll_leave_wait(cq: crate::swap_cell::Held<'_, Mlx5Cq>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+    let q = cq.get();
+    if q.not_lent().is_err() {
+        return poll_leave_wait_slow(cq, out);
+    }
+    // (At most `c_int::MAX` slots: the count fits.)
+    ops::poll(&q.reg, q.slot, out).unwrap_or_else(|n| n) as i32
+}
+
+/// [`poll_leave_wait`] while a `poll_with` closure holds the CQ: waits
+/// until it is given back (C's callers wait on rdma-core's CQ lock), then
+/// polls. Drops the guard last.
+#[allow(improper_ctypes_definitions)]
+#[cold]
+#[inline(never)]
+extern "C" fn poll_leave_wait_slow(cq: crate::swap_cell::Held<'_, Mlx5Cq>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+    loop {
+        if let Ok(n) = cq.get().poll(out) {
+            return n as i32;
+        }
+        core::hint::spin_loop();
+    }
+}
+
 impl Drop for Mlx5Cq {
     fn drop(&mut self) {
         self.reg.remove(self.slot);
@@ -364,6 +397,11 @@ impl ProviderCq for Mlx5Cq {
     #[inline]
     fn poll_nonempty(&self, out: &mut [MaybeUninit<Wc>]) -> core::result::Result<usize, Claim> {
         self.poll(out)
+    }
+
+    #[inline(always)]
+    fn poll_leave_wait(cq: crate::swap_cell::Held<'_, Self>, out: &mut [MaybeUninit<Wc>]) -> i32 {
+        poll_leave_wait(cq, out)
     }
 
     /// Completions are taken from the CQ up to [`CHUNK`] at a time under

@@ -53,7 +53,14 @@ pub struct RecvQueue {
     /// [`Self::post_one`]'s stores (B7).
     geom: RqGeom,
     head: u32,
-    tail: u32,
+    /// `tail + max_post` (`tail`: receives completed so far), the value of
+    /// `head` at which the queue is full: the straight post tests
+    /// `head - lim` (signed) in three instructions, where `head - tail >=
+    /// max_post` took six (a copy forced by two-address arithmetic). While
+    /// `0 <= head - tail <= max_post` (every post checks it) the two tests
+    /// agree. `max_post == wqe_cnt` (a power of two), so `lim` masked by the
+    /// `wr_id` table is `tail` masked.
+    lim: u32,
     wrid: Table<u64>,
 }
 
@@ -65,12 +72,23 @@ impl RecvQueue {
         }
         let db = dbrec_offset.saturating_add(4 * RCV_DBR as usize);
         let geom = RqGeom::new(offset, size.wqe_cnt, size.wqe_shift, size.max_gs, db);
-        Ok(Self { size, offset, dbrec_offset, geom, head: 0, tail: 0, wrid: Table::new(verb, size.wqe_cnt as usize)? })
+        Ok(Self { size, offset, dbrec_offset, geom, head: 0, lim: size.max_post(), wrid: Table::new(verb, size.wqe_cnt as usize)? })
     }
 
     /// `(head, tail)`: receives posted and completed so far.
     pub fn indices(&self) -> (u32, u32) {
-        (self.head, self.tail)
+        (self.head, self.tail())
+    }
+
+    /// Receives completed so far.
+    fn tail(&self) -> u32 {
+        self.lim.wrapping_sub(self.size.max_post())
+    }
+
+    /// Whether `head` is at or past the queue's room (signed, see `lim`).
+    #[inline(always)]
+    fn full_at(&self, head: u32) -> bool {
+        head.wrapping_sub(self.lim) as i32 >= 0
     }
 
     /// `ibv_post_recv`.
@@ -83,7 +101,7 @@ impl RecvQueue {
             if wr.sg_list.len() > self.size.max_gs as usize {
                 return Err(refuse(VERB, ErrorKind::TooManySge, "num_sge is above the queue's max_recv_sge", i));
             }
-            if self.head.wrapping_sub(self.tail).wrapping_add(i as u32) >= self.size.max_post() {
+            if self.full_at(self.head.wrapping_add(i as u32)) {
                 return Err(refuse(VERB, ErrorKind::QueueFull, "the receive queue is full", i));
             }
         }
@@ -122,7 +140,7 @@ impl RecvQueue {
     /// device's, nor a poll's, yet.
     #[inline(always)]
     pub fn post_one(&mut self, buf: &mut WqBuf, wr_id: u64, sge: Option<&Sge>) -> bool {
-        if self.head.wrapping_sub(self.tail) >= self.size.max_post() {
+        if self.full_at(self.head) {
             return false;
         }
         // Ring and doorbell word checked when the queue was made (B7): one
@@ -150,15 +168,16 @@ impl RecvQueue {
     /// The QP went to RESET (`mlx5_init_qp_indices`): the queue starts
     /// over at WQE 0; nothing posted is kept.
     pub fn reset(&mut self) {
-        (self.head, self.tail) = (0, 0);
+        (self.head, self.lim) = (0, self.size.max_post());
     }
 
     /// A responder completion: receives complete in order, so it is the
     /// oldest outstanding one (`rq.tail++`); its `wr_id`.
     pub fn complete(&mut self) -> u64 {
-        // (The table's own mask: `wqe_cnt` entries, a power of two.)
-        let id = *self.wrid.at_mut(self.tail);
-        self.tail = self.tail.wrapping_add(1);
+        // (The table's own mask: `wqe_cnt` entries, a power of two, and
+        // `lim = tail + wqe_cnt`: entry `tail & mask`.)
+        let id = *self.wrid.at_mut(self.lim);
+        self.lim = self.lim.wrapping_add(1);
         id
     }
 }

@@ -198,7 +198,7 @@ macro_rules! registry {
                         #[allow(unreachable_patterns)]
                         let held = ring.project(|c| match c { AnyCq::$V(q) => Some(q), _ => None });
                         return match held {
-                            Some(q) if ProviderCq::is_empty(q.get()) => {
+                            Some(q) if ProviderCq::is_empty_c(q.get()) => {
                                 drop(q);
                                 empty()
                             }

@@ -328,6 +328,18 @@ pub trait ProviderCq: Debug + Send + Sync + Sized {
     /// Whether no completion is waiting (without taking the claim flag).
     fn is_empty(&self) -> bool;
 
+    /// [`ProviderCq::is_empty`] for the C library's `ibv_poll_cq`, whose
+    /// non-empty answer waits out a CQ lent to a `poll_with` closure
+    /// ([`ProviderCq::poll_leave_wait`]): a provider whose `is_empty` also
+    /// reports a lent CQ as not empty (so that a poll from the closure is
+    /// refused) may leave that test out here, since a C poll never runs
+    /// inside a `poll_with` closure's lending and an empty ring answers 0
+    /// either way.
+    #[inline(always)]
+    fn is_empty_c(&self) -> bool {
+        self.is_empty()
+    }
+
     /// `ibv_poll_cq`: moves up to `out.len()` completions into `out`.
     fn poll<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim>;
 

@@ -77,6 +77,13 @@ impl Mlx5Cq {
         if self.lent.load(Ordering::Relaxed) != super::Claim::Free as u8 {
             return false;
         }
+        self.peek_ring_empty()
+    }
+
+    /// [`Mlx5Cq::peek_empty`] without the lent test: the ring and the
+    /// stash only (the C library's empty test, `ProviderCq::is_empty_c`).
+    #[inline(always)]
+    pub(super) fn peek_ring_empty(&self) -> bool {
         let Some(p) = &self.peek else { return false };
         let Some(ci) = self.reg.published(self.slot) else { return false };
         // Completions a panicking `poll_with` put back wait in the stash.

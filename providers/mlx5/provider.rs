@@ -386,6 +386,14 @@ impl ProviderCq for Mlx5Cq {
         self.peek_empty()
     }
 
+    /// The ring and the stash only: a lent CQ with an empty ring answers
+    /// 0 to `ibv_poll_cq` (the lending poll took its completions), a
+    /// non-empty one is waited out by `poll_leave_wait`.
+    #[inline(always)]
+    fn is_empty_c(&self) -> bool {
+        self.peek_ring_empty()
+    }
+
     #[inline]
     fn poll<S: WcOut>(&self, out: &mut [S]) -> core::result::Result<usize, Claim> {
         self.not_lent()?;

@@ -11,13 +11,17 @@
 //! 1 << shift`), and the 4-aligned doorbell word at `dbrec` both end at or
 //! before `need` (checked arithmetic); `rq_ring` checks `need <= len` of
 //! the live mapping (B1) and borrows the buffer mutably for the view's
-//! lifetime (B3), and the geometry shared (so it cannot change under the
-//! view; `RqGeom`'s fields are private and set only by its constructor).
-//! A store masks the WQE index by `mask` and checks the
+//! lifetime (B3), and the geometry mutably too (so it cannot change under
+//! the view; `RqGeom`'s fields are private and set only by its
+//! constructor). A store masks the WQE index by `mask` and checks the
 //! segment index against `segs`, so every address it forms is inside the
 //! checked range; the doorbell word is a `DbWord` of `buf.rs` (its one
 //! proof, B6/B7 there). Stores are unaligned (`write_unaligned`); nothing
-//! is read.
+//! is read. The geometry owns the queue's `wr_id` table, made by the same
+//! constructor with `mask + 1` entries (B4): a view exists only for a
+//! usable geometry, whose WQE count is a power of two, so the WQE index
+//! masked by `mask` is an entry of the table too, and one masked index
+//! serves both stores ([`RqRing::put_first`]).
 #![allow(unsafe_code)]
 
 use core::marker::PhantomData;
@@ -26,7 +30,8 @@ use core::sync::atomic::Ordering;
 
 use zerocopy::{Immutable, IntoBytes};
 
-use super::{DbWord, WqBuf};
+use super::{DbWord, Table, WqBuf};
+use crate::error::Result;
 
 /// Bytes of one receive segment (a data segment or the terminator).
 const SEG: usize = 16;
@@ -35,7 +40,9 @@ const SEG: usize = 16;
 /// once (B7); [`WqBuf::rq_ring`] then needs one comparison per post. The
 /// ring is at byte 0 of the buffer, where libmlx5 puts it (a geometry
 /// with the ring elsewhere is unusable: its queue posts the general way).
-#[derive(Clone, Copy, Debug)]
+/// It owns the queue's `wr_id` table (one entry per WQE), so that the
+/// straight post masks its index once for the WQE and the entry.
+#[derive(Debug)]
 pub struct RqGeom {
     /// WQEs - 1 (WQEs a power of two).
     mask: u32,
@@ -48,21 +55,38 @@ pub struct RqGeom {
     /// Bytes a buffer needs for both; `usize::MAX` if the geometry is
     /// unusable (no buffer is that long, so no view is ever made).
     need: usize,
+    /// The `wr_id`s, `wqes` entries (B4; `wqes - 1 == mask` whenever a
+    /// view exists).
+    wrid: Table<u64>,
 }
 
 impl RqGeom {
     /// `wqes` WQEs of `1 << shift` bytes at byte `base` (unusable unless
     /// 0), each holding `segs` segments (unusable if none: sizing gives
     /// at least one, `rq_size`), and the receive doorbell word at byte
-    /// `dbrec`.
-    pub fn new(base: usize, wqes: u32, shift: u32, segs: u32, dbrec: usize) -> Self {
+    /// `dbrec`; with a zeroed `wr_id` table of `wqes` entries (an error
+    /// naming `verb` if it cannot be mapped).
+    pub fn new(verb: &'static str, base: usize, wqes: u32, shift: u32, segs: u32, dbrec: usize) -> Result<Self> {
         let ok = base == 0 && segs >= 1 && wqes.is_power_of_two() && (4..=16).contains(&shift) && (segs as usize) * SEG <= 1 << shift.min(16) && dbrec.is_multiple_of(4);
         let ring_end = (wqes as usize).checked_mul(1 << shift.min(16)).filter(|_| ok);
         let need = match (ring_end, dbrec.checked_add(4)) {
             (Some(r), Some(d)) => r.max(d),
             _ => usize::MAX,
         };
-        Self { mask: wqes.wrapping_sub(1), shift: shift.min(16), segs, dbrec, need }
+        let wrid = Table::new(verb, wqes as usize)?;
+        Ok(Self { mask: wqes.wrapping_sub(1), shift: shift.min(16), segs, dbrec, need, wrid })
+    }
+
+    /// The `wr_id` table (`wqes` entries).
+    #[inline(always)]
+    pub fn wrid(&self) -> &Table<u64> {
+        &self.wrid
+    }
+
+    /// The `wr_id` table, to write.
+    #[inline(always)]
+    pub fn wrid_mut(&mut self) -> &mut Table<u64> {
+        &mut self.wrid
     }
 }
 
@@ -74,14 +98,14 @@ impl RqGeom {
 pub struct RqRing<'b> {
     /// Byte 0 of the live mapping; the checked range is `[0, g.need)`.
     p: *mut u8,
-    g: &'b RqGeom,
+    g: &'b mut RqGeom,
     _b: PhantomData<&'b mut WqBuf>,
 }
 
 impl WqBuf {
     /// The receive ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
-    pub fn rq_ring<'b>(&'b mut self, g: &'b RqGeom) -> Option<RqRing<'b>> {
+    pub fn rq_ring<'b>(&'b mut self, g: &'b mut RqGeom) -> Option<RqRing<'b>> {
         if g.need > self.0.len {
             return None;
         }
@@ -95,7 +119,7 @@ impl RqRing<'_> {
     #[inline(always)]
     pub fn put_seg<T: IntoBytes + Immutable>(&mut self, idx: u32, k: u32, v: T) -> bool {
         const { assert!(size_of::<T>() <= SEG, "a receive segment is 16 bytes") };
-        let g = self.g;
+        let g = &*self.g;
         if k >= g.segs {
             return false;
         }
@@ -108,22 +132,40 @@ impl RqRing<'_> {
         true
     }
 
-    /// Writes WQE `idx & mask` of a receive of one non-empty SGE as
-    /// libmlx5 does: `first` (its data segment) as segment 0 (every WQE of
+    /// Writes `wr_id` into entry `idx & mask` of the `wr_id` table, then
+    /// WQE `idx & mask` of a receive as libmlx5 does: with `first()` (the
+    /// data segment of one non-empty SGE), it as segment 0 (every WQE of
     /// the view has one, B7), then the terminator `end` if the WQE has
-    /// room for it. The WQE addressed once, one test of the segment count.
+    /// room for it; with none, `end` as segment 0. The index masked once
+    /// for the entry and the WQE, one test of the segment count. (`first`
+    /// is asked after the `wr_id` is stored, which frees its register for
+    /// the segment's.)
     #[inline(always)]
-    pub fn put_first<T: IntoBytes + Immutable>(&mut self, idx: u32, first: T, end: T) {
+    pub fn put_first<T: IntoBytes + Immutable>(&mut self, idx: u32, wr_id: u64, first: impl FnOnce() -> Option<T>, end: T) {
         const { assert!(size_of::<T>() <= SEG, "a receive segment is 16 bytes") };
-        let g = self.g;
-        let wqe = self.p.wrapping_add(((idx & g.mask) as usize) << g.shift);
-        // SAFETY: segment 0 (`segs >= 1`, B7) of WQE `idx & mask`, inside
-        // the range `RqGeom::new` and `rq_ring` checked in the live mapping
-        // (B7, B1), as in `put_seg`; an unaligned store.
-        unsafe { wqe.cast::<T>().write_unaligned(first) };
-        if g.segs > 1 {
-            // SAFETY: segment 1 (`1 < segs`) of the same WQE, as above.
-            unsafe { wqe.wrapping_add(SEG).cast::<T>().write_unaligned(end) };
+        let g = &mut *self.g;
+        let ind = (idx & g.mask) as usize;
+        // SAFETY: a view exists only for a usable geometry (B7), whose
+        // `wqes = mask + 1` is a power of two; the table was made with
+        // `wqes` entries by the same constructor and is a private field
+        // (never replaced), so `ind <= mask` is one of its entries (B4),
+        // aligned, reached only through the `&mut` the view holds.
+        unsafe { g.wrid.pages.ptr.as_ptr().cast::<u64>().wrapping_add(ind).write(wr_id) };
+        let wqe = self.p.wrapping_add(ind << g.shift);
+        match first() {
+            Some(first) => {
+                // SAFETY: segment 0 (`segs >= 1`, B7) of WQE `idx & mask`,
+                // inside the range `RqGeom::new` and `rq_ring` checked in
+                // the live mapping (B7, B1), as in `put_seg`; an unaligned
+                // store.
+                unsafe { wqe.cast::<T>().write_unaligned(first) };
+                if g.segs > 1 {
+                    // SAFETY: segment 1 (`1 < segs`) of the same WQE, as above.
+                    unsafe { wqe.wrapping_add(SEG).cast::<T>().write_unaligned(end) };
+                }
+            }
+            // SAFETY: segment 0 of the same WQE, as above.
+            None => unsafe { wqe.cast::<T>().write_unaligned(end) },
         }
     }
 
@@ -141,27 +183,32 @@ impl RqRing<'_> {
 mod tests {
     use super::*;
 
+    fn geom(base: usize, wqes: u32, shift: u32, segs: u32, dbrec: usize) -> RqGeom {
+        RqGeom::new("test", base, wqes, shift, segs, dbrec).unwrap()
+    }
+
     #[test]
     fn receive_ring_views_are_checked_once_and_stay_inside() {
         let mut b = WqBuf::new("test", 4096).unwrap();
-        assert!(b.rq_ring(&RqGeom::new(64, 64, 6, 4, 0)).is_none(), "ring ends past the buffer");
-        assert!(b.rq_ring(&RqGeom::new(0, 64, 4, 1, 4096 - 2)).is_none(), "doorbell word ends past the buffer");
-        assert!(b.rq_ring(&RqGeom::new(0, 48, 4, 1, 4000)).is_none(), "not a power of two");
-        assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 2, 4000)).is_none(), "more segments than the stride holds");
-        assert!(b.rq_ring(&RqGeom::new(0, 8, 3, 1, 4000)).is_none(), "stride below 16 bytes");
-        assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 1, 4001)).is_none(), "misaligned doorbell word");
-        assert!(b.rq_ring(&RqGeom::new(usize::MAX - 8, 8, 4, 1, 4000)).is_none(), "overflowing offset");
-        assert!(b.rq_ring(&RqGeom::new(0, 1 << 31, 16, 1, 4000)).is_none(), "a ring larger than the buffer");
-        assert!(b.rq_ring(&RqGeom::new(1024, 8, 5, 2, 4092)).is_none(), "a ring not at byte 0");
-        let g = RqGeom::new(0, 8, 5, 2, 4092);
-        let mut r = b.rq_ring(&g).unwrap();
+        assert!(b.rq_ring(&mut geom(64, 64, 6, 4, 0)).is_none(), "ring ends past the buffer");
+        assert!(b.rq_ring(&mut geom(0, 64, 4, 1, 4096 - 2)).is_none(), "doorbell word ends past the buffer");
+        assert!(b.rq_ring(&mut geom(0, 48, 4, 1, 4000)).is_none(), "not a power of two");
+        assert!(b.rq_ring(&mut geom(0, 8, 4, 2, 4000)).is_none(), "more segments than the stride holds");
+        assert!(b.rq_ring(&mut geom(0, 8, 3, 1, 4000)).is_none(), "stride below 16 bytes");
+        assert!(b.rq_ring(&mut geom(0, 8, 4, 1, 4001)).is_none(), "misaligned doorbell word");
+        assert!(b.rq_ring(&mut geom(usize::MAX - 8, 8, 4, 1, 4000)).is_none(), "overflowing offset");
+        assert!(b.rq_ring(&mut geom(0, 1 << 20, 16, 1, 4000)).is_none(), "a ring larger than the buffer");
+        assert!(b.rq_ring(&mut geom(1024, 8, 5, 2, 4092)).is_none(), "a ring not at byte 0");
+        let mut g = geom(0, 8, 5, 2, 4092);
+        let mut r = b.rq_ring(&mut g).unwrap();
         assert!(r.put_seg(8 + 3, 1, 0x1122u64), "index masked");
         assert!(!r.put_seg(2, 2, 7u64), "no third segment");
         assert!(r.put_seg(7, 1, [9u8; 16]), "the ring's last bytes");
         r.store_db(0x1234);
-        r.put_first(8 + 5, [1u8; 16], [2u8; 16]);
-        b.rq_ring(&RqGeom::new(0, 8, 4, 1, 4000)).unwrap().put_first(1, [4u8; 16], [5u8; 16]);
-        assert!(b.rq_ring(&RqGeom::new(0, 8, 4, 0, 4000)).is_none(), "WQEs of no segment");
+        r.put_first(8 + 5, 77, || Some([1u8; 16]), [2u8; 16]);
+        r.put_first(8 + 6, 78, || None, [3u8; 16]);
+        b.rq_ring(&mut geom(0, 8, 4, 1, 4000)).unwrap().put_first(1, 9, || Some([4u8; 16]), [5u8; 16]);
+        assert!(b.rq_ring(&mut geom(0, 8, 4, 0, 4000)).is_none(), "WQEs of no segment");
         assert_eq!(b.get::<[u8; 16]>(5 * 32), Some([1; 16]));
         assert_eq!(b.get::<[u8; 16]>(5 * 32 + 16), Some([2; 16]));
         assert_eq!(b.get::<[u8; 16]>(16), Some([4; 16]), "WQE 1 of a 16-byte stride");
@@ -170,5 +217,8 @@ mod tests {
         assert_eq!(b.get::<[u8; 16]>(8 * 32 - 16), Some([9; 16]));
         assert_eq!(b.get::<u64>(2 * 32 + 32), Some(0), "nothing past segment 1 of WQE 2");
         assert_eq!(b.get::<u32>(4092), Some(0x1234));
+        assert_eq!(b.get::<[u8; 16]>(6 * 32), Some([3; 16]), "no SGE: the terminator as segment 0");
+        assert_eq!(b.get::<[u8; 16]>(6 * 32 + 16), Some([0; 16]), "and nothing after it");
+        assert_eq!((g.wrid()[5], g.wrid()[6], g.wrid().len()), (77, 78, 8), "wr_ids at the masked index");
     }
 }

@@ -50,7 +50,9 @@ pub struct RecvQueue {
     /// Byte offset of the QP's doorbell record pair.
     dbrec_offset: usize,
     /// The ring and receive doorbell word, checked once here for
-    /// [`Self::post_one`]'s stores (B7).
+    /// [`Self::post_one`]'s stores (B7), and the `wr_id` table
+    /// (`wqe_cnt` entries), which it owns so that the straight post masks
+    /// one index for the WQE and the entry.
     geom: RqGeom,
     head: u32,
     /// `tail + max_post` (`tail`: receives completed so far), the value of
@@ -61,7 +63,6 @@ pub struct RecvQueue {
     /// agree. `max_post == wqe_cnt` (a power of two), so `lim` masked by the
     /// `wr_id` table is `tail` masked.
     lim: u32,
-    wrid: Table<u64>,
 }
 
 impl RecvQueue {
@@ -71,8 +72,8 @@ impl RecvQueue {
             return Err(Error::new(verb, ErrorKind::InvalidArgument).with_detail("mlx5: receive queue geometry is not one sizing gives"));
         }
         let db = dbrec_offset.saturating_add(4 * RCV_DBR as usize);
-        let geom = RqGeom::new(offset, size.wqe_cnt, size.wqe_shift, size.max_gs, db);
-        Ok(Self { size, offset, dbrec_offset, geom, head: 0, lim: size.max_post(), wrid: Table::new(verb, size.wqe_cnt as usize)? })
+        let geom = RqGeom::new(verb, offset, size.wqe_cnt, size.wqe_shift, size.max_gs, db)?;
+        Ok(Self { size, offset, dbrec_offset, geom, head: 0, lim: size.max_post() })
     }
 
     /// `(head, tail)`: receives posted and completed so far.
@@ -120,7 +121,7 @@ impl RecvQueue {
             if j < self.size.max_gs as usize {
                 buf.put(at + j * SEG, END);
             }
-            self.wrid[ind as usize] = wr.wr_id;
+            self.geom.wrid_mut()[ind as usize] = wr.wr_id;
         }
         self.head = self.head.wrapping_add(wrs.len() as u32);
         if let Some(db) = buf.atomic_u32(self.dbrec_offset + 4 * RCV_DBR as usize) {
@@ -145,21 +146,14 @@ impl RecvQueue {
         }
         // Ring and doorbell word checked when the queue was made (B7): one
         // comparison here, none per store.
-        let Some(mut ring) = buf.rq_ring(&self.geom) else { return false };
+        let Some(mut ring) = buf.rq_ring(&mut self.geom) else { return false };
         let head = self.head;
-        // (Library memory, which no one reads before the doorbell record
-        // counts the WQE: stored first, to free its register. The table
-        // masks the index itself: no bound check.)
-        *self.wrid.at_mut(head) = wr_id;
-        // (The view's WQEs hold a segment or more, B7: a queue of max_gs
-        // 0 has no view and posts the general way. The terminator is
-        // stored only if the WQE has room; libmlx5 skips an empty SGE.)
-        match sge {
-            Some(s) if s.length != 0 => ring.put_first(head, data_seg(s), END),
-            _ => {
-                ring.put_seg(head, 0, END);
-            }
-        }
+        // (The `wr_id`, library memory no one reads before the doorbell
+        // record counts the WQE, and the WQE, at one masked index. The
+        // view's WQEs hold a segment or more, B7: a queue of max_gs 0 has
+        // no view and posts the general way. The terminator is stored
+        // only if the WQE has room; libmlx5 skips an empty SGE.)
+        ring.put_first(head, wr_id, || sge.filter(|s| s.length != 0).map(data_seg), END);
         self.head = head.wrapping_add(1);
         ring.store_db((self.head & 0xffff).to_be());
         true
@@ -176,7 +170,7 @@ impl RecvQueue {
     pub fn complete(&mut self) -> u64 {
         // (The table's own mask: `wqe_cnt` entries, a power of two, and
         // `lim = tail + wqe_cnt`: entry `tail & mask`.)
-        let id = *self.wrid.at_mut(self.lim);
+        let id = *self.geom.wrid_mut().at_mut(self.lim);
         self.lim = self.lim.wrapping_add(1);
         id
     }

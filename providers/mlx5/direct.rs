@@ -33,7 +33,7 @@
 //! says yes only while the slot holds the entry `Mlx5Qp::create` filled
 //! for the QP this handle was made from, and that the handle says
 //! [`Direct::has_recv`]. `has_recv` is found once, under the slot's lock,
-//! when the handle is made ([`Direct::new`]'s `rq_fits`: the entry has a
+//! when the handle is made (`Direct::new`: the entry has a
 //! receive queue whose ring and doorbell word the buffer holds,
 //! `RecvQueue::ring_fits`), and it stands while the entry lives: the
 //! provider never assigns an `Entry::Qp`'s `rq` or `buf` after the slot

@@ -779,7 +779,10 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut IbvQp, wr: *mut IbvRecvWr, ba
         let sge = unsafe { &*w.sg_list.cast::<Sge>() };
         // SAFETY: `from_c_direct` returned `c`.
         let d = unsafe { c.direct_unchecked() };
-        if d.post_recv(|| c.may_recv_direct(), &w.wr_id, Some(sge)) {
+        // SAFETY: D1: `may_recv_direct` is set only for a QP whose handle
+        // `has_recv`, and (F2, asked under the slot's lock) only while the
+        // slot holds this QP's entry, which nothing here replaces.
+        if unsafe { d.post_recv_fitted(|| c.may_recv_direct(), &w.wr_id, Some(sge)) } {
             return 0;
         }
         // SAFETY: forwarded caller contract.

@@ -141,9 +141,29 @@ impl Straight {
     /// `Some(Rc)` in RTS or SQD (a subset of [`Straight::SEND`]): the
     /// common case of [`QpGuard::send_straight_rc`].
     const SEND_RC: u8 = 16;
+    /// [`Straight::RECV`] of a QP with [`Straight::DIRECT_RQ`] (D1): the
+    /// direct receive takes its slot's entry with no match
+    /// ([`CQp::may_recv_direct`]).
+    const RECV_DIRECT: u8 = 32;
+    /// The provider's handle ([`CQp::direct`]) found a receive queue its
+    /// buffer holds in the QP's slot (`Mlx5Direct::has_recv`: not a QP on
+    /// an SRQ); fixed at creation.
+    const DIRECT_RQ: u8 = 64;
     /// The bits that are fixed when the QP is made (the rest describe its
     /// state, and are cleared while it changes: F2).
-    const FIXED: u8 = Self::NAMES;
+    const FIXED: u8 = Self::NAMES | Self::DIRECT_RQ;
+
+    /// The bits of `v` with the `fixed` ones, and [`Straight::RECV_DIRECT`]
+    /// where [`Straight::RECV`] and [`Straight::DIRECT_RQ`] both are.
+    fn with(v: &Option<Any>, fixed: u8) -> u8 {
+        Self::derive(Self::of(v) | fixed)
+    }
+
+    /// `bits` with [`Straight::RECV_DIRECT`] if they hold both its parts.
+    fn derive(bits: u8) -> u8 {
+        let both = Self::RECV | Self::DIRECT_RQ;
+        if bits & both == both { bits | Self::RECV_DIRECT } else { bits }
+    }
 
     /// The bits of `v`.
     fn of(v: &Option<Any>) -> u8 {
@@ -169,7 +189,7 @@ impl Straight {
 // both 8 when two branches met), `plain_rc` would say yes to a UC QP in
 // any state and `send_straight_rc`'s `assert_unchecked` would be false.
 const _: () = {
-    let all = [Straight::SEND, Straight::RECV, Straight::NAMES, Straight::UC, Straight::SEND_RC];
+    let all = [Straight::SEND, Straight::RECV, Straight::NAMES, Straight::UC, Straight::SEND_RC, Straight::RECV_DIRECT, Straight::DIRECT_RQ];
     let (mut or, mut i) = (0u8, 0);
     while i < all.len() {
         assert!(all[i].is_power_of_two() && or & all[i] == 0, "Straight bits must be distinct single bits");
@@ -189,9 +209,11 @@ const _: fn() = || {
 unsafe impl Sync for QpLock {}
 
 impl QpLock {
-    /// `names`: the provider's doorbell names the QP ([`Straight::NAMES`]).
-    fn new(qp: Option<Any>, names: bool) -> Self {
-        let bits = Straight::of(&qp) | if names { Straight::NAMES } else { 0 };
+    /// `names`: the provider's doorbell names the QP ([`Straight::NAMES`]);
+    /// `direct_rq`: its handle has a receive queue ([`Straight::DIRECT_RQ`]).
+    fn new(qp: Option<Any>, names: bool, direct_rq: bool) -> Self {
+        let fixed = if names { Straight::NAMES } else { 0 } | if direct_rq { Straight::DIRECT_RQ } else { 0 };
+        let bits = Straight::with(&qp, fixed);
         Self { held: AtomicBool::new(false), straight: AtomicU8::new(bits), qp: UnsafeCell::new(qp) }
     }
 
@@ -230,7 +252,7 @@ impl QpLock {
         // other reference to the value exists.
         let v = unsafe { &*self.qp.get() };
         let fixed = self.straight.load(Ordering::Relaxed) & Straight::FIXED;
-        self.straight.store(Straight::of(v) | fixed, Ordering::Relaxed);
+        self.straight.store(Straight::with(v, fixed), Ordering::Relaxed);
     }
 
     #[cold]
@@ -476,11 +498,14 @@ impl CQp {
         self.qp.straight.load(Ordering::Relaxed) & Straight::SEND != 0
     }
 
-    /// As [`CQp::may_send_direct`], for receives (INIT to SQD).
+    /// As [`CQp::may_send_direct`], for receives (INIT to SQD), of a QP
+    /// whose handle has a receive queue: under the provider's slot lock,
+    /// `true` only while the slot holds this QP's entry (D1), what
+    /// `Mlx5Direct::post_recv_fitted` asks of its `may`.
     #[cfg(feature = "mlx5")]
     #[inline(always)]
     pub(crate) fn may_recv_direct(&self) -> bool {
-        self.qp.straight.load(Ordering::Relaxed) & Straight::RECV != 0
+        self.qp.straight.load(Ordering::Relaxed) & Straight::RECV_DIRECT != 0
     }
 
     /// The QP, locked (see [`QpLock`]).
@@ -800,10 +825,15 @@ unsafe fn create(
     let magic = if direct.is_some() { MAGIC_DIRECT } else { MAGIC };
     #[cfg(not(feature = "mlx5"))]
     let magic = MAGIC;
+    // D1: the handle found a receive queue its buffer holds in the slot.
+    #[cfg(feature = "mlx5")]
+    let direct_rq = direct.as_ref().is_some_and(|d| d.has_recv());
+    #[cfg(not(feature = "mlx5"))]
+    let direct_rq = false;
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(magic),
-        qp: QpLock::new(Some(qp), names),
+        qp: QpLock::new(Some(qp), names, direct_rq),
         pd: cpd,
         send_cq: scq,
         recv_cq: rcq,
@@ -1073,7 +1103,7 @@ mod tests {
 
     #[test]
     fn a_failed_try_lock_leaves_the_holders_lock_held() {
-        let lock = QpLock::new(None, false);
+        let lock = QpLock::new(None, false, false);
         let held = lock.lock();
         // Refused while held, and the refusal must not give the lock back
         // (it did when the guard was built eagerly and dropped: issue 29).
@@ -1088,7 +1118,7 @@ mod tests {
     #[test]
     fn the_straight_bits_follow_the_value_and_keep_the_provider_bit() {
         for names in [false, true] {
-            let lock = QpLock::new(None, names);
+            let lock = QpLock::new(None, names, false);
             let mut g = lock.lock();
             // No QP (destroyed): neither straight path, whatever the provider.
             assert!(g.send_straight().is_none() && g.recv_straight().is_none());
@@ -1102,6 +1132,28 @@ mod tests {
             assert_eq!(g.doorbell_names_qp(), names, "restate kept the provider bit");
             // Nor the RC fast path: its bit is not set for no QP.
             assert!(!g.plain_rc() && g.send_straight_rc().is_none());
+        }
+    }
+
+    #[test]
+    fn the_direct_receive_bit_needs_the_state_and_keeps_the_handles_bit() {
+        use super::Straight;
+        let bits = |l: &QpLock| l.straight.load(core::sync::atomic::Ordering::Relaxed);
+        for direct_rq in [false, true] {
+            let lock = QpLock::new(None, false, direct_rq);
+            // No QP: no state, so no direct receive (D1), with or without
+            // a receive queue in the handle.
+            assert_eq!(bits(&lock) & (Straight::RECV | Straight::RECV_DIRECT), 0);
+            assert_eq!(bits(&lock) & Straight::DIRECT_RQ != 0, direct_rq);
+            let mut g = lock.lock();
+            *g = None;
+            drop(g);
+            assert_eq!(bits(&lock) & Straight::RECV_DIRECT, 0);
+            assert_eq!(bits(&lock) & Straight::DIRECT_RQ != 0, direct_rq, "restate kept the handle's bit");
+        }
+        // The derived bit: both of its parts, and neither alone.
+        for (b, set) in [(Straight::RECV, false), (Straight::DIRECT_RQ, false), (Straight::RECV | Straight::DIRECT_RQ, true), (Straight::SEND | Straight::NAMES, false)] {
+            assert_eq!(Straight::derive(b), if set { b | Straight::RECV_DIRECT } else { b }, "{b:#x}");
         }
     }
 }

@@ -4,9 +4,11 @@
 //!
 //! # Safety
 //!
-//! **B7 — `RqRing`.** Made only by [`WqBuf::rq_ring`] from an [`RqGeom`],
-//! whose constructor checked (once, when the queue was made) that the
-//! ring of `mask + 1` (a power of two) WQEs of `1 << shift` bytes at
+//! **B7 — `RqRing`.** Made only by [`WqBuf::rq_ring`] (or
+//! [`WqBuf::rq_ring_unchecked`], whose caller promises that `rq_ring`'s
+//! one comparison, [`RqGeom::fits`], is true: B8 of `direct.rs`) from an
+//! [`RqGeom`], whose constructor checked (once, when the queue was made)
+//! that the ring of `mask + 1` (a power of two) WQEs of `1 << shift` bytes at
 //! byte 0, each with room for `segs >= 1` 16-byte segments (`segs << 4 <=
 //! 1 << shift`), and the 4-aligned doorbell word at `dbrec` both end at or
 //! before `need` (checked arithmetic); `rq_ring` checks `need <= len` of
@@ -102,14 +104,40 @@ pub struct RqRing<'b> {
     _b: PhantomData<&'b mut WqBuf>,
 }
 
+impl RqGeom {
+    /// Whether `buf` holds the ring and the doorbell word (B7's one
+    /// comparison): then [`WqBuf::rq_ring`] of it is `Some`.
+    #[inline(always)]
+    pub fn fits(&self, buf: &WqBuf) -> bool {
+        self.need <= buf.0.len
+    }
+}
+
 impl WqBuf {
     /// The receive ring `g` describes; `None` if the buffer is too short.
     #[inline(always)]
     pub fn rq_ring<'b>(&'b mut self, g: &'b mut RqGeom) -> Option<RqRing<'b>> {
-        if g.need > self.0.len {
+        if !g.fits(self) {
             return None;
         }
         Some(RqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData })
+    }
+
+    /// [`WqBuf::rq_ring`] without its comparison (B8: the direct
+    /// `post_recv` of a QP whose buffer was found to hold its ring when
+    /// its handle was made, `direct.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `g.fits(self)`: a geometry's fields never change after it is made
+    /// and a buffer's length never changes, so an earlier `true` for
+    /// this same geometry and buffer stands.
+    #[inline(always)]
+    pub unsafe fn rq_ring_unchecked<'b>(&'b mut self, g: &'b mut RqGeom) -> RqRing<'b> {
+        // SAFETY: the caller's promise: `g.need <= len`, B7's one check,
+        // which is all `rq_ring` adds to this.
+        unsafe { core::hint::assert_unchecked(g.fits(self)) };
+        RqRing { p: self.0.ptr.as_ptr(), g, _b: PhantomData }
     }
 }
 

@@ -23,6 +23,26 @@
 //! value), and its handle is dropped with its QP (`ibv_destroy_qp`).
 //!
 //! [`Mlx5Qp::direct`]: super::provider::Mlx5Qp::direct
+//!
+//! # Safety
+//!
+//! **B8 — the direct receive.** [`Direct::post_recv_fitted`] takes the
+//! slot's entry as a QP with a receive queue with no match, and the ring
+//! view with no comparison of its geometry against the buffer. It is an
+//! `unsafe fn`: its caller promises that, under the slot's lock, `may()`
+//! says yes only while the slot holds the entry `Mlx5Qp::create` filled
+//! for the QP this handle was made from, and that the handle says
+//! [`Direct::has_recv`]. `has_recv` is found once, under the slot's lock,
+//! when the handle is made (`Direct::new`: the entry has a
+//! receive queue whose ring and doorbell word the buffer holds,
+//! `RecvQueue::ring_fits`), and it stands while the entry lives: the
+//! provider never assigns an `Entry::Qp`'s `rq` or `buf` after the slot
+//! is filled (a reset, a post, a completion call methods of the queue,
+//! which keep its geometry, private and set only by its constructor, and
+//! a buffer's length never changes), and the slot is emptied only by the
+//! QP's `Drop` (`reset::forget_qp`). The C library's proof of its part
+//! is invariant D1 in SAFETY.md (`capi/src/qp.rs`, `Straight::RECV_DIRECT`).
+#![allow(unsafe_code)]
 
 use super::ctx::Doorbell;
 use super::registry::{Entry, MadeBf, MadeSlot};
@@ -37,11 +57,25 @@ pub struct Direct {
     db: Doorbell,
     /// The BlueFlame register by address, if the QP holds it alone.
     bf: Option<MadeBf>,
+    /// The slot's QP had, when the handle was made, a receive queue its
+    /// buffer holds (B8).
+    rq: bool,
 }
 
 impl Direct {
+    /// The handle on the QP in `made` (its entry as `Mlx5Qp::create`
+    /// filled it), which it looks at once, under the slot's lock, for
+    /// [`Direct::has_recv`].
     pub(super) fn new(made: MadeSlot, db: Doorbell, bf: Option<MadeBf>) -> Self {
-        Self { made, db, bf }
+        let rq = matches!(&*made.lock(), Entry::Qp { rq: Some(rq), buf, .. } if rq.ring_fits(buf));
+        Self { made, db, bf, rq }
+    }
+
+    /// Whether the QP has a receive queue its buffer holds (found when
+    /// the handle was made: a QP on an SRQ has none): what
+    /// [`Direct::post_recv_fitted`] needs, besides its caller's `may`.
+    pub fn has_recv(&self) -> bool {
+        self.rq
     }
 
     /// `ibv_post_send` of the one request `s` through the straight path,
@@ -83,5 +117,99 @@ impl Direct {
             Entry::Qp { rq: Some(rq), buf, .. } => rq.post_one(buf, *wr_id, sge),
             _ => false,
         }
+    }
+
+    /// [`Direct::post_recv`] with no match of the slot's entry and no
+    /// comparison of the receive ring against the buffer (B8): `false`,
+    /// nothing written, if `may()` says no or the queue is full.
+    ///
+    /// # Safety
+    ///
+    /// [`Direct::has_recv`], and while the slot's lock is held (where it
+    /// is asked), `may()` returns `true` only if the slot holds the entry
+    /// `Mlx5Qp::create` filled for the QP this handle was made from, its
+    /// `rq` and `buf` not replaced (the provider never does; a caller
+    /// holding the context's registry must not either).
+    #[doc(alias = "ibv_post_recv")]
+    #[inline(always)]
+    pub unsafe fn post_recv_fitted(&self, may: impl FnOnce() -> bool, wr_id: &u64, sge: Option<&Sge>) -> bool {
+        let mut g = self.made.lock();
+        if !may() {
+            return false;
+        }
+        let Entry::Qp { rq: Some(rq), buf, .. } = &mut *g else {
+            // SAFETY: the caller's promise: the slot holds this handle's
+            // QP, which `has_recv` found with a receive queue (B8).
+            unsafe { core::hint::unreachable_unchecked() }
+        };
+        // SAFETY: `has_recv`: `ring_fits` was true for this queue and
+        // buffer when the handle was made, and neither was replaced since
+        // (B8): `fits` of the queue's geometry and this buffer stands.
+        rq.post_one_with(*wr_id, sge, |g| Some(unsafe { buf.rq_ring_unchecked(g) }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::mlx5::buf::WqBuf;
+    use crate::providers::mlx5::registry::RegRef;
+    use crate::providers::mlx5::res::QpMem;
+    use crate::providers::mlx5::sizing::DeviceLimits;
+    use crate::qp::{QpCap, QpType};
+    use crate::wr::RecvWr;
+
+    const LIM: DeviceLimits = DeviceLimits { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
+    const SGE: Sge = Sge { addr: 0x1000, length: 8, lkey: 1 };
+
+    /// A QP's entry in a slot of `reg` (`srq`: on an SRQ, no receive
+    /// queue; `short`: put with a one-page buffer, too short for its ring).
+    fn qp(reg: &RegRef, db: &Doorbell, recv_wr: u32, srq: bool, short: bool) -> u32 {
+        let cap = QpCap { max_send_wr: 4, max_recv_wr: recv_wr, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let m = QpMem::new("test", &LIM, QpType::Rc, &cap, srq, 64).unwrap();
+        let (sq, rq) = m.queues("test", 0x42, QpType::Rc, false, false, db.blueflame()).unwrap();
+        let buf = if short { WqBuf::new("test", 4096).unwrap() } else { m.buf };
+        reg.insert(Entry::Qp { sq, rq, buf, srq_uidx: srq.then_some(0) }).unwrap()
+    }
+
+    /// The slot's buffer, word by word, and its receive queue's indices.
+    fn state(reg: &RegRef, uidx: u32) -> (Vec<u64>, (u32, u32)) {
+        let g = reg.lock(uidx).unwrap();
+        let Entry::Qp { rq: Some(rq), buf, .. } = &*g else { panic!("no receive queue") };
+        ((0..buf.len() / 8).map(|i| buf.get::<u64>(i * 8).unwrap()).collect(), rq.indices())
+    }
+
+    #[test]
+    fn the_fitted_receive_needs_a_receive_queue_its_buffer_holds_and_posts_as_the_checked_one() {
+        let uar = rustix::fs::memfd_create("verbs-direct-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
+        let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
+        let db = reg.uars().doorbell(1).unwrap();
+        let (a, b) = (qp(&reg, &db, 4, false, false), qp(&reg, &db, 4, false, false));
+        let da = Direct::new(reg.made(a), db, None);
+        assert!(da.has_recv());
+        assert!(!Direct::new(reg.made(qp(&reg, &db, 4, true, false)), db, None).has_recv(), "a QP on an SRQ");
+        // 1024 receives of one SGE: 16 KiB of ring, past a one-page buffer.
+        let short = qp(&reg, &db, 1024, false, true);
+        assert!(!Direct::new(reg.made(short), db, None).has_recv(), "a buffer that does not hold the ring");
+        assert!(!Direct::new(reg.made(short), db, None).post_recv(|| true, &1, Some(&SGE)), "refused by the checked post too");
+
+        let before = state(&reg, a);
+        // SAFETY: `has_recv` (above); `may` says no.
+        assert!(!unsafe { da.post_recv_fitted(|| false, &5, Some(&SGE)) });
+        assert_eq!(state(&reg, a), before, "`may` said no: nothing written");
+        for (i, sge) in [Some(&SGE), None, Some(&SGE), Some(&Sge { length: 0, ..SGE })].into_iter().enumerate() {
+            // SAFETY: `has_recv`; slot `a` holds the QP the handle was made
+            // from, whose queue and buffer this test never replaces.
+            assert!(unsafe { da.post_recv_fitted(|| true, &(0x70 + i as u64), sge) });
+            let sg: &[Sge] = sge.map_or(&[], core::slice::from_ref);
+            super::super::ops::post_recv(&reg, b, &[RecvWr::new(0x70 + i as u64, sg)]).unwrap();
+            assert_eq!(state(&reg, a), state(&reg, b), "receive {i}: the same WQE, doorbell record and indices");
+        }
+        // SAFETY: as above.
+        assert!(!unsafe { da.post_recv_fitted(|| true, &9, Some(&SGE)) }, "full (4 receives)");
+        let mut g = reg.lock(a).unwrap();
+        let Entry::Qp { rq: Some(rq), .. } = &mut *g else { panic!() };
+        assert_eq!([rq.complete(), rq.complete(), rq.complete(), rq.complete()], [0x70, 0x71, 0x72, 0x73], "the wr_ids in order");
     }
 }

@@ -17,7 +17,7 @@ use core::sync::atomic::Ordering;
 
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 
-use super::buf::{RqGeom, Table, WqBuf};
+use super::buf::{RqGeom, RqRing, Table, WqBuf};
 use super::sizing::{RqSize, SrqSize};
 use super::wqe::{DataSeg, SrqNextSeg, INVALID_LKEY, RCV_DBR};
 use crate::error::{Error, ErrorKind, Result};
@@ -141,12 +141,27 @@ impl RecvQueue {
     /// device's, nor a poll's, yet.
     #[inline(always)]
     pub fn post_one(&mut self, buf: &mut WqBuf, wr_id: u64, sge: Option<&Sge>) -> bool {
+        // Ring and doorbell word checked when the queue was made (B7): one
+        // comparison here, none per store.
+        self.post_one_with(wr_id, sge, |g| buf.rq_ring(g))
+    }
+
+    /// Whether `buf` holds this queue's ring and receive doorbell word
+    /// (then [`Self::post_one`] into it finds a view, B7).
+    pub fn ring_fits(&self, buf: &WqBuf) -> bool {
+        self.geom.fits(buf)
+    }
+
+    /// [`Self::post_one`] with the ring view `ring` makes of the queue's
+    /// geometry (`None`: nothing changed, `false`), asked once the queue
+    /// is found not full: the one place a receive's WQE, `wr_id` and
+    /// doorbell record are written, whichever way the view is made.
+    #[inline(always)]
+    pub fn post_one_with<'q>(&'q mut self, wr_id: u64, sge: Option<&Sge>, ring: impl FnOnce(&'q mut RqGeom) -> Option<RqRing<'q>>) -> bool {
         if self.full_at(self.head) {
             return false;
         }
-        // Ring and doorbell word checked when the queue was made (B7): one
-        // comparison here, none per store.
-        let Some(mut ring) = buf.rq_ring(&mut self.geom) else { return false };
+        let Some(mut ring) = ring(&mut self.geom) else { return false };
         let head = self.head;
         // (The `wr_id`, library memory no one reads before the doorbell
         // record counts the WQE, and the WQE, at one masked index. The

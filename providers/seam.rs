@@ -632,21 +632,14 @@ pub trait StraightWr {
     /// The remote address and key of an RDMA operation, `(0, 0)` for a
     /// send (read only for a straight operation).
     fn remote(&self) -> (u64, u32);
-    /// For an RDMA WRITE (with immediate) or READ, what reads its
-    /// [`remote`](Self::remote) fields; `None` for any other operation
-    /// (`opcode` is this request's, [`opcode`](Self::opcode)). One test
-    /// says both whether the WQE has a remote address segment and where
-    /// its fields are (a `SendWr` matches its operation once, instead of
-    /// testing the opcode for the segment and matching again for the
-    /// fields), and the fields are read only where the segment is
-    /// stored.
+    /// The remote address and key of a request whose operation
+    /// ([`opcode`](Self::opcode)) is RDMA WRITE (with immediate) or READ,
+    /// read where the remote address segment is stored: the caller matched
+    /// the operation already, so an implementor that can reads them with
+    /// no second test (whatever the request holds for another operation).
     #[inline(always)]
-    fn rdma_remote(&self, opcode: u32) -> Option<impl Fn() -> (u64, u32) + '_> {
-        use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM};
-        matches!(opcode, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_RDMA_READ).then_some(
-            #[inline(always)]
-            || self.remote(),
-        )
+    fn rdma_fields(&self) -> (u64, u32) {
+        self.remote()
     }
 }
 
@@ -696,18 +689,6 @@ impl StraightWr for SendWr<'_> {
                 (remote_addr, rkey)
             }
             _ => (0, 0),
-        }
-    }
-    #[inline(always)]
-    fn rdma_remote(&self, _: u32) -> Option<impl Fn() -> (u64, u32) + '_> {
-        match &self.op {
-            SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaWriteWithImm { remote_addr, rkey, .. } | SendOp::RdmaRead { remote_addr, rkey } => {
-                Some(
-                    #[inline(always)]
-                    move || (*remote_addr, *rkey),
-                )
-            }
-            _ => None,
         }
     }
 }

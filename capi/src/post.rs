@@ -323,16 +323,12 @@ impl<const INLINE: bool> StraightWr for CStraight<INLINE> {
             (0, 0)
         }
     }
-    /// The opcode is tested once (here, by the provider's `opcode`), and
-    /// the fields are read where the segment is stored with no second
-    /// test (the default's closure calls [`remote`](Self::remote), which
-    /// tests the opcode again: 8 instructions per RDMA post).
+    /// The provider matched the operation (an RDMA one): `wr.rdma` read
+    /// with no second test (the default calls [`remote`](Self::remote),
+    /// which tests the opcode again).
     #[inline(always)]
-    fn rdma_remote(&self, opcode: u32) -> Option<impl Fn() -> (u64, u32) + '_> {
-        (RDMA_OPS.checked_shr(opcode).unwrap_or(0) & 1 != 0).then_some(
-            #[inline(always)]
-            || self.rdma(),
-        )
+    fn rdma_fields(&self) -> (u64, u32) {
+        self.rdma()
     }
 }
 

@@ -29,40 +29,30 @@ use crate::wr::SendFlags;
 const RC_OPS: u32 = 1 << WR_SEND | 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE | 1 << WR_RDMA_WRITE_WITH_IMM | 1 << WR_RDMA_READ;
 /// UC has no RDMA READ.
 const UC_OPS: u32 = RC_OPS & !(1 << WR_RDMA_READ);
-/// The operations with immediate data (big-endian in the request).
-const IMM_OPS: u32 = 1 << WR_SEND_WITH_IMM | 1 << WR_RDMA_WRITE_WITH_IMM;
-const _: () = assert!(WR_RDMA_WRITE < 8 && WR_RDMA_WRITE_WITH_IMM < 8 && WR_SEND < 8 && WR_SEND_WITH_IMM < 8 && WR_RDMA_READ < 8);
+const _: () = assert!(WR_RDMA_WRITE < 32 && WR_RDMA_WRITE_WITH_IMM < 32 && WR_SEND < 32 && WR_SEND_WITH_IMM < 32 && WR_RDMA_READ < 32);
 
-/// The `MLX5_OPCODE_*` of each straight `ibv_wr_opcode`, a byte each.
-const MLX5_OPS: u64 = (OPCODE_RDMA_WRITE as u64) << (8 * WR_RDMA_WRITE)
-    | (OPCODE_RDMA_WRITE_IMM as u64) << (8 * WR_RDMA_WRITE_WITH_IMM)
-    | (OPCODE_SEND as u64) << (8 * WR_SEND)
-    | (OPCODE_SEND_IMM as u64) << (8 * WR_SEND_WITH_IMM)
-    | (OPCODE_RDMA_READ as u64) << (8 * WR_RDMA_READ);
-
-/// `fm_ce_se` of each of the 8 combinations of `IBV_SEND_FENCE`,
-/// `_SIGNALED`, `_SOLICITED`, a byte each: one shift instead of three
-/// tests.
-const FM_CE_SE: u64 = {
-    let mut t = 0u64;
-    let mut f = 0;
-    while f < 8 {
-        let mut b = 0u8;
-        if f & SendFlags::FENCE.bits() != 0 {
-            b |= WQE_CTRL_FENCE;
-        }
-        if f & SendFlags::SIGNALED.bits() != 0 {
-            b |= WQE_CTRL_CQ_UPDATE;
-        }
-        if f & SendFlags::SOLICITED.bits() != 0 {
-            b |= WQE_CTRL_SOLICITED;
-        }
-        t |= (b as u64) << (8 * f);
-        f += 1;
+/// `fm_ce_se` of a combination `f` of `IBV_SEND_FENCE`, `_SIGNALED`,
+/// `_SOLICITED`.
+const fn fm_ce_se(f: u32) -> u8 {
+    let mut b = 0u8;
+    if f & SendFlags::FENCE.bits() != 0 {
+        b |= WQE_CTRL_FENCE;
     }
-    t
-};
+    if f & SendFlags::SIGNALED.bits() != 0 {
+        b |= WQE_CTRL_CQ_UPDATE;
+    }
+    if f & SendFlags::SOLICITED.bits() != 0 {
+        b |= WQE_CTRL_SOLICITED;
+    }
+    b
+}
 const _: () = assert!(SendFlags::all().bits() == 7);
+
+/// The inline bytes that fit the first basic block after the control
+/// segment (the common small inline post): one block, which cannot wrap
+/// the ring's end, and `ds` of at most 4; with a remote address segment,
+/// 16 fewer.
+const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
 
 /// What the straight path needs of a send queue beyond its
 /// configuration, computed once when the queue is made.
@@ -72,8 +62,18 @@ pub(super) struct Straight {
     ops: u32,
     /// `qpn << 8`, the control segment's second word without `ds`.
     qpn8: u32,
-    /// `MLX5_WQE_CTRL_CQ_UPDATE` with `sq_sig_all`, else 0.
-    sig: u8,
+    /// The control segment's third word as stored (`fm_ce_se` in its last
+    /// byte, `MLX5_WQE_CTRL_CQ_UPDATE` with `sq_sig_all`) for each of the
+    /// 8 flag combinations: one load instead of a shift, an or and a
+    /// shift.
+    fm: [u32; 8],
+    /// `1 << 31` (the largest SGE length) if the queue takes an SGE, else
+    /// 0: an SGE of `1..=sge_max` bytes in one compare.
+    sge_max: u32,
+    /// The inline bytes a one-block WQE takes, without a remote address
+    /// segment (index 0) and with (index 1): [`FIT`] (16 fewer with the
+    /// segment) within the queue's `max_inline`; `1..=fit` in one compare.
+    fit: [u32; 2],
     /// The largest `ds` a BlueFlame copy takes, for a WQE without inline
     /// data (index 0) and with (index 1); 0 where BlueFlame is not used.
     bf_ds: [u32; 2],
@@ -88,12 +88,27 @@ impl Straight {
         };
         let bf = cfg.bf;
         let max = if bf.enabled { bf.buf_size / 16 } else { 0 };
+        let sig = if cfg.sig_all { WQE_CTRL_CQ_UPDATE } else { 0 };
+        let inl = cfg.size.max_inline;
         Self {
             ops,
             qpn8: cfg.qpn << 8,
-            sig: if cfg.sig_all { WQE_CTRL_CQ_UPDATE } else { 0 },
+            fm: core::array::from_fn(|f| u32::from_ne_bytes([0, 0, 0, fm_ce_se(f as u32) | sig])),
+            sge_max: if cfg.size.max_gs != 0 { 1 << 31 } else { 0 },
+            fit: [FIT.min(inl), (FIT - 16).min(inl)],
             bf_ds: [if bf.prefer { max } else { 0 }, max],
         }
+    }
+}
+
+/// The `MLX5_OPCODE_*` of a straight `ibv_wr_opcode`.
+const fn mlx5_op(op: u32) -> u8 {
+    match op {
+        WR_RDMA_WRITE => OPCODE_RDMA_WRITE,
+        WR_RDMA_WRITE_WITH_IMM => OPCODE_RDMA_WRITE_IMM,
+        WR_SEND => OPCODE_SEND,
+        WR_SEND_WITH_IMM => OPCODE_SEND_IMM,
+        _ => OPCODE_RDMA_READ,
     }
 }
 
@@ -103,14 +118,37 @@ impl SendQueue {
     /// stored) if it was
     /// written, `None` — nothing stored, no index moved — if it is not a
     /// straight request or the general path must judge it.
+    ///
+    /// The operation is matched once, here: each straight one has its own
+    /// body ([`Self::post_op`]), where its `MLX5_OPCODE_*`, whether the
+    /// WQE has a remote address segment and immediate data are constants.
     #[inline(always)]
     pub fn post_straight<'b, W: StraightWr + ?Sized>(&mut self, buf: &'b mut WqBuf, s: &W) -> Option<StraightRing<'b>> {
-        let opcode = s.opcode();
         let flags = s.flags();
-        // `checked_shr`: an opcode of 32 or more is no straight one. A
-        // fence inherited from a bind or local invalidate goes the
+        // A fence inherited from a bind or local invalidate goes the
         // general way (it is dropped when the request fences itself).
-        if self.straight.ops.checked_shr(opcode).unwrap_or(0) & 1 == 0 || flags & !SendFlags::all().bits() != 0 || self.fm_cache != 0 {
+        if flags > SendFlags::all().bits() || self.fm_cache != 0 {
+            return None;
+        }
+        match s.opcode() {
+            WR_RDMA_WRITE => self.post_op::<W, WR_RDMA_WRITE>(buf, s, flags),
+            WR_SEND => self.post_op::<W, WR_SEND>(buf, s, flags),
+            WR_RDMA_WRITE_WITH_IMM => self.post_op::<W, WR_RDMA_WRITE_WITH_IMM>(buf, s, flags),
+            WR_SEND_WITH_IMM => self.post_op::<W, WR_SEND_WITH_IMM>(buf, s, flags),
+            WR_RDMA_READ => self.post_op::<W, WR_RDMA_READ>(buf, s, flags),
+            _ => None,
+        }
+    }
+
+    /// [`Self::post_straight`] of a request of the straight operation
+    /// `OP` (`s.opcode()`), with `flags` (`<= 7`).
+    #[inline(always)]
+    fn post_op<'b, W: StraightWr + ?Sized, const OP: u32>(&mut self, buf: &'b mut WqBuf, s: &W, flags: u32) -> Option<StraightRing<'b>> {
+        // Constants of the operation.
+        let remote = matches!(OP, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_RDMA_READ);
+        let raddr = u32::from(remote);
+        let has_imm = matches!(OP, WR_RDMA_WRITE_WITH_IMM | WR_SEND_WITH_IMM);
+        if self.straight.ops & 1 << OP == 0 {
             return None;
         }
         if self.head.wrapping_sub(self.tail) >= self.cfg.size.max_post {
@@ -119,48 +157,42 @@ impl SendQueue {
         // The ring and the doorbell record, checked in the buffer once.
         let cur = self.cur_post;
         let mut ring = buf.sq_ring_at(&self.geom, cur)?;
-        // The remote address segment's fields, if the operation has one:
-        // asked in each shape's arm once its data is judged, and read
-        // where the segment is stored (`raddr!`), so that no pointer to
-        // them waits across the checks.
-        macro_rules! remote {
-            () => {{
-                let remote = s.rdma_remote(opcode);
-                let raddr = u32::from(remote.is_some());
-                (remote, raddr)
-            }};
-        }
-        // The remote address segment, at 16.
+        // The remote address segment, at 16, if the operation has one:
+        // its fields read where it is stored (no pointer to them waits
+        // across the checks). `rkey` and the reserved word in one store.
         macro_rules! raddr {
-            ($r:expr) => {{
-                let (remote_addr, rkey) = $r();
-                ring.cur().put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
-            }};
+            ($w:expr) => {
+                if remote {
+                    let (remote_addr, rkey) = s.rdma_fields();
+                    let rkey_rsvd: u64 = zerocopy::transmute!([rkey.to_be(), 0u32]);
+                    $w.put::<16, [u64; 2]>([remote_addr.to_be(), rkey_rsvd]);
+                }
+            };
         }
         // The rest of a WQE of `ds` units (the control segment, the
         // remote address, the data) in `nbb` blocks whose data is stored
         // (`inline`: 1 if the data is inline), and its post: after the
         // last check, nothing here declines. A macro, expanded in each
-        // shape's arm, so that each arm has its `ds`, `nbb`, `inline` and
-        // (where it branched on it) `raddr` as constants instead of
-        // merging them across the match (in registers or on the stack).
-        // The remote address segment is stored before (`raddr!`).
+        // shape's arm, so that each arm has its `ds`, `nbb` and `inline`
+        // as constants instead of merging them across the match (in
+        // registers or on the stack). The remote address segment is
+        // stored before (`raddr!`).
         macro_rules! finish {
             ($ds:expr, $nbb:expr, $inline:expr) => {{
                 let (ds, nbb): (u32, u32) = ($ds, $nbb);
                 let mut w = ring.cur();
                 let st = &self.straight;
-                let imm = if IMM_OPS >> opcode & 1 != 0 { s.ex() } else { 0 };
-                let fm = (FM_CE_SE >> (8 * flags)) as u8 | st.sig;
-                let op = (MLX5_OPS >> (8 * opcode)) as u8;
-                let words = [U32::new((cur & 0xffff) << 8 | u32::from(op)), U32::new(st.qpn8 | ds)];
+                let words = [U32::new((cur & 0xffff) << 8 | u32::from(mlx5_op(OP))), U32::new(st.qpn8 | ds)];
                 w.put::<0, [U32; 2]>(words);
-                // `imm` is big-endian already (as `ibv_send_wr` holds it).
-                w.put::<8, [u32; 2]>([u32::from_ne_bytes([0, 0, 0, fm]), imm]);
+                // `fm_ce_se`, then the immediate data: big-endian already
+                // (as `ibv_send_wr` holds it); one store.
+                let imm = if has_imm { s.ex() } else { 0 };
+                w.put::<8, u64>(zerocopy::transmute!([st.fm[flags as usize], imm]));
                 // (the table has `wqe_cnt` entries: `at_mut`'s mask is the
-                // ring's)
-                *self.table.at_mut(cur) = SqEntry { wr_id: s.wr_id(), wqe_head: self.head, wr_data: 0 };
-                let idx = cur & (self.cfg.size.wqe_cnt - 1);
+                // ring's; `wqe_head` and `wr_data` in one store)
+                let head_data: u64 = zerocopy::transmute!([self.head, 0u32]);
+                let e: SqEntry = zerocopy::transmute!([s.wr_id(), head_data]);
+                *self.table.at_mut(cur) = e;
                 self.head = self.head.wrapping_add(1);
                 let next = cur.wrapping_add(nbb);
                 self.cur_post = next;
@@ -172,9 +204,9 @@ impl SendQueue {
                 // more than one unit that fits the register's half.
                 Some(if ds > 1 && ds <= st.bf_ds[$inline] {
                     if nbb == 1 {
-                        StraightRing::Block { first: idx, block: ring.into_cur_block() }
+                        StraightRing::Block { first: cur & (self.cfg.size.wqe_cnt - 1), block: ring.into_cur_block() }
                     } else {
-                        StraightRing::Ring(Ring::BlueFlame { first: idx, chunks: nbb })
+                        StraightRing::Ring(Ring::BlueFlame { first: cur & (self.cfg.size.wqe_cnt - 1), chunks: nbb })
                     }
                 } else {
                     StraightRing::Ring(Ring::Doorbell(zerocopy::transmute!(words)))
@@ -182,88 +214,67 @@ impl SendQueue {
             }};
         }
         match s.data()? {
-            Plain::Sge(g) if self.cfg.size.max_gs != 0 && g.length <= 1 << 31 => {
-                // A zero-length SGE is skipped (no data segment), as
-                // libmlx5 skips it.
-                let (remote, raddr) = remote!();
-                if g.length == 0 {
-                    if let Some(r) = &remote {
-                        raddr!(r);
-                    }
-                    return finish!(1 + raddr, 1, 0);
-                }
+            // `1..=1 << 31` bytes, if the queue takes an SGE; a zero-length
+            // one (no data segment, as libmlx5 skips it) goes the general
+            // way.
+            Plain::Sge(g) if g.length.wrapping_sub(1) < self.straight.sge_max => {
                 let seg = DataSeg { byte_count: U32::new(g.length), lkey: U32::new(g.lkey), addr: U64::new(g.addr) };
-                match &remote {
-                    None => {
-                        ring.cur().put::<16, DataSeg>(seg);
-                        finish!(2, 1, 0)
-                    }
-                    Some(r) => {
-                        raddr!(r);
-                        ring.cur().put::<32, DataSeg>(seg);
-                        finish!(3, 1, 0)
-                    }
+                let mut w = ring.cur();
+                if remote {
+                    raddr!(w);
+                    w.put::<32, DataSeg>(seg);
+                    finish!(3, 1, 0)
+                } else {
+                    w.put::<16, DataSeg>(seg);
+                    finish!(2, 1, 0)
                 }
             }
             Plain::Empty => {
-                let (remote, raddr) = remote!();
-                if let Some(r) = &remote {
-                    raddr!(r);
-                }
+                raddr!(ring.cur());
                 finish!(1 + raddr, 1, 0)
             }
-            Plain::Inline(d) if d.len() <= self.cfg.size.max_inline as usize && opcode != WR_RDMA_READ => {
-                let n = d.len() as u32;
-                let (remote, raddr) = remote!();
-                if n == 0 {
-                    // No inline segment for no bytes.
-                    if let Some(r) = &remote {
-                        raddr!(r);
+            Plain::Inline(d) if OP != WR_RDMA_READ => {
+                // `1..=fit` bytes: one block, written with the arm's
+                // constants as an SGE is.
+                if (d.len() as u64).wrapping_sub(1) < u64::from(self.straight.fit[raddr as usize]) {
+                    let n = d.len() as u32;
+                    let hdr = U32::new(n | INLINE_SEG);
+                    let mut w = ring.cur();
+                    raddr!(w);
+                    if remote {
+                        w.put::<32, U32>(hdr);
+                    } else {
+                        w.put::<16, U32>(hdr);
                     }
+                    let stored = w.put_bytes(16 + 16 * raddr as usize + INLINE_HDR, d);
+                    debug_assert!(stored);
+                    // (`div_ceil` as an add and a shift: `n` is small)
+                    return finish!(1 + raddr + ((n + INLINE_HDR as u32 + 15) >> 4), 1, 1);
+                }
+                if d.is_empty() {
+                    // No inline segment for no bytes.
+                    raddr!(ring.cur());
                     return finish!(1 + raddr, 1, 1);
                 }
-                let hdr = U32::new(n | INLINE_SEG);
-                // Bytes that fit the first basic block (the common small
-                // inline post): one block, which cannot wrap the ring's
-                // end, and `ds` of at most 4; written with the arm's
-                // constants as an SGE is.
-                const FIT: u32 = (WINDOW_MIN - 16 - INLINE_HDR) as u32;
-                match &remote {
-                    None if n <= FIT => {
-                        let mut w = ring.cur();
-                        w.put::<16, U32>(hdr);
-                        let stored = w.put_bytes(16 + INLINE_HDR, d);
-                        debug_assert!(stored);
-                        return finish!(1 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
-                    }
-                    Some(r) if n <= FIT - 16 => {
-                        raddr!(r);
-                        let mut w = ring.cur();
-                        w.put::<32, U32>(hdr);
-                        let stored = w.put_bytes(32 + INLINE_HDR, d);
-                        debug_assert!(stored);
-                        return finish!(2 + (n + INLINE_HDR as u32).div_ceil(16), 1, 1);
-                    }
-                    _ => {}
+                if d.len() > self.cfg.size.max_inline as usize {
+                    return None;
                 }
-                let ds = 1 + raddr + (n + INLINE_HDR as u32).div_ceil(16);
-                let nbb = ds.div_ceil(4);
+                let n = d.len() as u32;
+                let hdr = U32::new(n | INLINE_SEG);
+                // (`n <= max_inline`, far below overflow)
+                let ds = 1 + raddr + ((n + INLINE_HDR as u32 + 15) >> 4);
+                let nbb = (ds + 3) >> 2;
                 // A WQE that would wrap the ring's end goes the general
                 // way (`None`).
                 let mut w = ring.wqes(cur & (self.cfg.size.wqe_cnt - 1), nbb)?;
-                if let Some(r) = &remote {
-                    let (remote_addr, rkey) = r();
-                    w.put::<16, RaddrSeg>(RaddrSeg { raddr: U64::new(remote_addr), rkey: U32::new(rkey), reserved: U32::ZERO });
-                }
-                let at_data = if raddr == 0 {
-                    w.put::<16, U32>(hdr);
-                    16
-                } else {
+                raddr!(w);
+                if remote {
                     w.put::<32, U32>(hdr);
-                    32
-                };
+                } else {
+                    w.put::<16, U32>(hdr);
+                }
                 // Inside the WQE's blocks (`ds` counts them).
-                let stored = w.put_bytes(at_data + INLINE_HDR, d);
+                let stored = w.put_bytes(16 + 16 * raddr as usize + INLINE_HDR, d);
                 debug_assert!(stored);
                 finish!(ds, nbb, 1)
             }

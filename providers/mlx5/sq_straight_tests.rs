@@ -15,7 +15,14 @@ const DB: usize = 4096;
 const LIM: DeviceLimits = DeviceLimits { max_sq_desc_sz: 512, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
 
 fn queue(qp_type: QpType, sge: u32, inl: u32, sig_all: bool, bf: BlueFlame) -> (SendQueue, WqBuf) {
-    let size = sq_size(&LIM, qp_type, 6, sge, inl).unwrap().unwrap();
+    queue_capped(qp_type, sge, inl, sig_all, bf, u32::MAX)
+}
+
+/// [`queue`] with `max_inline` at most `cap` (sizing grants at least 60
+/// bytes: a smaller capacity caps the straight path's one-block fit).
+fn queue_capped(qp_type: QpType, sge: u32, inl: u32, sig_all: bool, bf: BlueFlame, cap: u32) -> (SendQueue, WqBuf) {
+    let mut size = sq_size(&LIM, qp_type, 6, sge, inl).unwrap().unwrap();
+    size.max_inline = size.max_inline.min(cap);
     let cfg = SqConfig { qpn: QPN, qp_type, size, sq_offset: 0, dbrec_offset: DB, sig_all, atomics: true, bf };
     let mut buf = WqBuf::new("test", DB + 64).unwrap();
     assert!(size.bytes() as usize <= DB);
@@ -68,9 +75,10 @@ fn straight_writes_what_the_general_path_writes() {
     let sg8 = [Sge { addr: 0x1122_3344_5566_7788, length: 8, lkey: 0xa1b2_c3d4 }];
     let sg0 = [Sge { addr: 0x1000, length: 0, lkey: 7 }];
     let sg_big = [Sge { addr: 0x1000, length: (1 << 31) + 1, lkey: 7 }];
+    let sg_max = [Sge { addr: 0x1000, length: 1 << 31, lkey: 7 }];
     let sg2 = [sg8[0], Sge { addr: 0x2000, length: 16, lkey: 9 }];
-    let data: [u8; 200] = core::array::from_fn(|i| i as u8 ^ 0x5a);
-    let payloads: [Payload<'_>; 16] = [
+    let data: [u8; 300] = core::array::from_fn(|i| i as u8 ^ 0x5a);
+    let payloads: [Payload<'_>; 17] = [
         Payload::Inline(&data[..1]),
         Payload::Inline(&data[..12]),
         Payload::Inline(&data[..16]),
@@ -78,6 +86,7 @@ fn straight_writes_what_the_general_path_writes() {
         Payload::Sges(&sg8),
         Payload::Sges(&sg0),
         Payload::Sges(&sg_big),
+        Payload::Sges(&sg_max),
         Payload::Sges(&sg2),
         Payload::Inline(&[]),
         Payload::Inline(&data[..8]),
@@ -106,14 +115,20 @@ fn straight_writes_what_the_general_path_writes() {
     ];
     let (mut taken, mut declined) = (0, 0);
     for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud] {
-        for (sge, inl) in [(1, 64), (2, 0), (0, 8), (1, 120)] {
+        // (`cap`: capacities below the one-block fits, 44 bytes without a
+        // remote address segment, 28 with)
+        for (sge, inl, cap) in [(1, 64, u32::MAX), (2, 0, u32::MAX), (0, 8, u32::MAX), (1, 120, u32::MAX), (1, 8, 20), (1, 8, 36)] {
             for (k, bf) in bfs.iter().enumerate() {
                 let sig_all = k == 1;
-                let mut a = queue(qp_type, sge, inl, sig_all, *bf);
-                let mut b = queue(qp_type, sge, inl, sig_all, *bf);
+                let mut a = queue_capped(qp_type, sge, inl, sig_all, *bf, cap);
+                let mut b = queue_capped(qp_type, sge, inl, sig_all, *bf, cap);
                 let mut n = 0u64;
+                // The queue's inline capacity and the sizes around it (the
+                // one-block fit is capped by it).
+                let max = a.0.cfg.size.max_inline as usize;
+                let edge = [max.saturating_sub(1), max, max + 1].map(|m| Payload::Inline(&data[..m]));
                 for op in ops {
-                    for payload in payloads {
+                    for payload in payloads.into_iter().chain(edge) {
                         // Every flag combination, and an unknown bit.
                         for flags in [0u32, 1, 2, 6, 7, 8] {
                             n += 1;

@@ -131,7 +131,7 @@ fuzz_target!(|data: &[u8]| {
                 let ok = if op == 0 || wrs.len() != 1 {
                     ops::post_send(&w.reg, target, w.db, &wrs).is_ok()
                 } else {
-                    ops::post_send_straight(&w.reg, &w.reg.made(target), &w.db, w.reg.made_bf(&w.db).as_ref(), &wrs[0])
+                    ops::post_send_straight(&w.reg, &w.reg.made(target), &w.db, &w.reg.made_bf(&w.db), &wrs[0])
                 };
                 if !ok {
                     assert!(snapshot(&w.reg, target) == before, "a refused or declined post changes nothing");

@@ -53,11 +53,13 @@ pub fn post_raw(reg: &RegRef, uidx: u32, db: Doorbell, wqe: &[u8], wr_id: u64) -
 /// `ibv_post_send` of the one request `s` on the QP in `slot` (of
 /// `reg`'s table) through the straight path
 /// ([`SendQueue::post_straight`]), then its doorbell: `false`, nothing
-/// written, if that path does not take it.
+/// written, if that path does not take it. (`bf` by reference: its
+/// `Option` is read where the ring needs it, after the WQE, not kept in
+/// a register from before the slot's lock: inline post 193 -> 189.)
 ///
 /// [`SendQueue::post_straight`]: super::sq::SendQueue::post_straight
 #[inline(always)]
-pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot, db: &Doorbell, bf: Option<&MadeBf>, s: &W) -> bool {
+pub fn post_send_straight<W: StraightWr + ?Sized>(reg: &RegRef, slot: &MadeSlot, db: &Doorbell, bf: &Option<MadeBf>, s: &W) -> bool {
     // The slot by address (`RegRef::made`, as `post_recv_one` takes it):
     // one pointer loaded instead of the table's address and the slot's
     // offset formed from its index. Were it ever another queue's, its

@@ -556,7 +556,7 @@ impl ProviderQp for Mlx5Qp {
     #[inline(always)]
     fn post_send(&mut self, _: BorrowedFd<'_>, _: QpType, wrs: &[SendWr<'_>]) -> core::result::Result<(), PostError> {
         if let [one] = wrs {
-            if ops::post_send_straight(&self.reg, &self.made, &self.db, self.bf.as_ref(), one) {
+            if ops::post_send_straight(&self.reg, &self.made, &self.db, &self.bf, one) {
                 return Ok(());
             }
         }
@@ -570,7 +570,7 @@ impl ProviderQp for Mlx5Qp {
         _: QpType,
         s: &W,
     ) -> Option<core::result::Result<(), RingFailed>> {
-        ops::post_send_straight(&self.reg, &self.made, &self.db, self.bf.as_ref(), s).then_some(Ok(()))
+        ops::post_send_straight(&self.reg, &self.made, &self.db, &self.bf, s).then_some(Ok(()))
     }
 
     fn post_raw_wqe(&mut self, wqe: &[u8], wr_id: u64) -> core::result::Result<(), PostError> {

@@ -45,9 +45,10 @@
 //!   8-aligned. `run64` (the poll's tight loop) hands out `Cqe64At`s,
 //!   only after testing the ring's entries 64 bytes: the entries from
 //!   `start = i & mask` on, at most `mask - start + 1` of them (never
-//!   past the last), each a pointer `64 * k` past entry `start`'s; a
-//!   `Cqe64At` (private field, made only there, borrowing the ring's
-//!   buffer) masks its word index by 7.
+//!   past the last), each a pointer `64 * k` past entry `start`'s, and
+//!   returns the last one it handed again (if it handed any: the pointer
+//!   one entry before where it stopped); a `Cqe64At` (private field, made
+//!   only there, borrowing the ring's buffer) masks its word index by 7.
 //! * **B6 — `SqRing`.** Made only by `WqBuf::sq_ring` from an [`SqGeom`],
 //!   whose constructor checked (once, when the queue was made) that the
 //!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned

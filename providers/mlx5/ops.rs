@@ -208,6 +208,7 @@ fn poll_locked<S: WcOut>(reg: &RegRef, mut g: SlotGuard<'_>, out: &mut [S]) -> R
 /// at once, and `poll_with` ends with no second lock of the slot. (The CQ
 /// stays lent to the closure by `Mlx5Cq`'s own flag, which its lock-free
 /// empty test reads.)
+///
 /// The CQ's slot by address (`Mlx5Cq`'s, made with it): one pointer
 /// loaded rather than the slot's address formed from its index; were it
 /// ever another object's, its entry is matched as [`poll`] matches it.

@@ -430,7 +430,7 @@ impl SendQueue {
     /// The entries of all `wqe_cnt` WQEs (a slice of exactly that many)
     /// and `wqe_cnt - 1`, for a loop that looks up many: `entries[c &
     /// mask]` needs no bounds check; `None` once a WQE with driver data
-    /// was posted ([`SqEntry::wr_data`] not 0, see [`entries::SqTable`]):
+    /// was posted ([`SqEntry::wr_data`] not 0, see `SqTable` below):
     /// every entry of the slice has `wr_data == 0`.
     #[inline(always)]
     pub fn plain_entries(&self) -> Option<(&[SqEntry], usize)> {

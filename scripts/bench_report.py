@@ -618,11 +618,14 @@ FLOORS = {
         "`Cq::poll_with` of 16 completions, the closure summing `wr_id` and counting failures. The closure must run "
         "with no lock held (it may post to the QP, create or destroy objects or arm the CQ, all of which take slot "
         "locks), and a panic in it must lose only the completion it was handed, so the completions are taken under "
-        "the locks into a chunk and handed out after: per completion the ownership test (~6), the fields it needs "
-        "(~6), the queue (~2), `wr_id` and retirement (~4), the record stored into the chunk (~6), then handed out: "
-        "its `wr_id` and status loaded, the closure's sum and count (~4), the steps of both loops (~5): ~33, 528 for "
-        "16; per call ~40: lend the CQ and give it back (~6), take and release the CQ's and the QP's slots (~10), "
-        "the chunk's put-back guard (~4), the doorbell record once (~3), the frame and the return (~17).")),
+        "the CQ's lock into a chunk (up to 16, stack memory not zeroed first) and handed out after: per completion "
+        "the ownership test (~6), the fields it needs (~6), the queue (~2; whether its WQEs carry driver data is "
+        "asked once per run of its completions, not per completion), `wr_id` and retirement (~4), the record stored "
+        "into the chunk (~6), then handed out: its `wr_id` and status loaded, the closure's sum and count (~4), the "
+        "steps of both loops (~5): ~33, 528 for 16; per call ~40: lend the CQ and give it back (~6), take and "
+        "release the CQ's slot (by address) and the QP's (~10), the put-back guard of the chunk's completions not "
+        "yet handed out (~4), the doorbell record stored once per chunk, under the CQ's lock (~3), the frame and "
+        "the return (~17).")),
     ("mlx5", "poll_cq_empty"): (20, (
         "By contract `ibv_poll_cq` on an empty mlx5 CQ must take the CQ from other pollers and release it (~4), "
         "address the CQE at the consumer index and test its owner byte (~6), and return 0 with the frame (~10).")),

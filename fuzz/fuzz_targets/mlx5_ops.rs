@@ -187,7 +187,7 @@ fuzz_target!(|data: &[u8]| {
                 // (its closure panicking after some) the rest of it put back.
                 let mut chunk = [Wc::ZERO; 8];
                 let n = usize::from(b.u8() % 9);
-                let k = ops::poll_chunk(&w.reg, w.cq, &mut chunk[..n]);
+                let k = ops::poll_chunk(&w.reg.made(w.cq), &mut chunk[..n]);
                 assert!(k <= n);
                 let handed = usize::from(b.u8()) % (k + 1);
                 assert!(ops::put_back(&w.reg, w.cq, &chunk[handed..k]), "a chunk's rest always fits the stash");

@@ -45,9 +45,10 @@
 //!   8-aligned. `run64` (the poll's tight loop) hands out `Cqe64At`s,
 //!   only after testing the ring's entries 64 bytes: the entries from
 //!   `start = i & mask` on, at most `mask - start + 1` of them (never
-//!   past the last), each a pointer `64 * k` past entry `start`'s; a
-//!   `Cqe64At` (private field, made only there, borrowing the ring's
-//!   buffer) masks its word index by 7.
+//!   past the last), each a pointer `64 * k` past entry `start`'s, and
+//!   returns the last one it handed again (if it handed any: the pointer
+//!   one entry before where it stopped); a `Cqe64At` (private field, made
+//!   only there, borrowing the ring's buffer) masks its word index by 7.
 //! * **B6 — `SqRing`.** Made only by `WqBuf::sq_ring` from an [`SqGeom`],
 //!   whose constructor checked (once, when the queue was made) that the
 //!   ring of `mask + 1` (a power of two) 64-byte blocks at the 8-aligned
@@ -395,13 +396,15 @@ impl CqeRing<'_> {
     /// Hands `f` the 64-byte entries from `i & mask` on, each with the
     /// next slot of `out`, until `f` returns `false`, `out` ends, or the
     /// ring's last entry was handed (a run never wraps: every entry it
-    /// hands has the same owner bit). Returns how many `f` took. Nothing
-    /// from a ring of 128-byte entries. One pointer moves along the run:
-    /// no index is masked and shifted per entry.
+    /// hands has the same owner bit). Returns how many `f` took, and the
+    /// last of them (`None` if none): the caller reads it after the loop
+    /// without keeping the ring's index, mask and shift live across it.
+    /// Nothing from a ring of 128-byte entries. One pointer moves along
+    /// the run: no index is masked and shifted per entry.
     #[inline(always)]
-    pub fn run64<S>(&self, i: u32, out: &mut [S], mut f: impl FnMut(Cqe64At<'_>, &mut S) -> bool) -> usize {
+    pub fn run64<S>(&self, i: u32, out: &mut [S], mut f: impl FnMut(Cqe64At<'_>, &mut S) -> bool) -> (usize, Option<Cqe64At<'_>>) {
         if self.shift != 6 {
-            return 0;
+            return (0, None);
         }
         let start = i & self.mask;
         // Entries from `start` to the ring's end: `mask - start + 1 >= 1`.
@@ -414,7 +417,10 @@ impl CqeRing<'_> {
             }
             p = p.wrapping_add(64);
         }
-        (p as usize - p0 as usize) >> 6
+        // (`p` moved one entry past each taken one: the last taken is the
+        // entry before `p`, start `+ n - 1 <= mask`, as handed to `f`.)
+        let last = (p != p0).then(|| Cqe64At { p: p.wrapping_sub(64), _ring: PhantomData });
+        ((p as usize - p0 as usize) >> 6, last)
     }
 
     /// Byte 63 of entry `i & mask` (`op_own`), by a volatile load.
@@ -444,7 +450,7 @@ impl Cqe64At<'_> {
         // SAFETY: B5: `run64` made `p` the start of entry `start + k` of a
         // ring of 64-byte entries (its shift tested equal to 6) with
         // `start + k <= mask` (it hands at most `mask - start + 1`
-        // entries): inside the ring `cqe_ring_of` checked against the
+        // entries, and returns as the last one of those it handed): inside the ring `cqe_ring_of` checked against the
         // buffer, which the borrow `'a` keeps mapped (B1); `8 * (w & 7) +
         // 8 <= 64`; 8-aligned (page-aligned base, offsets multiples of
         // 8); no reference to it exists (B3).
@@ -848,16 +854,19 @@ mod tests {
         let mut out = [0u64; 5];
         let seen = |out: &mut [u64; 5], from: u32, stop: u64| {
             *out = [0; 5];
-            r.run64(from, out, |c, s| {
+            let (n, last) = r.run64(from, out, |c, s| {
                 *s = c.word(15);
                 *s != stop
-            })
+            });
+            // The last entry taken, read again after the run.
+            assert_eq!(last.map(|c| c.word(7)), n.checked_sub(1).map(|k| out[k]));
+            n
         };
         assert_eq!((seen(&mut out, 13, 0), out), (3, [0x105, 0x106, 0x107, 0, 0]), "from 13 & 7 = 5 to the last entry, words masked");
         assert_eq!((seen(&mut out, 1, 0), out), (5, [0x101, 0x102, 0x103, 0x104, 0x105]), "as many as `out` holds");
         assert_eq!((seen(&mut out, 1, 0x103), out), (2, [0x101, 0x102, 0x103, 0, 0]), "until `f` says no");
         let r = b.cqe_ring(4, 128).unwrap();
-        assert_eq!(r.run64(0, &mut out, |_, _| true), 0, "128-byte entries: none");
+        assert!(matches!(r.run64(0, &mut out, |_, _| true), (0, None)), "128-byte entries: none");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use core::mem::MaybeUninit;
 
 use crate::providers::mlx5::cqe::stash::CHUNK;
 use crate::providers::mlx5::ops;
-use crate::providers::mlx5::registry::RegRef;
+use crate::providers::mlx5::registry::MadeSlot;
 use crate::wc::Wc;
 
 /// Room for up to [`CHUNK`] completions of one `poll_with` chunk (K1).
@@ -47,9 +47,9 @@ impl Chunk {
     /// Up to `want` (at most [`CHUNK`]) completions of the CQ in slot
     /// `cq` ([`ops::poll_chunk`]), as the poll wrote them.
     #[inline(always)]
-    pub(super) fn fill(&mut self, reg: &RegRef, cq: u32, want: usize) -> &[Wc] {
+    pub(super) fn fill(&mut self, cq: &MadeSlot, want: usize) -> &[Wc] {
         let out = &mut self.0[..want.min(CHUNK)];
-        let n = ops::poll_chunk(reg, cq, out).min(out.len());
+        let n = ops::poll_chunk(cq, out).min(out.len());
         let w = &out[..n];
         // SAFETY: the poll wrote the `n` elements it counted, from the
         // first (K1), and `n` written `MaybeUninit<Wc>` are a `[Wc]` at the

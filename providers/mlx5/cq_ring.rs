@@ -3,7 +3,7 @@
 //! record and arming (`mlx5_arm_cq`).
 
 use super::*;
-use crate::providers::mlx5::buf::CqeRing;
+use crate::providers::mlx5::buf::{Cqe64At, CqeRing};
 use crate::providers::mlx5::sq::SqEntry;
 
 const VERB: &str = "ibv_poll_cq";
@@ -104,8 +104,8 @@ const RUN_KEY: u64 = 0xfd << 56 | 0xffff_ffff;
 /// takes them) of the send queue `sq` of user index (CQE version 1) or
 /// QP number `rsn`, software-owned, from `ci` on, each completed into
 /// `out` in turn; stops before the first other CQE, at the ring's end
-/// (the caller's loop goes on), or when `out` is full. Returns the
-/// consumer index after them and how many.
+/// (the caller's loop goes on), or when `out` is full. Returns how many
+/// (the consumer index moves past them).
 /// One load and one comparison take a CQE's owner bit, kind, QP and
 /// opcode (word 7 under [`RUN_KEY`], against the first CQE's); the words
 /// the opcode gives are worked out when it changes, not per CQE. The
@@ -113,33 +113,33 @@ const RUN_KEY: u64 = 0xfd << 56 | 0xffff_ffff;
 /// CQE's, or the opcode's): no test of it per CQE.
 /// Out of line, so that its few live values keep their registers.
 #[inline(never)]
-fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out: &mut [S], rsn: u32, sq: &mut SendQueue) -> (u32, usize) {
-    // The entry table, checked once: each lookup masks its index.
-    let Some((entries, mask)) = sq.entries() else { return (ci0, 0) };
+fn req_run<S: WcOut, const V1: bool>(ring: &CqeRing<'_>, log: u32, ci0: u32, out: &mut [S], rsn: u32, sq: &mut SendQueue) -> usize {
+    // The entry table, checked once: each lookup masks its index. A queue
+    // that ever posted a WQE with driver data (a UMR's or a raw WQE's
+    // opcode) has none: its CQEs go the general way, one by one.
+    let Some((entries, mask)) = sq.plain_entries() else { return 0 };
     // (Word 7 as `word` loads it: `sop_drop_qpn`, big-endian, in the low
     // half, so its value is the low half byte-swapped.)
     let first = ring.word(ci0, 7);
     let sop = (first as u32).swap_bytes();
     let t = FAST_REQ[(sop >> 24) as usize];
     if t == 0 || !V1 && sop & 0xff_ffff != rsn {
-        return (ci0, 0);
+        return 0;
     }
     let want = u64::from((ci0 >> log) & u32::from(CQE_OWNER_MASK)) << 56 | first & 0xffff_ffff;
     let run = Run { ring, ci0, rsn, entries, mask, want, t };
-    let n = match t & FAST_LEN_FROM_CQE != 0 {
+    let (n, last) = match t & FAST_LEN_FROM_CQE != 0 {
         true => req_cqes::<S, V1, true>(run, out),
         false => req_cqes::<S, V1, false>(run, out),
     };
-    let ci = ci0.wrapping_add(n as u32);
-    if n > 0 {
+    if let Some(last) = last {
         // The run's last CQE again (software's until the doorbell record
         // frees it), rather than its WQE head kept in a register the loop
         // needs: the tail moves past every WQE the run covered.
-        let last = ring.word(ci.wrapping_sub(1), 7);
-        let head = entries[usize::from(((last >> 32) as u16).swap_bytes()) & mask].wqe_head;
+        let head = entries[usize::from(((last.word(7) >> 32) as u16).swap_bytes()) & mask].wqe_head;
         sq.retire(head);
     }
-    (ci, n)
+    n
 }
 
 /// What [`req_run`] hands [`req_cqes`]: the ring, the run's first index,
@@ -159,9 +159,9 @@ struct Run<'r, 'b> {
 /// [`req_run`]'s loop for runs whose byte count is the CQE's (`LEN`: RDMA
 /// READ) or the opcode's (every other opcode [`FAST_REQ`] takes): a CQE
 /// of the other kind ends the run (the caller's loop starts the next).
-/// Returns how many CQEs it completed into `out`.
+/// Returns how many CQEs it completed into `out`, and the last of them.
 #[inline(always)]
-fn req_cqes<S: WcOut, const V1: bool, const LEN: bool>(run: Run<'_, '_>, out: &mut [S]) -> usize {
+fn req_cqes<'r, S: WcOut, const V1: bool, const LEN: bool>(run: Run<'r, '_>, out: &mut [S]) -> (usize, Option<Cqe64At<'r>>) {
     let Run { ring, ci0, rsn, entries, mask, mut want, t } = run;
     let qp_word = hi((want as u32).swap_bytes() & 0xff_ffff);
     let (mut w1, mut w2, mut w4, _) = req_words(t);
@@ -191,12 +191,8 @@ fn req_cqes<S: WcOut, const V1: bool, const LEN: bool>(run: Run<'_, '_>, out: &m
             return false;
         }
         // (The tail moves once, after the run.)
+        // (No entry has driver data: `plain_entries`.)
         let e = entries[usize::from(((w7 >> 32) as u16).swap_bytes()) & mask];
-        // A UMR's or a raw WQE's (mlx5dv_wr_raw_wqe: IBV_WC_DRIVER2, as
-        // in libmlx5): the general path's.
-        if e.wr_data != 0 {
-            return false;
-        }
         let w2 = if LEN { hi(((c.word(5) >> 32) as u32).swap_bytes()) } else { w2 };
         slot.set(req_wc_words(e.wr_id, w1, w2, qp_word, w4));
         true
@@ -374,12 +370,12 @@ impl CqRing {
                             continue;
                         }
                         // This CQE and the run of the same queue's after it.
-                        let (ci2, n2) = match v1 {
+                        let n2 = match v1 {
                             true => req_run::<S, true>(&ring, log, ci, &mut out[n..], rsn, sq),
                             false => req_run::<S, false>(&ring, log, ci, &mut out[n..], rsn, sq),
                         };
                         if n2 > 0 {
-                            (ci, n) = (ci2, n + n2);
+                            (ci, n) = (ci.wrapping_add(n2 as u32), n + n2);
                             continue;
                         }
                     }

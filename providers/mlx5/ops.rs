@@ -146,7 +146,8 @@ impl Queues for Lookup<'_> {
         };
         let key = rsn | u32::from(send) << 24;
         if self.key != key {
-            (self.key, self.held) = (NO_KEY, None);
+            self.key = NO_KEY;
+            drop(self.held.take());
             let mut g = self.reg.lock_queue(rsn)?;
             // A QP on an SRQ: its receives complete in the SRQ's slot
             // (libmlx5 `get_resp_ctx_v1`).
@@ -158,7 +159,13 @@ impl Queues for Lookup<'_> {
                 drop(g);
                 g = self.reg.lock_queue(s)?;
             }
-            (self.key, self.held) = (key, Some(g));
+            self.key = key;
+            // `held` is `None` (taken above; only this function fills
+            // it): the old value needs no drop, which spares a reload and
+            // test of it after the lock's atomics.
+            let old = self.held.replace(g);
+            debug_assert!(old.is_none());
+            core::mem::forget(old);
         }
         let g = self.held.as_mut()?;
         match (send, &mut **g) {
@@ -177,7 +184,13 @@ impl Queues for Lookup<'_> {
 /// and into the C library's one out-of-line poll (`poll_leave_wait`).
 #[inline(always)]
 pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usize> {
-    let Some(mut g) = reg.lock(cq) else { return Ok(0) };
+    let Some(g) = reg.lock(cq) else { return Ok(0) };
+    poll_locked(reg, g, out)
+}
+
+/// [`poll`] of the CQ whose slot `g` holds (anything else: `Ok(0)`).
+#[inline(always)]
+fn poll_locked<S: WcOut>(reg: &RegRef, mut g: SlotGuard<'_>, out: &mut [S]) -> Result<usize, usize> {
     let Entry::Cq { ring, buf } = &mut *g else { return Ok(0) };
     // (No separate test for an empty CQ: the poll stops at the first CQE
     // software does not own, with nothing consumed, and stores the
@@ -197,9 +210,13 @@ pub fn poll<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> Result<usize, usi
 /// at once, and `poll_with` ends with no second lock of the slot. (The CQ
 /// stays lent to the closure by `Mlx5Cq`'s own flag, which its lock-free
 /// empty test reads.)
+///
+/// The CQ's slot by address (`Mlx5Cq`'s, made with it): one pointer
+/// loaded rather than the slot's address formed from its index; were it
+/// ever another object's, its entry is matched as [`poll`] matches it.
 #[inline(always)]
-pub fn poll_chunk<S: WcOut>(reg: &RegRef, cq: u32, out: &mut [S]) -> usize {
-    poll(reg, cq, out).unwrap_or_else(|n| n)
+pub fn poll_chunk<S: WcOut>(cq: &MadeSlot, out: &mut [S]) -> usize {
+    poll_locked(cq.reg(), cq.lock(), out).unwrap_or_else(|n| n)
 }
 
 /// Puts completions [`poll_chunk`] took and `poll_with` could not hand

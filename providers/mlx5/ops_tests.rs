@@ -206,7 +206,7 @@ fn cqe_naming_the_cq_itself_is_skipped_not_waited_for() {
     // The same through `poll_with`'s poll.
     complete(&w, 2, bogus);
     let mut one = [Wc::default()];
-    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 0);
+    assert_eq!(poll_chunk(&w.reg.made(w.cq), &mut one), 0);
     assert!(is_empty(&w.reg, w.cq));
 }
 
@@ -269,6 +269,49 @@ fn raw_wqe_posts_and_completes_as_driver2() {
     assert_eq!((out[0].wr_id(), out[0].as_abi().opcode), (0x5151, 136));
     complete(&w, 1, req(1));
     let mut one = [Wc::default()];
-    assert_eq!(poll_chunk(&w.reg, w.cq, &mut one), 1);
+    assert_eq!(poll_chunk(&w.reg.made(w.cq), &mut one), 1);
     assert_eq!((one[0].wr_id(), one[0].as_abi().opcode), (0x5252, 136));
+}
+
+/// A send queue mixing plain WQEs and one with driver data (a raw WQE,
+/// posted after plain ones): a poll's run of the queue's completions must
+/// not take the raw one's (it reports `IBV_WC_DRIVER2`, not the CQE's
+/// opcode), in a batch poll, a `poll_with` chunk, and with the raw WQE's
+/// completion first, middle or last of the run.
+#[test]
+fn mixed_send_queue_keeps_driver_data_in_runs() {
+    use crate::providers::mlx5::wqe::OPCODE_SEND;
+    let mut wqe = [0u8; 32];
+    wqe[3] = OPCODE_SEND;
+    wqe[4..8].copy_from_slice(&(0x42u32 << 8 | 2).to_be_bytes());
+    wqe[16..32].copy_from_slice(&[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0]);
+    for raw_at in 0..3u16 {
+        for chunk in [false, true] {
+            let w = world();
+            for i in 0..3u16 {
+                if i == raw_at {
+                    post_raw(&w.reg, w.qp, w.db, &wqe, 0x5151).unwrap();
+                } else {
+                    post_send(&w.reg, w.qp, w.db, &[SendWr::send(u64::from(i) + 1, &[SGE]).signaled()]).unwrap();
+                }
+            }
+            for i in 0..3u16 {
+                let c = Cqe64 { srqn_uidx: U32::new(w.qp), sop_drop_qpn: U32::new(u32::from(OPCODE_SEND) << 24 | 0x42), wqe_counter: U16::new(i), op_own: CQE_REQ << 4, ..Default::default() };
+                complete(&w, usize::from(i), c);
+            }
+            let mut out = [Wc::default(); 4];
+            let n = match chunk {
+                false => poll(&w.reg, w.cq, &mut out).unwrap(),
+                true => poll_chunk(&w.reg.made(w.cq), &mut out),
+            };
+            assert_eq!(n, 3, "raw at {raw_at}, chunk {chunk}");
+            for (i, wc) in out[..3].iter().enumerate() {
+                let want = if i == usize::from(raw_at) { (0x5151, 136) } else { (i as u64 + 1, 0) };
+                assert_eq!((wc.wr_id(), wc.as_abi().opcode), want, "completion {i}, raw at {raw_at}, chunk {chunk}");
+            }
+            let g = w.reg.lock(w.qp).unwrap();
+            let Entry::Qp { sq: Some(sq), .. } = &*g else { panic!() };
+            assert_eq!(sq.indices().2, 3, "all three retired");
+        }
+    }
 }

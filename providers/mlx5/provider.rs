@@ -193,6 +193,8 @@ impl ProviderContext for Mlx5Context {
 pub struct Mlx5Cq {
     reg: RegRef,
     slot: u32,
+    /// The slot by address, for `poll_with`'s chunks.
+    made: MadeSlot,
     ncqe: u32,
     /// Bytes per CQE (64 or 128), kept by a resize.
     cqe_size: u32,
@@ -326,7 +328,8 @@ impl ProviderCq for Mlx5Cq {
         if let Some(g) = reg.lock(slot) {
             g.publish(0);
         }
-        Ok(Self { reg, slot, ncqe, cqe_size, lent: AtomicU8::new(Claim::Free as u8), peek })
+        let made = reg.made(slot);
+        Ok(Self { reg, slot, made, ncqe, cqe_size, lent: AtomicU8::new(Claim::Free as u8), peek })
     }
 
     /// `mlx5_resize_cq`: a new buffer (every entry invalid), `RESIZE_CQ`
@@ -429,7 +432,7 @@ impl ProviderCq for Mlx5Cq {
         while done < max {
             let mut chunk = chunk::Chunk::new();
             let want = (max - done).min(CHUNK);
-            let wcs = chunk.fill(&self.reg, self.slot, want);
+            let wcs = chunk.fill(&self.made, want);
             let got = wcs.len();
             if got == 0 {
                 break;

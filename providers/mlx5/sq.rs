@@ -149,7 +149,7 @@ pub struct SendQueue {
     tail: u32,
     /// Fence the next WQE inherits (`fm_cache`: after a bind/invalidate).
     fm_cache: u8,
-    table: Table<SqEntry>,
+    table: entries::SqTable,
     /// The straight path's constants (`sq_straight.rs`).
     straight: straight::Straight,
     /// Where the ring and the doorbell record lie in the buffer, checked
@@ -169,7 +169,7 @@ impl SendQueue {
         }
         let geom = SqGeom::new(cfg.sq_offset, n, cfg.dbrec_offset.saturating_add(4 * SND_DBR as usize));
         let straight = straight::Straight::new(&cfg);
-        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: Table::new(verb, n as usize)?, straight, geom })
+        Ok(Self { cfg, cur_post: 0, head: 0, tail: 0, fm_cache: 0, table: entries::SqTable::new(verb, n)?, straight, geom })
     }
 
     /// The configuration.
@@ -391,7 +391,7 @@ impl SendQueue {
                 imm: U32::new(imm),
             },
         );
-        self.table[idx as usize] = SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data };
+        self.table.put(idx, SqEntry { wr_id: r.wr_id, wqe_head: self.head.wrapping_add(nreq), wr_data });
         self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(BB));
         (idx, ds, inline)
     }
@@ -427,13 +427,14 @@ impl SendQueue {
         self.table[usize::from(wqe_counter) & (self.cfg.size.wqe_cnt as usize - 1)]
     }
 
-    /// The entries of all `wqe_cnt` WQEs (a slice of exactly that many,
-    /// or `None` if the table is shorter) and `wqe_cnt - 1`, for a loop
-    /// that looks up many: `entries[c & mask]` needs no bounds check.
+    /// The entries of all `wqe_cnt` WQEs (a slice of exactly that many)
+    /// and `wqe_cnt - 1`, for a loop that looks up many: `entries[c &
+    /// mask]` needs no bounds check; `None` once a WQE with driver data
+    /// was posted ([`SqEntry::wr_data`] not 0, see `SqTable` below):
+    /// every entry of the slice has `wr_data == 0`.
     #[inline(always)]
-    pub fn entries(&self) -> Option<(&[SqEntry], usize)> {
-        let mask = (self.cfg.size.wqe_cnt as usize).wrapping_sub(1);
-        Some((self.table.get(..=mask)?, mask))
+    pub fn plain_entries(&self) -> Option<(&[SqEntry], usize)> {
+        self.table.plain()
     }
 
     /// Retires every WQE up to the one whose entry has `wqe_head`
@@ -441,6 +442,77 @@ impl SendQueue {
     #[inline(always)]
     pub fn retire(&mut self, wqe_head: u32) {
         self.tail = wqe_head.wrapping_add(1);
+    }
+}
+
+/// The SQ's entry table with what a completion run needs to know of it.
+mod entries {
+    use super::{SqEntry, Table};
+    use crate::error::Result;
+
+    /// `wqe_cnt` [`SqEntry`]s (zeroed at creation), and whether any ever
+    /// held driver data (`wr_data != 0`: a UMR's or a raw WQE's opcode).
+    ///
+    /// **Exact by construction**: the fields are private to this module,
+    /// every write goes through [`Self::put`] (which tests `wr_data`) or
+    /// [`Self::put_plain`] (which writes `wr_data: 0`), and the flag is
+    /// never cleared: while [`Self::plain`] answers `Some`, no entry has
+    /// had `wr_data != 0` since the table was made, so every entry has
+    /// `wr_data == 0`. (A QP reset keeps the table and the flag: stale
+    /// entries are as they were.)
+    #[derive(Debug)]
+    pub(super) struct SqTable {
+        t: Table<SqEntry>,
+        /// `wqe_cnt - 1` while no entry was written with driver data, then
+        /// `usize::MAX` (no slice ends there: [`Self::plain`] is `None`
+        /// with the same one test that checks the table's length).
+        run_mask: usize,
+    }
+
+    impl SqTable {
+        /// `wqe_cnt` zeroed entries (`wqe_cnt` a power of two).
+        pub(super) fn new(verb: &'static str, wqe_cnt: u32) -> Result<Self> {
+            let t = Table::new(verb, wqe_cnt as usize)?;
+            Ok(Self { t, run_mask: (wqe_cnt as usize).wrapping_sub(1) })
+        }
+
+        /// Stores `e` at `idx` (below `wqe_cnt`: the callers mask it; no
+        /// other is stored), marking the table for good if `e` has driver
+        /// data.
+        #[inline(always)]
+        pub(super) fn put(&mut self, idx: u32, e: SqEntry) {
+            if e.wr_data != 0 {
+                self.run_mask = usize::MAX;
+            }
+            if let Some(slot) = self.t.get_mut(idx as usize) {
+                *slot = e;
+            }
+        }
+
+        /// Stores an entry without driver data at `cur & (wqe_cnt - 1)`
+        /// (the straight post: `Table::at_mut`'s mask), `wqe_head` and
+        /// `wr_data` (0) as one 64-bit word.
+        #[inline(always)]
+        pub(super) fn put_plain(&mut self, cur: u32, wr_id: u64, wqe_head: u32) {
+            let head_data: u64 = zerocopy::transmute!([wqe_head, 0u32]);
+            *self.t.at_mut(cur) = zerocopy::transmute!([wr_id, head_data]);
+        }
+
+        /// All `wqe_cnt` entries and `wqe_cnt - 1`, if no entry was ever
+        /// written with driver data.
+        #[inline(always)]
+        pub(super) fn plain(&self) -> Option<(&[SqEntry], usize)> {
+            let mask = self.run_mask;
+            Some((self.t.get(..=mask)?, mask))
+        }
+    }
+
+    impl core::ops::Deref for SqTable {
+        type Target = [SqEntry];
+        #[inline(always)]
+        fn deref(&self) -> &[SqEntry] {
+            &self.t
+        }
     }
 }
 

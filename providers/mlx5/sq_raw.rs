@@ -71,7 +71,7 @@ impl SendQueue {
             }
             self.put(buf, start + k as u32 * 16, seg);
         }
-        self.table[idx as usize] = SqEntry { wr_id, wqe_head: self.head, wr_data: WC_DRIVER2 };
+        self.table.put(idx, SqEntry { wr_id, wqe_head: self.head, wr_data: WC_DRIVER2 });
         self.cur_post = self.cur_post.wrapping_add(bytes.div_ceil(BB));
         self.fm_cache = 0;
         Ok(self.finish(buf, 1, idx, ds, false))

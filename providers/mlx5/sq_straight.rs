@@ -17,7 +17,7 @@
 
 use zerocopy::byteorder::network_endian::{U32, U64};
 
-use super::{Ring, SendQueue, SqEntry};
+use super::{Ring, SendQueue};
 use crate::abi::uverbs::{WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM};
 use crate::providers::mlx5::buf::{SqBlock, WqBuf, WINDOW_MIN};
 use crate::providers::mlx5::wqe::*;
@@ -189,10 +189,8 @@ impl SendQueue {
                 let imm = if has_imm { s.ex() } else { 0 };
                 w.put::<8, u64>(zerocopy::transmute!([st.fm[flags as usize], imm]));
                 // (the table has `wqe_cnt` entries: `at_mut`'s mask is the
-                // ring's; `wqe_head` and `wr_data` in one store)
-                let head_data: u64 = zerocopy::transmute!([self.head, 0u32]);
-                let e: SqEntry = zerocopy::transmute!([s.wr_id(), head_data]);
-                *self.table.at_mut(cur) = e;
+                // ring's; `wqe_head` and `wr_data` (0) in one store)
+                self.table.put_plain(cur, s.wr_id(), self.head);
                 self.head = self.head.wrapping_add(1);
                 let next = cur.wrapping_add(nbb);
                 self.cur_post = next;

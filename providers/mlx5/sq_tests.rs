@@ -372,3 +372,37 @@ fn type1_bind_and_unbind_segments() {
     let b = bb(&buf, 0);
     assert_eq!(&b[16..32], &[0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0x60, 0]);
 }
+
+/// The table's "driver data" mark (`plain_entries`, which lets a poll's
+/// run skip the per-completion `wr_data` test) is set by the first WQE
+/// with driver data, whichever way it was posted, and never cleared:
+/// plain WQEs (general or straight), a refused list and a reset leave it
+/// as it was.
+#[test]
+fn plain_entries_until_a_wqe_with_driver_data() {
+    let plain = |sq: &SendQueue| sq.plain_entries().map(|(e, m)| (e.len(), m));
+    let (mut sq, mut buf) = rc();
+    let wqes = sq.config().size.wqe_cnt as usize;
+    assert_eq!(plain(&sq), Some((wqes, wqes - 1)), "a new queue: all entries, masked by wqe_cnt - 1");
+    sq.post(&mut buf, &[SendWr::send(1, &[SGE]), SendWr::rdma_write(2, &[SGE], 0x2000, 5)], no_av).unwrap();
+    assert!(sq.post_straight(&mut buf, &SendWr::send(3, &[SGE])).is_some());
+    // Refused whole (the second carries data it may not): nothing written.
+    let bad = [SendWr::new(4, SendOp::LocalInv { rkey: 1 }, &[]), SendWr::new(5, SendOp::LocalInv { rkey: 1 }, &[SGE])];
+    assert!(sq.post(&mut buf, &bad, no_av).is_err());
+    assert_eq!(plain(&sq), Some((wqes, wqes - 1)), "plain WQEs and a refused list leave it");
+    sq.complete(2);
+    // After a plain WQE in the same list, as the poll sees a mixed queue.
+    sq.post(&mut buf, &[SendWr::send(6, &[SGE]), SendWr::new(7, SendOp::LocalInv { rkey: 1 }, &[])], no_av).unwrap();
+    assert_eq!(plain(&sq), None, "a local invalidate's IBV_WC_LOCAL_INV");
+    // (The next WQE inherits the fence: the general path's.)
+    sq.post(&mut buf, &[SendWr::send(8, &[SGE])], no_av).unwrap();
+    assert!(sq.post_straight(&mut buf, &SendWr::send(9, &[SGE])).is_some());
+    sq.reset();
+    assert_eq!(plain(&sq), None, "kept by plain posts and a reset");
+    let (mut raw, mut rbuf) = rc();
+    let mut wqe = [0u8; 32];
+    wqe[3] = OPCODE_SEND;
+    wqe[4..8].copy_from_slice(&(0xabcdef_u32 << 8 | 2).to_be_bytes());
+    raw.post_raw(&mut rbuf, &wqe, 9).unwrap();
+    assert_eq!(plain(&raw), None, "a raw WQE's IBV_WC_DRIVER2");
+}

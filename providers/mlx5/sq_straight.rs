@@ -130,13 +130,24 @@ impl SendQueue {
         if flags > SendFlags::all().bits() || self.fm_cache != 0 {
             return None;
         }
-        match s.opcode() {
-            WR_RDMA_WRITE => self.post_op::<W, WR_RDMA_WRITE>(buf, s, flags),
-            WR_SEND => self.post_op::<W, WR_SEND>(buf, s, flags),
-            WR_RDMA_WRITE_WITH_IMM => self.post_op::<W, WR_RDMA_WRITE_WITH_IMM>(buf, s, flags),
-            WR_SEND_WITH_IMM => self.post_op::<W, WR_SEND_WITH_IMM>(buf, s, flags),
-            WR_RDMA_READ => self.post_op::<W, WR_RDMA_READ>(buf, s, flags),
-            _ => None,
+        let op = s.opcode();
+        const _: () = assert!(WR_RDMA_WRITE == 0 && WR_RDMA_WRITE_WITH_IMM == 1 && WR_SEND == 2 && WR_SEND_WITH_IMM == 3 && WR_RDMA_READ == 4);
+        if op < 2 {
+            if op == WR_RDMA_WRITE {
+                self.post_op::<W, WR_RDMA_WRITE>(buf, s, flags)
+            } else {
+                self.post_op::<W, WR_RDMA_WRITE_WITH_IMM>(buf, s, flags)
+            }
+        } else if op < 4 {
+            if op == WR_SEND {
+                self.post_op::<W, WR_SEND>(buf, s, flags)
+            } else {
+                self.post_op::<W, WR_SEND_WITH_IMM>(buf, s, flags)
+            }
+        } else if op == WR_RDMA_READ {
+            self.post_op::<W, WR_RDMA_READ>(buf, s, flags)
+        } else {
+            None
         }
     }
 

@@ -465,7 +465,10 @@ unsafe fn post_send_direct<const INLINE: bool>(c: &qp::CQp, wr: *mut IbvSendWr, 
     let s = unsafe { &*wr.cast::<CStraight<INLINE>>() };
     // SAFETY: the caller's promise: `from_c_direct` returned `c`.
     let d = unsafe { c.direct_unchecked() };
-    if d.post_send(|| c.may_send_direct(), s) {
+    // SAFETY: D1: `may_send_direct` is set only for a QP whose handle
+    // `has_send`, and (F2, asked under the slot's lock) only while the
+    // slot holds this QP's entry, which nothing here replaces.
+    if unsafe { d.post_send_fitted(|| c.may_send_direct(), s) } {
         return 0;
     }
     // SAFETY: forwarded caller contract.

@@ -121,6 +121,9 @@ pub(crate) struct QpLock {
     held: AtomicBool,
     /// [`Straight`] bits of `qp` (F1, F2); written under the lock.
     straight: AtomicU8,
+    /// [`Straight::RECV_DIRECT`] and [`Straight::SEND_DIRECT`] if the
+    /// provider's handle has the queue (D1); fixed at creation.
+    direct: u8,
     qp: UnsafeCell<Option<Any>>,
 }
 
@@ -141,28 +144,32 @@ impl Straight {
     /// `Some(Rc)` in RTS or SQD (a subset of [`Straight::SEND`]): the
     /// common case of [`QpGuard::send_straight_rc`].
     const SEND_RC: u8 = 16;
-    /// [`Straight::RECV`] of a QP with [`Straight::DIRECT_RQ`] (D1): the
-    /// direct receive takes its slot's entry with no match
+    /// [`Straight::RECV`] of a QP whose provider handle ([`CQp::direct`])
+    /// found a receive queue its buffer holds in the QP's slot
+    /// (`Mlx5Direct::has_recv`: not a QP on an SRQ), D1: the direct
+    /// receive takes the slot's entry with no match
     /// ([`CQp::may_recv_direct`]).
     const RECV_DIRECT: u8 = 32;
-    /// The provider's handle ([`CQp::direct`]) found a receive queue its
-    /// buffer holds in the QP's slot (`Mlx5Direct::has_recv`: not a QP on
-    /// an SRQ); fixed at creation.
-    const DIRECT_RQ: u8 = 64;
+    /// [`Straight::SEND`] of a QP whose handle found a send queue in the
+    /// slot (`Mlx5Direct::has_send`), D1 ([`CQp::may_send_direct`]).
+    const SEND_DIRECT: u8 = 64;
     /// The bits that are fixed when the QP is made (the rest describe its
     /// state, and are cleared while it changes: F2).
-    const FIXED: u8 = Self::NAMES | Self::DIRECT_RQ;
+    const FIXED: u8 = Self::NAMES;
 
-    /// The bits of `v` with the `fixed` ones, and [`Straight::RECV_DIRECT`]
-    /// where [`Straight::RECV`] and [`Straight::DIRECT_RQ`] both are.
-    fn with(v: &Option<Any>, fixed: u8) -> u8 {
-        Self::derive(Self::of(v) | fixed)
+    /// The bits of `v` with the `fixed` ones and the direct ones `direct`
+    /// allows ([`Straight::derive`]).
+    fn with(v: &Option<Any>, fixed: u8, direct: u8) -> u8 {
+        Self::derive(Self::of(v) | fixed, direct)
     }
 
-    /// `bits` with [`Straight::RECV_DIRECT`] if they hold both its parts.
-    fn derive(bits: u8) -> u8 {
-        let both = Self::RECV | Self::DIRECT_RQ;
-        if bits & both == both { bits | Self::RECV_DIRECT } else { bits }
+    /// `bits` with [`Straight::RECV_DIRECT`] if `RECV` is set and `direct`
+    /// has it, and [`Straight::SEND_DIRECT`] if `SEND` is and `direct` has
+    /// it.
+    fn derive(bits: u8, direct: u8) -> u8 {
+        let recv = if bits & Self::RECV != 0 { Self::RECV_DIRECT } else { 0 };
+        let send = if bits & Self::SEND != 0 { Self::SEND_DIRECT } else { 0 };
+        bits | ((recv | send) & direct)
     }
 
     /// The bits of `v`.
@@ -189,7 +196,7 @@ impl Straight {
 // both 8 when two branches met), `plain_rc` would say yes to a UC QP in
 // any state and `send_straight_rc`'s `assert_unchecked` would be false.
 const _: () = {
-    let all = [Straight::SEND, Straight::RECV, Straight::NAMES, Straight::UC, Straight::SEND_RC, Straight::RECV_DIRECT, Straight::DIRECT_RQ];
+    let all = [Straight::SEND, Straight::RECV, Straight::NAMES, Straight::UC, Straight::SEND_RC, Straight::RECV_DIRECT, Straight::SEND_DIRECT];
     let (mut or, mut i) = (0u8, 0);
     while i < all.len() {
         assert!(all[i].is_power_of_two() && or & all[i] == 0, "Straight bits must be distinct single bits");
@@ -210,11 +217,10 @@ unsafe impl Sync for QpLock {}
 
 impl QpLock {
     /// `names`: the provider's doorbell names the QP ([`Straight::NAMES`]);
-    /// `direct_rq`: its handle has a receive queue ([`Straight::DIRECT_RQ`]).
-    fn new(qp: Option<Any>, names: bool, direct_rq: bool) -> Self {
-        let fixed = if names { Straight::NAMES } else { 0 } | if direct_rq { Straight::DIRECT_RQ } else { 0 };
-        let bits = Straight::with(&qp, fixed);
-        Self { held: AtomicBool::new(false), straight: AtomicU8::new(bits), qp: UnsafeCell::new(qp) }
+    /// `direct`: the direct bits its handle allows ([`QpLock::direct`]).
+    fn new(qp: Option<Any>, names: bool, direct: u8) -> Self {
+        let bits = Straight::with(&qp, if names { Straight::NAMES } else { 0 }, direct);
+        Self { held: AtomicBool::new(false), straight: AtomicU8::new(bits), direct, qp: UnsafeCell::new(qp) }
     }
 
     #[inline(always)]
@@ -252,7 +258,7 @@ impl QpLock {
         // other reference to the value exists.
         let v = unsafe { &*self.qp.get() };
         let fixed = self.straight.load(Ordering::Relaxed) & Straight::FIXED;
-        self.straight.store(Straight::with(v, fixed), Ordering::Relaxed);
+        self.straight.store(Straight::with(v, fixed, self.direct), Ordering::Relaxed);
     }
 
     #[cold]
@@ -495,7 +501,7 @@ impl CQp {
     #[cfg(feature = "mlx5")]
     #[inline(always)]
     pub(crate) fn may_send_direct(&self) -> bool {
-        self.qp.straight.load(Ordering::Relaxed) & Straight::SEND != 0
+        self.qp.straight.load(Ordering::Relaxed) & Straight::SEND_DIRECT != 0
     }
 
     /// As [`CQp::may_send_direct`], for receives (INIT to SQD), of a QP
@@ -825,15 +831,17 @@ unsafe fn create(
     let magic = if direct.is_some() { MAGIC_DIRECT } else { MAGIC };
     #[cfg(not(feature = "mlx5"))]
     let magic = MAGIC;
-    // D1: the handle found a receive queue its buffer holds in the slot.
+    // D1: the queues the handle found in the slot.
     #[cfg(feature = "mlx5")]
-    let direct_rq = direct.as_ref().is_some_and(|d| d.has_recv());
+    let direct_bits = direct.as_ref().map_or(0, |d| {
+        (if d.has_recv() { Straight::RECV_DIRECT } else { 0 }) | if d.has_send() { Straight::SEND_DIRECT } else { 0 }
+    });
     #[cfg(not(feature = "mlx5"))]
-    let direct_rq = false;
+    let direct_bits = 0;
     let b = Box::new(CQp {
         ibv: UnsafeCell::new(ex),
         magic: AtomicU64::new(magic),
-        qp: QpLock::new(Some(qp), names, direct_rq),
+        qp: QpLock::new(Some(qp), names, direct_bits),
         pd: cpd,
         send_cq: scq,
         recv_cq: rcq,
@@ -1103,7 +1111,7 @@ mod tests {
 
     #[test]
     fn a_failed_try_lock_leaves_the_holders_lock_held() {
-        let lock = QpLock::new(None, false, false);
+        let lock = QpLock::new(None, false, 0);
         let held = lock.lock();
         // Refused while held, and the refusal must not give the lock back
         // (it did when the guard was built eagerly and dropped: issue 29).
@@ -1118,7 +1126,7 @@ mod tests {
     #[test]
     fn the_straight_bits_follow_the_value_and_keep_the_provider_bit() {
         for names in [false, true] {
-            let lock = QpLock::new(None, names, false);
+            let lock = QpLock::new(None, names, 0);
             let mut g = lock.lock();
             // No QP (destroyed): neither straight path, whatever the provider.
             assert!(g.send_straight().is_none() && g.recv_straight().is_none());
@@ -1136,24 +1144,31 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_receive_bit_needs_the_state_and_keeps_the_handles_bit() {
+    fn the_direct_bits_need_the_state_and_the_handles_queue() {
         use super::Straight;
         let bits = |l: &QpLock| l.straight.load(core::sync::atomic::Ordering::Relaxed);
-        for direct_rq in [false, true] {
-            let lock = QpLock::new(None, false, direct_rq);
-            // No QP: no state, so no direct receive (D1), with or without
-            // a receive queue in the handle.
-            assert_eq!(bits(&lock) & (Straight::RECV | Straight::RECV_DIRECT), 0);
-            assert_eq!(bits(&lock) & Straight::DIRECT_RQ != 0, direct_rq);
+        let both = Straight::RECV_DIRECT | Straight::SEND_DIRECT;
+        for direct in [0, Straight::RECV_DIRECT, both] {
+            let lock = QpLock::new(None, false, direct);
+            // No QP: no state, so no direct post (D1), whatever the handle.
+            assert_eq!(bits(&lock) & both, 0);
             let mut g = lock.lock();
             *g = None;
             drop(g);
-            assert_eq!(bits(&lock) & Straight::RECV_DIRECT, 0);
-            assert_eq!(bits(&lock) & Straight::DIRECT_RQ != 0, direct_rq, "restate kept the handle's bit");
+            assert_eq!(bits(&lock) & both, 0, "restated");
+            assert_eq!(lock.direct, direct);
         }
-        // The derived bit: both of its parts, and neither alone.
-        for (b, set) in [(Straight::RECV, false), (Straight::DIRECT_RQ, false), (Straight::RECV | Straight::DIRECT_RQ, true), (Straight::SEND | Straight::NAMES, false)] {
-            assert_eq!(Straight::derive(b), if set { b | Straight::RECV_DIRECT } else { b }, "{b:#x}");
+        // Each direct bit needs its state bit and the handle's queue.
+        for (b, direct, out) in [
+            (Straight::RECV, 0, 0),
+            (Straight::RECV, both, Straight::RECV_DIRECT),
+            (Straight::RECV, Straight::SEND_DIRECT, 0),
+            (Straight::SEND | Straight::SEND_RC, both, Straight::SEND_DIRECT),
+            (Straight::SEND | Straight::RECV, Straight::RECV_DIRECT, Straight::RECV_DIRECT),
+            (Straight::SEND | Straight::RECV | Straight::NAMES, both, both),
+            (Straight::NAMES | Straight::UC, both, 0),
+        ] {
+            assert_eq!(Straight::derive(b, direct), b | out, "{b:#x} {direct:#x}");
         }
     }
 }

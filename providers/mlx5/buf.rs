@@ -487,6 +487,13 @@ pub struct SqGeom {
 }
 
 impl SqGeom {
+    /// Whether `buf` holds the ring and the send doorbell word (B6's one
+    /// comparison): then [`WqBuf::sq_ring_at`] of it is `Some`.
+    #[inline(always)]
+    pub fn fits(&self, buf: &WqBuf) -> bool {
+        self.need <= buf.0.len
+    }
+
     /// The ring of `blocks` 64-byte blocks at byte `base` and the send
     /// doorbell word at byte `dbrec`.
     pub fn new(base: usize, blocks: u32, dbrec: usize) -> Self {
@@ -562,7 +569,7 @@ impl WqBuf {
     /// once for every store and the BlueFlame copy of a one-block WQE.
     #[inline(always)]
     pub fn sq_ring_at<'g>(&mut self, g: &'g SqGeom, idx: u32) -> Option<SqRing<'_, 'g>> {
-        if g.need > self.0.len {
+        if !g.fits(self) {
             return None;
         }
         let p = self.0.ptr.as_ptr();

@@ -26,17 +26,20 @@
 //!
 //! # Safety
 //!
-//! **B8 — the direct receive.** [`Direct::post_recv_fitted`] takes the
-//! slot's entry as a QP with a receive queue with no match, and the ring
-//! view with no comparison of its geometry against the buffer. It is an
-//! `unsafe fn`: its caller promises that, under the slot's lock, `may()`
-//! says yes only while the slot holds the entry `Mlx5Qp::create` filled
-//! for the QP this handle was made from, and that the handle says
-//! [`Direct::has_recv`]. `has_recv` is found once, under the slot's lock,
-//! when the handle is made (`Direct::new`: the entry has a
-//! receive queue whose ring and doorbell word the buffer holds,
-//! `RecvQueue::ring_fits`), and it stands while the entry lives: the
-//! provider never assigns an `Entry::Qp`'s `rq` or `buf` after the slot
+//! **B8 — the direct receive and send.** [`Direct::post_recv_fitted`]
+//! takes the slot's entry as a QP with a receive queue with no match, and
+//! the ring view with no comparison of its geometry against the buffer;
+//! [`Direct::post_send_fitted`] takes it as a QP with a send queue with
+//! no match, and the send ring's geometry as fitting the buffer. Each is
+//! an `unsafe fn`: its caller promises that, under the slot's lock,
+//! `may()` says yes only while the slot holds the entry `Mlx5Qp::create`
+//! filled for the QP this handle was made from, and that the handle says
+//! [`Direct::has_recv`] (or [`Direct::has_send`]). Both are found once,
+//! under the slot's lock, when the handle is made (`Direct::new`: the
+//! entry has a receive queue whose ring and doorbell word the buffer
+//! holds, `RecvQueue::ring_fits`; a send queue whose ring and doorbell
+//! word it holds, `SendQueue::ring_fits`), and they stand while the entry
+//! lives: the provider never assigns an `Entry::Qp`'s `rq`, `sq` or `buf` after the slot
 //! is filled (a reset, a post, a completion call methods of the queue,
 //! which keep its geometry, private and set only by its constructor, and
 //! a buffer's length never changes), and the slot is emptied only by the
@@ -46,7 +49,8 @@
 
 use super::ctx::Doorbell;
 use super::registry::{Entry, MadeBf, MadeSlot};
-use super::sq::StraightRing;
+use super::buf::WqBuf;
+use super::sq::{SendQueue, StraightRing};
 use crate::providers::seam::StraightWr;
 use crate::wr::Sge;
 
@@ -60,6 +64,9 @@ pub struct Direct {
     /// The slot's QP had, when the handle was made, a receive queue its
     /// buffer holds (B8).
     rq: bool,
+    /// The slot's QP had, when the handle was made, a send queue its
+    /// buffer holds (B8).
+    sq: bool,
 }
 
 impl Direct {
@@ -67,8 +74,18 @@ impl Direct {
     /// filled it), which it looks at once, under the slot's lock, for
     /// [`Direct::has_recv`].
     pub(super) fn new(made: MadeSlot, db: Doorbell, bf: Option<MadeBf>) -> Self {
-        let rq = matches!(&*made.lock(), Entry::Qp { rq: Some(rq), buf, .. } if rq.ring_fits(buf));
-        Self { made, db, bf, rq }
+        let (rq, sq) = match &*made.lock() {
+            Entry::Qp { rq, sq, buf, .. } => (rq.as_ref().is_some_and(|rq| rq.ring_fits(buf)), sq.as_ref().is_some_and(|sq| sq.ring_fits(buf))),
+            _ => (false, false),
+        };
+        Self { made, db, bf, rq, sq }
+    }
+
+    /// Whether the QP has a send queue its buffer holds (found when the
+    /// handle was made): what [`Direct::post_send_fitted`] needs, besides
+    /// its caller's `may`.
+    pub fn has_send(&self) -> bool {
+        self.sq
     }
 
     /// Whether the QP has a receive queue its buffer holds (found when
@@ -90,6 +107,43 @@ impl Direct {
             return false;
         }
         let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else { return false };
+        self.send_on(sq, buf, s)
+    }
+
+    /// [`Direct::post_send`] with no match of the slot's entry and no
+    /// comparison of the send ring against the buffer (B8): `false`,
+    /// nothing written, if `may()` says no or the straight path does not
+    /// take the request.
+    ///
+    /// # Safety
+    ///
+    /// [`Direct::has_send`], and `may()` as for
+    /// [`Direct::post_recv_fitted`]: `true`, under the slot's lock, only
+    /// while the slot holds the entry `Mlx5Qp::create` filled for the QP
+    /// this handle was made from, its `sq` not replaced.
+    #[doc(alias = "ibv_post_send")]
+    #[inline(always)]
+    pub unsafe fn post_send_fitted<W: StraightWr + ?Sized>(&self, may: impl FnOnce() -> bool, s: &W) -> bool {
+        let mut g = self.made.lock();
+        if !may() {
+            return false;
+        }
+        let Entry::Qp { sq: Some(sq), buf, .. } = &mut *g else {
+            // SAFETY: the caller's promise: the slot holds this handle's
+            // QP, which `has_send` found with a send queue (B8).
+            unsafe { core::hint::unreachable_unchecked() }
+        };
+        // SAFETY: B8: `has_send` found this queue's ring and doorbell word
+        // in this buffer, and neither the queue's geometry (private, set
+        // by its constructor) nor the buffer's length has changed since.
+        unsafe { core::hint::assert_unchecked(sq.ring_fits(buf)) };
+        self.send_on(sq, buf, s)
+    }
+
+    /// The straight post of `s` on the slot's send queue, then the
+    /// doorbell (the slot's lock held).
+    #[inline(always)]
+    fn send_on<W: StraightWr + ?Sized>(&self, sq: &mut SendQueue, buf: &mut WqBuf, s: &W) -> bool {
         let Some(ring) = sq.post_straight(buf, s) else { return false };
         let uars = self.made.reg().uars();
         match (ring, &self.bf) {
@@ -170,6 +224,57 @@ mod tests {
         let (sq, rq) = m.queues("test", 0x42, QpType::Rc, false, false, db.blueflame()).unwrap();
         let buf = if short { WqBuf::new("test", 4096).unwrap() } else { m.buf };
         reg.insert(Entry::Qp { sq, rq, buf, srq_uidx: srq.then_some(0) }).unwrap()
+    }
+
+    /// An RC QP of `send_wr` sends in a slot of `reg` (`short`: put with a
+    /// one-page buffer, too short for its send ring).
+    fn sender(reg: &RegRef, db: &Doorbell, send_wr: u32, short: bool) -> u32 {
+        let cap = QpCap { max_send_wr: send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 16 };
+        let m = QpMem::new("test", &LIM, QpType::Rc, &cap, false, 64).unwrap();
+        let (sq, rq) = m.queues("test", 0x43, QpType::Rc, false, false, db.blueflame()).unwrap();
+        let buf = if short { WqBuf::new("test", 4096).unwrap() } else { m.buf };
+        reg.insert(Entry::Qp { sq, rq, buf, srq_uidx: None }).unwrap()
+    }
+
+    /// The slot's buffer, word by word, and its send queue's indices.
+    fn send_state(reg: &RegRef, uidx: u32) -> (Vec<u64>, (u32, u32, u32)) {
+        let g = reg.lock(uidx).unwrap();
+        let Entry::Qp { sq: Some(sq), buf, .. } = &*g else { panic!("no send queue") };
+        ((0..buf.len() / 8).map(|i| buf.get::<u64>(i * 8).unwrap()).collect(), sq.indices())
+    }
+
+    #[test]
+    fn the_fitted_send_needs_a_send_ring_its_buffer_holds_and_posts_as_the_checked_one() {
+        use crate::wr::{Payload, SendWr};
+        let uar = rustix::fs::memfd_create("verbs-direct-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
+        let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
+        let db = reg.uars().doorbell(1).unwrap();
+        let (a, b) = (sender(&reg, &db, 4, false), sender(&reg, &db, 4, false));
+        let (da, dbb) = (Direct::new(reg.made(a), db, None), Direct::new(reg.made(b), db, None));
+        assert!(da.has_send() && dbb.has_send());
+        // 1024 sends: 64 KiB of ring, past a one-page buffer.
+        let short = sender(&reg, &db, 1024, true);
+        assert!(!Direct::new(reg.made(short), db, None).has_send(), "a buffer that does not hold the send ring");
+        let sg = [SGE];
+        let write = SendWr::rdma_write(0x51, &sg, 0x2000, 6).signaled();
+        assert!(!Direct::new(reg.made(short), db, None).post_send(|| true, &write), "refused by the checked post too");
+
+        let before = send_state(&reg, a);
+        // SAFETY: `has_send` (above); `may` says no.
+        assert!(!unsafe { da.post_send_fitted(|| false, &write) });
+        assert_eq!(send_state(&reg, a), before, "`may` said no: nothing written");
+        let inline = SendWr { payload: Payload::Inline(&[7u8; 8]), ..write };
+        let send = SendWr::send(0x53, &sg);
+        for (i, wr) in [write, inline, send, write, inline].iter().enumerate() {
+            // SAFETY: `has_send`; slot `a` holds the QP the handle was made
+            // from, whose queues and buffer this test never replaces.
+            let fitted = unsafe { da.post_send_fitted(|| true, wr) };
+            assert_eq!(fitted, dbb.post_send(|| true, wr), "send {i}: taken alike");
+            assert_eq!(fitted, i < 4, "send {i}: straight until the queue (4) is full");
+            assert_eq!(send_state(&reg, a).0[..], send_state(&reg, b).0[..], "send {i}: the same WQEs and doorbell record");
+            assert_eq!(send_state(&reg, a).1, send_state(&reg, b).1, "send {i}: the same indices");
+        }
     }
 
     /// The slot's buffer, word by word, and its receive queue's indices.

@@ -404,6 +404,13 @@ impl SendQueue {
         buf.get(at).unwrap_or_default()
     }
 
+    /// Whether `buf` holds this queue's ring and send doorbell word
+    /// (then [`WqBuf::sq_ring_at`] of it is `Some`; B8 in direct.rs).
+    #[inline(always)]
+    pub fn ring_fits(&self, buf: &WqBuf) -> bool {
+        self.geom.fits(buf)
+    }
+
     /// The QP went to RESET (`mlx5_init_qp_indices`): the queue starts
     /// over at WQE 0, as the device's does; nothing posted is kept.
     pub fn reset(&mut self) {

@@ -216,11 +216,26 @@ mod tests {
     const LIM: DeviceLimits = DeviceLimits { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 1 << 15, max_recv_wr: 1 << 15, max_srq_recv_wr: 1 << 15 };
     const SGE: Sge = Sge { addr: 0x1000, length: 8, lkey: 1 };
 
+    /// A context's slot table on a memfd standing in for its UAR pages
+    /// (the memfd is returned to keep it open), and a doorbell on it.
+    fn rig() -> (rustix::fd::OwnedFd, RegRef, Doorbell) {
+        let uar = rustix::fs::memfd_create("verbs-direct-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
+        let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
+        let db = reg.uars().doorbell(1).unwrap();
+        (uar, reg, db)
+    }
+
     /// A QP's entry in a slot of `reg` (`srq`: on an SRQ, no receive
     /// queue; `short`: put with a one-page buffer, too short for its ring).
     fn qp(reg: &RegRef, db: &Doorbell, recv_wr: u32, srq: bool, short: bool) -> u32 {
         let cap = QpCap { max_send_wr: 4, max_recv_wr: recv_wr, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-        let m = QpMem::new("test", &LIM, QpType::Rc, &cap, srq, 64).unwrap();
+        qp_of(reg, db, &cap, srq, short)
+    }
+
+    /// [`qp`] of the capabilities `cap`.
+    fn qp_of(reg: &RegRef, db: &Doorbell, cap: &QpCap, srq: bool, short: bool) -> u32 {
+        let m = QpMem::new("test", &LIM, QpType::Rc, cap, srq, 64).unwrap();
         let (sq, rq) = m.queues("test", 0x42, QpType::Rc, false, false, db.blueflame()).unwrap();
         let buf = if short { WqBuf::new("test", 4096).unwrap() } else { m.buf };
         reg.insert(Entry::Qp { sq, rq, buf, srq_uidx: srq.then_some(0) }).unwrap()
@@ -230,26 +245,25 @@ mod tests {
     /// one-page buffer, too short for its send ring).
     fn sender(reg: &RegRef, db: &Doorbell, send_wr: u32, short: bool) -> u32 {
         let cap = QpCap { max_send_wr: send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 16 };
-        let m = QpMem::new("test", &LIM, QpType::Rc, &cap, false, 64).unwrap();
-        let (sq, rq) = m.queues("test", 0x43, QpType::Rc, false, false, db.blueflame()).unwrap();
-        let buf = if short { WqBuf::new("test", 4096).unwrap() } else { m.buf };
-        reg.insert(Entry::Qp { sq, rq, buf, srq_uidx: None }).unwrap()
+        qp_of(reg, db, &cap, false, short)
+    }
+
+    /// A buffer, word by word.
+    fn words(buf: &WqBuf) -> Vec<u64> {
+        (0..buf.len() / 8).map(|i| buf.get::<u64>(i * 8).unwrap()).collect()
     }
 
     /// The slot's buffer, word by word, and its send queue's indices.
     fn send_state(reg: &RegRef, uidx: u32) -> (Vec<u64>, (u32, u32, u32)) {
         let g = reg.lock(uidx).unwrap();
         let Entry::Qp { sq: Some(sq), buf, .. } = &*g else { panic!("no send queue") };
-        ((0..buf.len() / 8).map(|i| buf.get::<u64>(i * 8).unwrap()).collect(), sq.indices())
+        (words(buf), sq.indices())
     }
 
     #[test]
     fn the_fitted_send_needs_a_send_ring_its_buffer_holds_and_posts_as_the_checked_one() {
         use crate::wr::{Payload, SendWr};
-        let uar = rustix::fs::memfd_create("verbs-direct-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
-        rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
-        let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
-        let db = reg.uars().doorbell(1).unwrap();
+        let (_uar, reg, db) = rig();
         let (a, b) = (sender(&reg, &db, 4, false), sender(&reg, &db, 4, false));
         let (da, dbb) = (Direct::new(reg.made(a), db, None), Direct::new(reg.made(b), db, None));
         assert!(da.has_send() && dbb.has_send());
@@ -281,15 +295,12 @@ mod tests {
     fn state(reg: &RegRef, uidx: u32) -> (Vec<u64>, (u32, u32)) {
         let g = reg.lock(uidx).unwrap();
         let Entry::Qp { rq: Some(rq), buf, .. } = &*g else { panic!("no receive queue") };
-        ((0..buf.len() / 8).map(|i| buf.get::<u64>(i * 8).unwrap()).collect(), rq.indices())
+        (words(buf), rq.indices())
     }
 
     #[test]
     fn the_fitted_receive_needs_a_receive_queue_its_buffer_holds_and_posts_as_the_checked_one() {
-        let uar = rustix::fs::memfd_create("verbs-direct-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
-        rustix::fs::ftruncate(&uar, 8 * 4096).unwrap();
-        let reg = RegRef::new("test", super::super::ctx::tests::sim_uars(&uar)).unwrap();
-        let db = reg.uars().doorbell(1).unwrap();
+        let (_uar, reg, db) = rig();
         let (a, b) = (qp(&reg, &db, 4, false, false), qp(&reg, &db, 4, false, false));
         let da = Direct::new(reg.made(a), db, None);
         assert!(da.has_recv());
